@@ -1,0 +1,79 @@
+"""The one byte form of every record memspec writes, and content hashes over it.
+
+UTF-8, NFC-normalised strings (keys too), sorted keys, no insignificant whitespace, no NaN or
+infinity, ``\\n`` line endings. The same value always gives the same bytes, on any machine.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import unicodedata
+from collections.abc import Iterable
+from typing import Any
+
+import xxhash
+
+
+class CanonicalJSONError(ValueError):
+    """A value that has no canonical JSON form (NaN, infinity, a non-JSON type)."""
+
+
+def normalize(value: Any) -> Any:
+    """Return ``value`` with every string NFC-normalised and every line ending ``\\n``."""
+    if isinstance(value, str):
+        text = value.replace("\r\n", "\n").replace("\r", "\n")
+        return unicodedata.normalize("NFC", text)
+    if isinstance(value, bool) or value is None or isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise CanonicalJSONError(f"{value!r} has no JSON form")
+        return value
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise CanonicalJSONError(f"object key {key!r} is not a string")
+            norm_key = normalize(key)
+            if norm_key in out:
+                raise CanonicalJSONError(f"object keys collide after normalisation: {key!r}")
+            out[norm_key] = normalize(item)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [normalize(item) for item in value]
+    raise CanonicalJSONError(f"value of type {type(value).__name__} has no JSON form")
+
+
+def dumps(value: Any) -> str:
+    """Canonical JSON text of ``value`` (no trailing newline)."""
+    return json.dumps(
+        normalize(value),
+        ensure_ascii=False,
+        sort_keys=True,
+        separators=(",", ":"),
+        allow_nan=False,
+    )
+
+
+def dump_bytes(value: Any) -> bytes:
+    """Canonical JSON bytes of ``value`` as one line, with its final newline."""
+    return (dumps(value) + "\n").encode("utf-8")
+
+
+def dump_pretty_bytes(value: Any) -> bytes:
+    """Canonical, indented JSON bytes for files people read (manifests)."""
+    text = json.dumps(
+        normalize(value), ensure_ascii=False, sort_keys=True, indent=2, allow_nan=False
+    )
+    return (text + "\n").encode("utf-8")
+
+
+def jsonl_bytes(records: Iterable[Any]) -> bytes:
+    """Canonical JSON Lines for ``records``."""
+    return b"".join(dump_bytes(r) for r in records)
+
+
+def content_hash(value: Any) -> str:
+    """XXH3-128 hex digest of the canonical bytes of ``value``: for finding duplicates."""
+    return xxhash.xxh3_128_hexdigest(dumps(value).encode("utf-8"))

@@ -1,0 +1,105 @@
+"""Everything a project's specs/ folder declares: paradigms, families, pools and releases."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import MemspecError, Problem, SpecError
+from .pools import load_pool
+from .project import Project
+from .spec import FamilyLoader, FamilySpec, ParadigmSpec, ReleaseSpec, load_paradigm, load_release
+from .yamlsafe import load_yaml_file
+
+
+def _yaml_files(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    return sorted((p for p in folder.rglob("*.yaml") if p.is_file()),
+                  key=lambda p: p.relative_to(folder).as_posix())
+
+
+@dataclass
+class Catalog:
+    """Index of a project's specs. Families are found by id; problems are kept, not thrown,
+    until someone asks for the broken thing (or validates everything)."""
+
+    project: Project
+    paradigms: dict[str, ParadigmSpec] = field(default_factory=dict)
+    family_paths: dict[str, list[Path]] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, project: Project) -> Catalog:
+        catalog = cls(project)
+        for path in _yaml_files(project.specs / "paradigms"):
+            try:
+                paradigm = load_paradigm(path, project)
+            except MemspecError as err:
+                catalog.problems.extend(err.problems)
+                continue
+            if paradigm.paradigm_id in catalog.paradigms:
+                other = catalog.paradigms[paradigm.paradigm_id].located.file
+                catalog.problems.append(Problem(
+                    f"paradigm {paradigm.paradigm_id!r} is also declared in {other}",
+                    paradigm.located.file, 1, 1))
+                continue
+            catalog.paradigms[paradigm.paradigm_id] = paradigm
+        for path in _yaml_files(project.specs / "families"):
+            try:
+                data = load_yaml_file(path, project.display(path)).data
+            except MemspecError:
+                continue  # reported when this file is validated or asked for
+            family_id = data.get("family") if isinstance(data, dict) else None
+            if isinstance(family_id, str):
+                catalog.family_paths.setdefault(family_id, []).append(path)
+        return catalog
+
+    def loader(self) -> FamilyLoader:
+        return FamilyLoader(self.project, self.paradigms)
+
+    def family_path(self, family: str) -> Path:
+        """The file of a family given its id, or a path to a family file."""
+        paths = self.family_paths.get(family)
+        if paths and len(paths) > 1:
+            raise SpecError.single(
+                f"family id {family!r} is declared by several files: "
+                + ", ".join(self.project.display(p) for p in paths))
+        if paths:
+            return paths[0]
+        candidate = Path(family)
+        if candidate.suffix == ".yaml" and candidate.is_file():
+            return candidate.resolve()
+        known = ", ".join(sorted(self.family_paths)) or "none"
+        raise SpecError.single(f"unknown family {family!r}; known families: {known}")
+
+    def family(self, family: str, loader: FamilyLoader | None = None) -> FamilySpec:
+        """Load one family by id or path, with its paradigm and pools."""
+        return (loader or self.loader()).load(self.family_path(family))
+
+    def release_paths(self) -> list[Path]:
+        return _yaml_files(self.project.specs / "releases")
+
+    def release(self, path: Path) -> ReleaseSpec:
+        return load_release(path, self.project)
+
+    def duplicate_family_problems(self) -> list[Problem]:
+        problems = []
+        for family_id, paths in sorted(self.family_paths.items()):
+            for path in paths[1:]:
+                problems.append(Problem(
+                    f"family id {family_id!r} is also declared in "
+                    f"{self.project.display(paths[0])}", self.project.display(path), 1, 1))
+        return problems
+
+    def pool_paths(self) -> list[Path]:
+        return _yaml_files(self.project.specs / "pools")
+
+    def check_pools(self) -> list[Problem]:
+        problems: list[Problem] = []
+        for path in self.pool_paths():
+            try:
+                load_pool(path, self.project.display(path))
+            except MemspecError as err:
+                problems.extend(err.problems)
+        return problems

@@ -1,0 +1,191 @@
+"""Invariants asserted on every instance, every group and every family.
+
+Checks come from a family's paradigm and from the family itself. A failed check is an error,
+never a warning: the generator refuses to write instances that break one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .canonical import dumps
+from .errors import CheckFailed, Problem
+from .render import Renderer, TemplateOrigin
+from .yamlsafe import Located
+
+_TOKEN_RE = re.compile(r"\w+|[^\w\s]")
+
+
+def approx_tokens(text: str) -> int:
+    """Approximate token count: one token per run of word characters or per punctuation mark.
+
+    For English prose this lands within about 25% below what common subword tokenizers count,
+    so a minimum stated in these tokens is a conservative minimum in theirs.
+    """
+    return len(_TOKEN_RE.findall(text))
+
+
+def phase_text(instance: Mapping[str, Any], phases: list[str]) -> str:
+    return "\n".join(m["content"] for p in phases for m in instance["phases"].get(p, []))
+
+
+@dataclass
+class RenderedVariant:
+    """An instance with the slot values it was rendered from (for checks that need them)."""
+
+    instance: dict[str, Any]
+    context: dict[str, Any]
+
+
+@dataclass
+class CheckRunner:
+    """Runs one family's checks; family-scope checks accumulate across groups."""
+
+    checks: tuple[tuple[Mapping[str, Any], Located, tuple], ...]
+    renderer: Renderer
+    family_file: str
+    _tallies: dict[int, Counter] = field(default_factory=lambda: defaultdict(Counter))
+
+    def _fail(self, index: int, message: str, instance_id: str | None = None) -> Problem:
+        check, located, where = self.checks[index]
+        line, col = located.where(where)
+        prefix = f"{instance_id}: " if instance_id else ""
+        text = check.get("description")
+        detail = f" — {text}" if text else ""
+        return Problem(f"check {check['kind']} failed: {prefix}{message}{detail}",
+                       located.file, line, col, where)
+
+    def _expr(self, index: int, key: str) -> Any:
+        check, located, where = self.checks[index]
+        line, col = located.where((*where, key))
+        origin = TemplateOrigin(located.file, line - 1, col, f"check {check['kind']} {key}")
+        return self.renderer.expression(check[key], origin)
+
+    @staticmethod
+    def _applies(check: Mapping[str, Any], instance: Mapping[str, Any]) -> bool:
+        for axis, wanted in check.get("when", {}).items():
+            allowed = wanted if isinstance(wanted, list) else [wanted]
+            if instance["axes"].get(axis) not in allowed:
+                return False
+        return True
+
+    def check_group(self, group: list[RenderedVariant]) -> None:
+        """Run instance- and group-scope checks; tally family-scope ones. Raises on failure."""
+        problems: list[Problem] = []
+        for index, (check, _, _) in enumerate(self.checks):
+            kind = check["kind"]
+            if kind in ("identical_across", "differs_across", "length_ratio"):
+                problems += self._group_check(index, check, group)
+                continue
+            for rendered in group:
+                inst = rendered.instance
+                if not self._applies(check, inst):
+                    continue
+                if kind == "balanced":
+                    context = {**rendered.context, "instance": inst}
+                    value = self._expr(index, "of")(context)
+                    self._tallies[index][dumps(value)] += 1
+                    continue
+                message = self._instance_check(index, check, rendered)
+                if message:
+                    problems.append(self._fail(index, message, inst["id"]))
+        if problems:
+            raise CheckFailed(problems)
+
+    def _instance_check(self, index: int, check: Mapping[str, Any],
+                        rendered: RenderedVariant) -> str | None:
+        inst = rendered.instance
+        kind = check["kind"]
+        if kind == "message_count":
+            n = len(inst["phases"].get(check["phase"], []))
+            for key, ok in (("equals", lambda a, b: a == b), ("min", lambda a, b: a >= b),
+                            ("max", lambda a, b: a <= b)):
+                if key in check and not ok(n, check[key]):
+                    return f"phase {check['phase']!r} has {n} messages ({key} {check[key]})"
+        elif kind == "token_count":
+            n = approx_tokens(phase_text(inst, check["phases"]))
+            if "min" in check and n < check["min"]:
+                return f"{'+'.join(check['phases'])} has {n} tokens, fewer than {check['min']}"
+            if "max" in check and n > check["max"]:
+                return f"{'+'.join(check['phases'])} has {n} tokens, more than {check['max']}"
+        elif kind == "distinct_messages":
+            contents = [m["content"] for m in inst["phases"].get(check["phase"], [])]
+            repeated = [c for c, k in Counter(contents).items() if k > 1]
+            if repeated:
+                return f"phase {check['phase']!r} repeats a message: {repeated[0][:60]!r}"
+        elif kind == "forbidden_words":
+            words = self._expr(index, "words")({**rendered.context, "instance": inst})
+            words = [words] if isinstance(words, str) else list(words)
+            text = phase_text(inst, check["phases"])
+            for word in words:
+                if re.search(rf"(?<!\w){re.escape(str(word))}(?!\w)", text, re.IGNORECASE):
+                    return f"forbidden word {word!r} appears in {', '.join(check['phases'])}"
+        elif kind == "expr":
+            value = self._expr(index, "test")({**rendered.context, "instance": inst})
+            if not value:
+                return check["message"]
+        return None
+
+    def _group_check(self, index: int, check: Mapping[str, Any],
+                     group: list[RenderedVariant]) -> list[Problem]:
+        axis = check["axis"]
+        buckets: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for rendered in group:
+            inst = rendered.instance
+            if axis not in inst["axes"]:
+                continue
+            rest = {k: v for k, v in inst["axes"].items() if k != axis}
+            buckets[dumps([inst["design"], rest])].append(inst)
+        problems = []
+        for members in buckets.values():
+            if check["kind"] == "length_ratio":
+                problems += self._length_ratio(index, check, members)
+                continue
+            texts = {m["id"]: dumps([m["phases"].get(p, []) for p in check["phases"]])
+                     for m in members}
+            distinct = set(texts.values())
+            phases = ", ".join(check["phases"])
+            if check["kind"] == "identical_across" and len(distinct) > 1:
+                problems.append(self._fail(index, f"{phases} differ across {axis} in "
+                                           f"{', '.join(texts)}"))
+            if check["kind"] == "differs_across" and len(distinct) < len(texts):
+                problems.append(self._fail(index, f"{phases} are identical across {axis} in "
+                                           f"{', '.join(texts)}"))
+        return problems
+
+    def _length_ratio(self, index: int, check: Mapping[str, Any],
+                      members: list[dict[str, Any]]) -> list[Problem]:
+        reference = [m for m in members if m["axes"][check["axis"]] == check["reference"]]
+        if not reference:
+            return []
+        ref_len = len(phase_text(reference[0], check["phases"]))
+        problems = []
+        for member in members:
+            if member is reference[0]:
+                continue
+            length = len(phase_text(member, check["phases"]))
+            ratio = length / ref_len if ref_len else float("inf")
+            if abs(ratio - 1) > check["tolerance"]:
+                problems.append(self._fail(
+                    index, f"{member['id']} is {ratio:.3f}× the length of {reference[0]['id']} "
+                    f"(tolerance ±{check['tolerance']})"))
+        return problems
+
+    def finish(self) -> None:
+        """Family-scope checks over everything tallied; raises on failure."""
+        problems = []
+        for index, (check, _, _) in enumerate(self.checks):
+            if check["kind"] != "balanced":
+                continue
+            counts = self._tallies.get(index, Counter())
+            for value in check.get("values", []):
+                counts.setdefault(dumps(value), 0)
+            if counts and max(counts.values()) - min(counts.values()) > 1:
+                shown = ", ".join(f"{k}: {v}" for k, v in sorted(counts.items()))
+                problems.append(self._fail(index, f"{check['of']} is unbalanced ({shown})"))
+        if problems:
+            raise CheckFailed(problems)

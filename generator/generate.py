@@ -1,0 +1,193 @@
+"""Instances of a family: sample a group's slots, expand its variants, render, check."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+from .canonical import CanonicalJSONError, normalize
+from .checks import CheckRunner, RenderedVariant
+from .errors import SpecError
+from .render import CompiledTemplate, Message, Renderer, make_message
+from .rng import KeyedRandom
+from .sampling import sample_slots
+from .schemas import validator
+from .spec import FamilySpec, Variant
+from .transforms import TransformCall, get_transform
+
+
+def instance_id(family_id: str, group: int, variant: str) -> str:
+    """The stable, readable id ``<family>-<group:05d>-<variant>``."""
+    return f"{family_id}-{group:05d}-{variant}"
+
+
+class FamilyGenerator:
+    """Generates the instances of one family under one seed, group by group."""
+
+    def __init__(self, family: FamilySpec, renderer: Renderer, seed: int) -> None:
+        self.family = family
+        self.renderer = renderer
+        self.seed = seed
+        self.variants = family.variants()
+        self.checks = CheckRunner(family.checks, renderer, family.file)
+        self._phase_templates = {name: self._phase_template(name) for name in family.phases}
+        self._instance_validator = validator("instance")
+
+    # ----------------------------------------------------------- templates of the spec
+
+    def _inline(self, text: str, where: tuple, label: str) -> CompiledTemplate:
+        line, col = self.family.located.where(where)
+        return self.renderer.inline(text, self.family.file, line, col, label)
+
+    def _phase_template(self, name: str) -> list[tuple[str, str | None, CompiledTemplate]] | \
+            CompiledTemplate:
+        phase = self.family.phases[name]
+        where = ("phases", name)
+        if isinstance(phase, str) or "template" in phase:
+            relative = phase if isinstance(phase, str) else phase["template"]
+            line, col = self.family.located.where(where)
+            return self.renderer.file(relative, self.family.file, line, col)
+        return [
+            (m["role"], m.get("name"),
+             self._inline(m["text"], (*where, "messages", i, "text"),
+                          f"phase {name!r} message {i}"))
+            for i, m in enumerate(phase["messages"])
+        ]
+
+    def _render_phase(self, name: str, context: dict[str, Any]) -> list[Message]:
+        template = self._phase_templates[name]
+        if isinstance(template, CompiledTemplate):
+            return template.render_messages(context)
+        return [make_message(role, compiled.render_text(context), msg_name, compiled)
+                for role, msg_name, compiled in template]
+
+    def _render_answer_text(self, key: str, text: str, context: dict[str, Any],
+                            where: tuple | None = None) -> str:
+        where = where or ("answer", key)
+        compiled = self._inline(text, where, f"answer {key}")
+        value = compiled.render_text(context).strip()
+        if not value:
+            raise compiled.origin.error(f"answer {key} rendered empty", 1)
+        return value
+
+    # ----------------------------------------------------------------- one group
+
+    def _variant_context(self, slots: dict[str, Any], variant: Variant, group: int
+                         ) -> dict[str, Any]:
+        context = copy.deepcopy(slots)
+        design = next(d for d in self.family.designs if d.name == variant.design)
+        for axis in design.axes:
+            value = variant.axes[axis.name]
+            refs = [axis.transform] if axis.transform else []
+            if value in axis.value_transforms:
+                refs.append(axis.value_transforms[value])
+            for ref in refs:
+                transform = get_transform(ref.name)
+                assert transform is not None  # checked when the family was loaded
+                rng = KeyedRandom(self.seed, (self.family.family_id, group, "transform",
+                                              variant.name, axis.name, ref.name))
+                call = TransformCall(axis.name, value, variant.indices[axis.name], ref.args, rng)
+                try:
+                    transform.apply(context, call)
+                except (TypeError, ValueError, KeyError, IndexError) as exc:
+                    raise self.family.located.error(
+                        f"transform {ref.name!r} failed on axis {axis.name!r}: {exc}",
+                        ("designs", variant.design, "axes", axis.name)) from None
+        context.update(variant=dict(variant.axes), design=variant.design, group=group,
+                       family=self.family.family_id)
+        return context
+
+    def _answer(self, context: dict[str, Any]) -> dict[str, Any]:
+        spec = self.family.answer
+        answer: dict[str, Any] = {"scorer": spec["scorer"]}
+        for key in ("gold", "rubric"):
+            if key in spec:
+                answer[key] = self._render_answer_text(key, spec[key], context)
+        if "options" in spec:
+            options = context[spec["options"]]
+            if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
+                raise self.family.located.error(
+                    f"options slot {spec['options']!r} must hold a list of strings",
+                    ("answer", "options"))
+            answer["options"] = list(options)
+            if len(set(options)) != len(options):
+                raise self.family.located.error(f"options repeat a value: {options}",
+                                                ("answer", "options"))
+            if "gold" in answer:
+                if answer["gold"] not in options:
+                    raise self.family.located.error(
+                        f"gold {answer['gold']!r} is not one of the options {options}",
+                        ("answer", "gold"))
+                answer["gold_index"] = options.index(answer["gold"])
+        if "distractors" in spec:
+            answer["distractors"] = {
+                name: self._render_answer_text(name, text, context,
+                                               ("answer", "distractors", name))
+                for name, text in spec["distractors"].items()
+            }
+        for key in ("unordered_args", "first"):
+            if key in spec:
+                answer[key] = spec[key]
+        return answer
+
+    def render_variant(self, slots: dict[str, Any], variant: Variant, group: int
+                       ) -> RenderedVariant:
+        """One instance of a group, rendered and schema-checked (not yet invariant-checked)."""
+        context = self._variant_context(slots, variant, group)
+        phases: dict[str, list[dict[str, str]]] = {}
+        for name in self.family.paradigm.phases:
+            messages = self._render_phase(name, context)
+            if not messages and name not in self.family.paradigm.optional_phases:
+                raise self.family.located.error(
+                    f"phase {name!r} rendered no message in variant {variant.name!r}",
+                    ("phases", name))
+            phases[name] = [m.to_json() for m in messages]
+        fields = {
+            key: self._render_answer_text(key, text, context, ("fields", key))
+            for key, text in self.family.fields.items()
+        }
+        instance = {
+            "id": instance_id(self.family.family_id, group, variant.name),
+            "family": self.family.family_id,
+            "family_version": self.family.version,
+            "paradigm": self.family.paradigm.paradigm_id,
+            "group": group,
+            "design": variant.design,
+            "variant": variant.name,
+            "axes": dict(variant.axes),
+            "phases": phases,
+            "answer": self._answer(context),
+            "fields": fields,
+        }
+        try:
+            instance = normalize(instance)
+        except CanonicalJSONError as exc:
+            raise self.family.located.error(f"instance has no canonical form: {exc}") from None
+        errors = sorted(self._instance_validator.iter_errors(instance), key=lambda e: e.path)
+        if errors:
+            raise self.family.located.error(
+                f"generated instance {instance['id']} is invalid: {errors[0].message} "
+                f"(at {'/'.join(map(str, errors[0].absolute_path))})")
+        return RenderedVariant(instance, context)
+
+    def group(self, group: int) -> list[dict[str, Any]]:
+        """Every variant of one group, checked; raises on any error."""
+        slots = sample_slots(self.family, self.renderer, self.seed, group)
+        rendered = [self.render_variant(slots, v, group) for v in self.variants]
+        self.checks.check_group(rendered)
+        return [r.instance for r in rendered]
+
+    def groups(self, count: int, start: int = 0) -> Iterator[list[dict[str, Any]]]:
+        """Groups ``start .. start+count-1`` in order, then the family-scope checks."""
+        for g in range(start, start + count):
+            yield self.group(g)
+        self.checks.finish()
+
+
+def check_unique_ids(instances: list[dict[str, Any]], family: FamilySpec) -> None:
+    seen = set()
+    for inst in instances:
+        if inst["id"] in seen:
+            raise SpecError.single(f"duplicate instance id {inst['id']}", family.file)
+        seen.add(inst["id"])

@@ -1,0 +1,344 @@
+"""The one place Jinja is configured: a sandboxed, strict environment, and rendering of
+templates into role-tagged messages.
+
+Templates may come from strangers, so they run in Jinja's immutable sandbox; an unsafe
+attribute is an error (not a silent blank), undefined names are errors, and nothing random or
+clock-based is available. Every Jinja error becomes a SpecError naming the template file,
+line and column.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import jinja2
+from jinja2 import nodes
+from jinja2.exceptions import SecurityError, TemplateSyntaxError, UndefinedError
+from jinja2.ext import Extension
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from .errors import SpecError
+from .project import Project
+from .yamlsafe import read_text
+
+ROLES = ("system", "user", "assistant", "tool")
+
+# Control characters that can never occur in pools or templates mark message boundaries.
+_MSG_START, _MSG_FIELD, _MSG_END = "\x02", "\x1f", "\x03"
+_MESSAGE_RE = re.compile(r"\x02([^\x1f]*)\x1f([^\x1f]*)\x1f(.*?)\x03", re.S)
+#: A ``{name}`` left over from str.format habits, which Jinja would print literally.
+SINGLE_BRACE_RE = re.compile(r"(?<!\{)\{\s*[A-Za-z_][A-Za-z0-9_.]*\s*\}(?!\})")
+#: Largest ``range()`` a template may build.
+MAX_RANGE = 10_000
+#: Largest text a single render may produce, in characters.
+MAX_RENDER_CHARS = 2_000_000
+
+
+@dataclass(frozen=True)
+class Message:
+    """One role-tagged message of a phase."""
+
+    role: str
+    content: str
+    name: str | None = None
+
+    def to_json(self) -> dict[str, str]:
+        out = {"role": self.role, "content": self.content}
+        if self.name:
+            out["name"] = self.name
+        return out
+
+
+class MessageExtension(Extension):
+    """``{% message "user" %}...{% endmessage %}`` marks one message of a phase's output."""
+
+    tags = {"message"}
+
+    def parse(self, parser: Any) -> nodes.Node:
+        lineno = next(parser.stream).lineno
+        role = parser.parse_expression()
+        name: nodes.Expr = nodes.Const("")
+        if parser.stream.skip_if("comma"):
+            name = parser.parse_expression()
+        body = parser.parse_statements(("name:endmessage",), drop_needle=True)
+        call = self.call_method("_wrap", [role, name, nodes.Const(lineno)])
+        return nodes.CallBlock(call, [], [], body).set_lineno(lineno)
+
+    def _wrap(self, role: Any, name: Any, lineno: int, caller: Callable[[], str]) -> str:
+        if role not in ROLES:
+            raise jinja2.TemplateRuntimeError(
+                f"message role {role!r} (line {lineno}) is not one of {', '.join(ROLES)}"
+            )
+        body = caller()
+        if _MSG_START in body:
+            raise jinja2.TemplateRuntimeError(f"message blocks cannot nest (line {lineno})")
+        return f"{_MSG_START}{role}{_MSG_FIELD}{name or ''}{_MSG_FIELD}{body}{_MSG_END}"
+
+
+class _StrictSandbox(ImmutableSandboxedEnvironment):
+    """The immutable sandbox, but an unsafe attribute raises at once instead of being undefined."""
+
+    def unsafe_undefined(self, obj: Any, attribute: str) -> Any:
+        raise SecurityError(
+            f"access to attribute {attribute!r} of a {type(obj).__name__} is not allowed "
+            "in memspec templates"
+        )
+
+    def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
+        # Besides the sandbox's own rules, refuse dunder-ish and generator/frame internals.
+        if attr.startswith("_") or attr in {"mro", "gi_frame", "gi_code", "f_globals"}:
+            return False
+        return super().is_safe_attribute(obj, attr, value)
+
+
+class _TreeLoader(jinja2.BaseLoader):
+    """Loads templates by path relative to templates/, refusing paths that leave it."""
+
+    def __init__(self, project: Project) -> None:
+        self.project = project
+
+    def get_source(self, environment: jinja2.Environment, template: str) -> tuple[str, str, Any]:
+        path = self.project.resolve_inside(self.project.templates, template, "template")
+        text = read_text(path, self.project.display(path))
+        return text, self.project.display(path), lambda: True
+
+
+def _letter(index: int) -> str:
+    if not isinstance(index, int) or index < 0 or index >= 26:
+        raise jinja2.TemplateRuntimeError(f"letter needs an index in 0..25, got {index!r}")
+    return chr(ord("A") + index)
+
+
+def _safe_range(*args: int) -> range:
+    result = range(*args)
+    if len(result) > MAX_RANGE:
+        raise SecurityError(f"range of {len(result)} items exceeds the limit of {MAX_RANGE}")
+    return result
+
+
+def make_environment(project: Project) -> jinja2.Environment:
+    """The sandboxed Jinja environment every memspec template and expression runs in."""
+    env = _StrictSandbox(
+        loader=_TreeLoader(project),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
+        extensions=[MessageExtension],
+        auto_reload=False,
+        cache_size=-1,
+    )
+    for name in ("lipsum", "cycler", "joiner"):
+        env.globals.pop(name, None)
+    env.globals["range"] = _safe_range
+    env.filters.pop("random", None)
+    env.filters["re_escape"] = re.escape
+    env.filters["letter"] = _letter
+    return env
+
+
+# ---------------------------------------------------------------- error translation
+
+def _template_line(tb: TracebackType | None, filename: str) -> int | None:
+    """The last template line in a traceback whose frame belongs to ``filename``."""
+    line = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == filename:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def _column_of(source: str, line: int | None, needle: str | None) -> int:
+    if line is None or not needle:
+        return 1
+    lines = source.splitlines()
+    if 0 < line <= len(lines):
+        found = lines[line - 1].find(needle)
+        if found >= 0:
+            return found + 1
+    return 1
+
+
+_UNDEFINED_NAME = re.compile(r"'([^']+)' is undefined|has no attribute '([^']+)'")
+
+
+def _describe_jinja_error(exc: Exception) -> tuple[str, str | None]:
+    if isinstance(exc, SecurityError):
+        return f"unsafe template: {exc}", None
+    if isinstance(exc, UndefinedError):
+        match = _UNDEFINED_NAME.search(str(exc))
+        needle = (match.group(1) or match.group(2)) if match else None
+        return f"undefined in template: {exc}", needle
+    return f"template error: {type(exc).__name__}: {exc}", None
+
+
+@dataclass(frozen=True)
+class TemplateOrigin:
+    """Where a template's text came from, for error messages."""
+
+    file: str
+    line_offset: int = 0  # added to template lines (inline templates inside a YAML file)
+    column: int | None = None
+    label: str | None = None  # e.g. "inline template at $.phases.probe"
+
+    def error(self, message: str, line: int | None, column: int | None = None) -> SpecError:
+        where_line = (line or 1) + self.line_offset
+        if self.label:
+            message = f"{message} ({self.label}, template line {line or 1})"
+        col = column if column is not None and not self.line_offset else (self.column or column)
+        return SpecError.single(message, self.file, where_line, col or 1)
+
+
+class CompiledTemplate:
+    """A template ready to render, that knows where its source is for error messages."""
+
+    def __init__(self, template: jinja2.Template, source: str, origin: TemplateOrigin,
+                 filename: str) -> None:
+        self.template = template
+        self.source = source
+        self.origin = origin
+        self.filename = filename
+
+    def render_text(self, context: Mapping[str, Any]) -> str:
+        """Render to text; any failure is a SpecError at the template's file:line:col."""
+        try:
+            text = self.template.render(context)
+        except SpecError:
+            raise
+        except Exception as exc:  # every Jinja or sandbox failure becomes a located error
+            line = getattr(exc, "lineno", None) or _template_line(exc.__traceback__,
+                                                                  self.filename)
+            message, needle = _describe_jinja_error(exc)
+            raise self.origin.error(message, line, _column_of(self.source, line, needle)) from None
+        if len(text) > MAX_RENDER_CHARS:
+            raise self.origin.error(f"render produced {len(text)} characters, over the "
+                                    f"{MAX_RENDER_CHARS} limit", 1)
+        return text
+
+    def render_messages(self, context: Mapping[str, Any]) -> list[Message]:
+        """Render and split the output into the messages its ``{% message %}`` blocks mark."""
+        return split_messages(self.render_text(context), self)
+
+    def find_line(self, needle: str) -> tuple[int, int]:
+        """Line and column of ``needle`` in the source, or 1:1."""
+        for number, text in enumerate(self.source.splitlines(), start=1):
+            col = text.find(needle)
+            if col >= 0:
+                return number, col + 1
+        return 1, 1
+
+
+def split_messages(text: str, template: CompiledTemplate) -> list[Message]:
+    """Split rendered text into messages; text outside message blocks must be blank."""
+    messages: list[Message] = []
+    position = 0
+    for match in _MESSAGE_RE.finditer(text):
+        _check_outside(text[position : match.start()], template)
+        role, name, body = match.group(1), match.group(2), match.group(3)
+        messages.append(make_message(role, body, name or None, template))
+        position = match.end()
+    _check_outside(text[position:], template)
+    return messages
+
+
+def make_message(role: str, body: str, name: str | None, template: CompiledTemplate) -> Message:
+    """A message from rendered text: stripped, refused if empty or if a ``{name}`` is left."""
+    content = body.strip()
+    if not content:
+        line, col = template.find_line("message")
+        raise template.origin.error(f"a {role} message rendered empty", line, col)
+    leftover = SINGLE_BRACE_RE.search(content)
+    if leftover:
+        line, col = template.find_line(leftover.group(0))
+        raise template.origin.error(
+            f"single-brace placeholder {leftover.group(0)!r} left in the output; "
+            "Jinja variables are written {{ name }}",
+            line, col,
+        )
+    return Message(role, content, name)
+
+
+def _check_outside(chunk: str, template: CompiledTemplate) -> None:
+    stray = chunk.strip()
+    if stray:
+        line, col = template.find_line(stray.splitlines()[0][:40])
+        raise template.origin.error(
+            f"text outside a {{% message %}} block: {stray[:60]!r}", line, col
+        )
+
+
+class Renderer:
+    """Compiles templates and expressions once and renders them in the sandbox."""
+
+    def __init__(self, project: Project) -> None:
+        self.project = project
+        self.env = make_environment(project)
+        self._files: dict[str, CompiledTemplate] = {}
+        self._inline: dict[tuple[str, str, int], CompiledTemplate] = {}
+        self._expressions: dict[tuple[str, str], Callable[..., Any]] = {}
+
+    def file(self, relative: str, origin: str | None = None, line: int | None = None,
+             column: int | None = None) -> CompiledTemplate:
+        """The template at ``templates/<relative>``; errors name the spec that asked for it."""
+        if relative not in self._files:
+            path = self.project.resolve_inside(self.project.templates, relative, "template",
+                                               origin=origin, line=line, column=column)
+            display = self.project.display(path)
+            source = read_text(path, display)
+            self._files[relative] = self._compile(source, display, TemplateOrigin(display))
+        return self._files[relative]
+
+    def inline(self, source: str, file: str, line: int, column: int, label: str
+               ) -> CompiledTemplate:
+        """A template written inline in a YAML spec at ``file:line:column``."""
+        key = (source, file, line)
+        if key not in self._inline:
+            origin = TemplateOrigin(file, line - 1, column, label)
+            self._inline[key] = self._compile(source, f"<{file}:{line}>", origin)
+        return self._inline[key]
+
+    def _compile(self, source: str, filename: str, origin: TemplateOrigin) -> CompiledTemplate:
+        if _MSG_START in source or _MSG_END in source or _MSG_FIELD in source:
+            raise origin.error("template contains reserved control characters", 1)
+        try:
+            code = self.env.compile(source, name=filename, filename=filename)
+        except TemplateSyntaxError as exc:
+            raise origin.error(f"template syntax error: {exc.message}", exc.lineno) from None
+        template = self.env.template_class.from_code(self.env, code, self.env.make_globals(None))
+        return CompiledTemplate(template, source, origin, filename)
+
+    def expression(self, source: str, origin: TemplateOrigin) -> Callable[[Mapping[str, Any]], Any]:
+        """A compiled Jinja expression; calling it evaluates it over a context."""
+        key = (source, f"{origin.file}:{origin.line_offset}")
+        if key not in self._expressions:
+            try:
+                compiled = self.env.compile_expression(source, undefined_to_none=False)
+            except TemplateSyntaxError as exc:
+                raise origin.error(f"expression syntax error: {exc.message}", 1) from None
+
+            def evaluate(context: Mapping[str, Any], _c: Any = compiled) -> Any:
+                try:
+                    value = _c(**context)
+                    if isinstance(value, jinja2.Undefined):
+                        value._fail_with_undefined_error()
+                    return value
+                except SpecError:
+                    raise
+                except Exception as exc:
+                    message, _ = _describe_jinja_error(exc)
+                    raise origin.error(f"{message} in expression {source!r}", 1) from None
+
+            self._expressions[key] = evaluate
+        return self._expressions[key]
+
+
+def path_of(template_root: Path, path: Path) -> str:
+    """Display form of a template path."""
+    return path.relative_to(template_root).as_posix()

@@ -1,0 +1,96 @@
+"""Counter-based randomness keyed by the release seed and a path.
+
+Every random choice is a pure function of (seed, path, counter): ``path`` names what is being
+drawn (``family / group / slot / draw``), hashed with XXH3-64. Nothing depends on global state,
+on the order in which items are generated, or on how many processes generate them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TypeVar
+
+import xxhash
+
+T = TypeVar("T")
+
+_U64 = 1 << 64
+_SEP = b"\x1f"
+
+
+def _encode_part(part: str | int) -> bytes:
+    # Type-tag each part so that the int 1 and the string "1" are different keys.
+    if isinstance(part, bool) or not isinstance(part, (str, int)):
+        raise TypeError(f"random path parts must be str or int, not {type(part).__name__}")
+    if isinstance(part, int):
+        return b"i" + str(part).encode("ascii")
+    return b"s" + part.encode("utf-8")
+
+
+class KeyedRandom:
+    """A stream of random numbers for one path under one seed.
+
+    ``child(...)`` derives the stream of a longer path; draws on one stream never affect another.
+    """
+
+    __slots__ = ("_seed", "_key", "_counter")
+
+    def __init__(self, seed: int, path: Sequence[str | int] = ()) -> None:
+        if not 0 <= seed < _U64:
+            raise ValueError("seed must be in [0, 2**64)")
+        self._seed = seed
+        self._key = _SEP.join(_encode_part(p) for p in path) + _SEP
+        self._counter = 0
+
+    def child(self, *parts: str | int) -> KeyedRandom:
+        """The independent stream for this path extended by ``parts``."""
+        new = KeyedRandom.__new__(KeyedRandom)
+        new._seed = self._seed
+        new._key = self._key + _SEP.join(_encode_part(p) for p in parts) + _SEP
+        new._counter = 0
+        return new
+
+    def next_u64(self) -> int:
+        """The next 64-bit unsigned value of this stream."""
+        value = xxhash.xxh3_64_intdigest(self._key + self._counter.to_bytes(8, "little"),
+                                         seed=self._seed)
+        self._counter += 1
+        return value
+
+    def randbelow(self, n: int) -> int:
+        """A uniform integer in [0, n), without modulo bias."""
+        if n <= 0:
+            raise ValueError("n must be positive")
+        limit = _U64 - (_U64 % n)
+        while True:
+            value = self.next_u64()
+            if value < limit:
+                return value % n
+
+    def randint(self, low: int, high: int) -> int:
+        """A uniform integer in [low, high] inclusive."""
+        return low + self.randbelow(high - low + 1)
+
+    def choice(self, items: Sequence[T]) -> T:
+        """One element of ``items``, uniformly."""
+        return items[self.randbelow(len(items))]
+
+    def shuffled(self, items: Sequence[T]) -> list[T]:
+        """A uniformly shuffled copy of ``items`` (Fisher-Yates)."""
+        out = list(items)
+        for i in range(len(out) - 1, 0, -1):
+            j = self.randbelow(i + 1)
+            out[i], out[j] = out[j], out[i]
+        return out
+
+    def sample(self, items: Sequence[T], k: int) -> list[T]:
+        """``k`` distinct positions of ``items`` drawn without replacement, in draw order."""
+        if k > len(items):
+            raise ValueError("sample larger than population")
+        pool = list(items)
+        out: list[T] = []
+        for i in range(k):
+            j = i + self.randbelow(len(pool) - i)
+            pool[i], pool[j] = pool[j], pool[i]
+            out.append(pool[i])
+        return out

@@ -1,0 +1,94 @@
+"""The JSON Schemas shipped with memspec, and validation that reports every error with its place."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError, best_match
+from referencing import Registry, Resource
+
+from .errors import Problem, SpecError
+from .yamlsafe import Located
+
+SCHEMA_NAMES = ("family", "paradigm", "release", "pool", "instance", "manifest", "check")
+
+
+@cache
+def _schema(name: str) -> dict[str, Any]:
+    text = resources.files(__package__).joinpath("schemas").joinpath(f"{name}.schema.json").read_text(
+        encoding="utf-8"
+    )
+    return json.loads(text)
+
+
+@cache
+def _registry() -> Registry:
+    registry: Registry = Registry()
+    for name in SCHEMA_NAMES:
+        schema = _schema(name)
+        registry = registry.with_resource(schema["$id"], Resource.from_contents(schema))
+    return registry
+
+
+@cache
+def validator(name: str) -> Draft202012Validator:
+    """A Draft 2020-12 validator for the named schema, with format checking on."""
+    return Draft202012Validator(
+        _schema(name),
+        registry=_registry(),
+        format_checker=Draft202012Validator.FORMAT_CHECKER,
+    )
+
+
+def schema_document(name: str) -> dict[str, Any]:
+    """The named schema as a JSON object (e.g. for documentation or other validators)."""
+    return _schema(name)
+
+
+def _leaf(error: ValidationError) -> ValidationError:
+    # For oneOf/anyOf, the most relevant sub-error says more than "is not valid under any".
+    if error.context:
+        # Prefer the branch whose type matched: its complaint is the one the author means.
+        typed = [e for e in error.context if e.validator not in ("type", "const")]
+        best = best_match(typed or error.context)
+        if best is not None:
+            return _leaf(best)
+    return error
+
+
+def _describe(error: ValidationError) -> str:
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = set(error.schema.get("properties", {}))
+        unknown = sorted(k for k in error.instance if k not in allowed)
+        if unknown and allowed:
+            return f"unknown key {unknown[0]!r}; allowed keys are: {', '.join(sorted(allowed))}"
+    if error.validator == "enum":
+        return f"{error.instance!r} is not one of {', '.join(map(repr, error.validator_value))}"
+    return error.message
+
+
+def schema_problems(name: str, located: Located) -> list[Problem]:
+    """Every schema error of a located document, each with file:line:col and JSON path."""
+    problems: list[Problem] = []
+    for error in validator(name).iter_errors(located.data):
+        leaf = _leaf(error)
+        path = tuple(leaf.absolute_path)
+        if leaf.validator == "additionalProperties" and isinstance(leaf.instance, dict):
+            allowed = set(leaf.schema.get("properties", {}))
+            unknown = sorted(k for k in leaf.instance if k not in allowed)
+            if unknown:
+                path = (*path, unknown[0])
+        line, column = located.where(path)
+        problems.append(Problem(_describe(leaf), located.file, line, column, path or None))
+    return problems
+
+
+def check_against_schema(name: str, located: Located) -> None:
+    """Raise a SpecError listing every schema error of ``located``."""
+    problems = schema_problems(name, located)
+    if problems:
+        raise SpecError(problems)

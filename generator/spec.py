@@ -1,0 +1,396 @@
+"""Typed, validated specs: families, paradigms and releases, loaded from a project's specs/."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import Problem, ProblemCollector, SpecError
+from .pools import Pool, load_pool
+from .project import Project
+from .schemas import schema_problems
+from .transforms import get_transform
+from .yamlsafe import Located, load_yaml_file
+
+SLOT_SOURCES = ("from", "value", "expr", "range", "choice", "balanced")
+DEFAULT_VARIANT = "base"
+
+
+@dataclass(frozen=True)
+class TransformRef:
+    name: str
+    args: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Axis:
+    """A dimension a group is rendered along, with the transforms its values apply."""
+
+    name: str
+    values: tuple[str, ...]
+    transform: TransformRef | None = None
+    value_transforms: Mapping[str, TransformRef] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way of rendering a group: a design and one value on each of its axes."""
+
+    design: str
+    name: str
+    axes: Mapping[str, str]
+    indices: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class Design:
+    name: str
+    axes: tuple[Axis, ...]
+
+    def variants(self, prefix: bool) -> Iterator[Variant]:
+        """Every combination of axis values, in declaration order."""
+        if not self.axes:
+            yield Variant(self.name, self.name if prefix else DEFAULT_VARIANT, {}, {})
+            return
+        for combo in itertools.product(*(list(enumerate(a.values)) for a in self.axes)):
+            values = [v for _, v in combo]
+            name = ".".join(values)
+            yield Variant(
+                self.name,
+                f"{self.name}.{name}" if prefix else name,
+                {a.name: v for a, (_, v) in zip(self.axes, combo, strict=True)},
+                {a.name: i for a, (i, _) in zip(self.axes, combo, strict=True)},
+            )
+
+
+@dataclass(frozen=True)
+class ParadigmSpec:
+    paradigm_id: str
+    version: int
+    description: str
+    phases: tuple[str, ...]
+    optional_phases: frozenset[str]
+    axes: Mapping[str, tuple[str, ...]]
+    scorers: tuple[str, ...]
+    checks: tuple[Mapping[str, Any], ...]
+    scaffold: Mapping[str, Any] | None
+    located: Located
+    path: Path
+
+
+@dataclass(frozen=True)
+class FamilySpec:
+    """A validated family, with its paradigm and pools resolved."""
+
+    family_id: str
+    version: int
+    description: str
+    paradigm: ParadigmSpec
+    slots: Mapping[str, Mapping[str, Any]]
+    designs: tuple[Design, ...]
+    phases: Mapping[str, Any]
+    answer: Mapping[str, Any]
+    fields: Mapping[str, str]
+    checks: tuple[tuple[Mapping[str, Any], Located, tuple], ...]
+    pools: Mapping[str, Pool]
+    located: Located
+    path: Path
+
+    @property
+    def file(self) -> str:
+        return self.located.file
+
+    def variants(self) -> list[Variant]:
+        """Every variant of a group, in a fixed order (designs, then axis products)."""
+        prefix = len(self.designs) > 1
+        return [v for d in self.designs for v in d.variants(prefix)]
+
+    def axis_names(self) -> set[str]:
+        return {a.name for d in self.designs for a in d.axes}
+
+
+@dataclass(frozen=True)
+class ReleaseFamily:
+    family_id: str
+    groups: int
+
+
+@dataclass(frozen=True)
+class ReleaseSpec:
+    name: str
+    version: str
+    seed: int
+    description: str
+    license: str
+    families: tuple[ReleaseFamily, ...]
+    located: Located
+    path: Path
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.name}-{self.version}"
+
+
+# ------------------------------------------------------------------ loading helpers
+
+def _load_checked(path: Path, project: Project, schema: str) -> Located:
+    located = load_yaml_file(path, project.display(path))
+    if located.data is None:
+        raise located.error("file is empty")
+    problems = schema_problems(schema, located)
+    if problems:
+        raise SpecError(problems)
+    return located
+
+
+def load_paradigm(path: Path, project: Project) -> ParadigmSpec:
+    """Load one paradigm file."""
+    located = _load_checked(path, project, "paradigm")
+    data = located.data
+    names = [p["name"] for p in data["phases"]]
+    problems = [
+        Problem(f"phase {n!r} is declared twice", located.file,
+                *located.where(("phases", i)), ("phases", i))
+        for i, n in enumerate(names) if names.index(n) != i
+    ]
+    if problems:
+        raise SpecError(problems)
+    return ParadigmSpec(
+        paradigm_id=data["paradigm"],
+        version=data["version"],
+        description=data["description"],
+        phases=tuple(names),
+        optional_phases=frozenset(p["name"] for p in data["phases"] if p.get("optional")),
+        axes={k: tuple(v) for k, v in data.get("axes", {}).items()},
+        scorers=tuple(data.get("scorers", ("exact", "regex", "canonical", "choice", "judge"))),
+        checks=tuple(data.get("checks", ())),
+        scaffold=data.get("scaffold"),
+        located=located,
+        path=path,
+    )
+
+
+def _parse_axis(name: str, raw: Any) -> Axis:
+    if isinstance(raw, list):
+        return Axis(name, tuple(raw))
+    transform = raw.get("transform")
+    return Axis(
+        name,
+        tuple(raw["values"]),
+        TransformRef(transform["name"], transform.get("args", {})) if transform else None,
+        {v: TransformRef(t["name"], t.get("args", {})) for v, t in raw.get("transforms", {}).items()},
+    )
+
+
+class FamilyLoader:
+    """Loads families, resolving paradigms and pools; every problem is collected."""
+
+    def __init__(self, project: Project, paradigms: Mapping[str, ParadigmSpec]) -> None:
+        self.project = project
+        self.paradigms = paradigms
+        self._pools: dict[Path, Pool] = {}
+
+    def pool(self, relative: str, located: Located, path: tuple) -> Pool:
+        line, col = located.where(path)
+        pool_path = self.project.resolve_inside(self.project.specs, relative, "pool",
+                                                origin=located.file, line=line, column=col)
+        key = pool_path.resolve()
+        if key not in self._pools:
+            self._pools[key] = load_pool(pool_path, self.project.display(pool_path))
+        return self._pools[key]
+
+    def load(self, path: Path) -> FamilySpec:
+        located = _load_checked(path, self.project, "family")
+        data = located.data
+        out = ProblemCollector()
+
+        def problem(message: str, where: tuple) -> None:
+            line, col = located.where(where)
+            out.add(Problem(message, located.file, line, col, where))
+
+        paradigm = self.paradigms.get(data["paradigm"])
+        if paradigm is None:
+            problem(f"unknown paradigm {data['paradigm']!r}; known: "
+                    f"{', '.join(sorted(self.paradigms)) or 'none'}", ("paradigm",))
+
+        slots: dict[str, Mapping[str, Any]] = data.get("slots", {})
+        pools: dict[str, Pool] = {}
+        for index, (name, slot) in enumerate(slots.items()):
+            self._check_slot(name, slot, list(slots)[:index], located, problem)
+            if "from" in slot:
+                try:
+                    pools[name] = self.pool(slot["from"], located, ("slots", name, "from"))
+                except SpecError as err:
+                    out.extend(err)
+        slot_names = list(slots)
+
+        designs = self._designs(data, paradigm, slot_names, problem)
+        if paradigm is not None:
+            declared = list(data["phases"])
+            for phase in paradigm.phases:
+                if phase not in declared:
+                    problem(f"phase {phase!r} of paradigm {paradigm.paradigm_id!r} is missing",
+                            ("phases",))
+            for phase in declared:
+                if phase not in paradigm.phases:
+                    problem(f"phase {phase!r} is not a phase of paradigm "
+                            f"{paradigm.paradigm_id!r} ({', '.join(paradigm.phases)})",
+                            ("phases", phase))
+            if data["answer"]["scorer"] not in paradigm.scorers:
+                problem(f"scorer {data['answer']['scorer']!r} is not allowed by paradigm "
+                        f"{paradigm.paradigm_id!r} ({', '.join(paradigm.scorers)})",
+                        ("answer", "scorer"))
+        self._check_answer(data["answer"], slot_names, problem)
+
+        checks: list[tuple[Mapping[str, Any], Located, tuple]] = []
+        if paradigm is not None:
+            checks += [(c, paradigm.located, ("checks", i)) for i, c in enumerate(paradigm.checks)]
+        checks += [(c, located, ("checks", i)) for i, c in enumerate(data.get("checks", []))]
+        phase_names = set(paradigm.phases) if paradigm else set(data["phases"])
+        axis_names = {a.name for d in designs for a in d.axes}
+        for check, origin, where in checks:
+            for problem_text in _check_refs(check, phase_names, axis_names):
+                line, col = origin.where(where)
+                out.add(Problem(f"{problem_text} (required by {located.file})"
+                                if origin is not located else problem_text,
+                                origin.file, line, col, where))
+        out.raise_if_any()
+        assert paradigm is not None
+        return FamilySpec(
+            family_id=data["family"],
+            version=data["version"],
+            description=data["description"],
+            paradigm=paradigm,
+            slots=slots,
+            designs=designs,
+            phases=data["phases"],
+            answer=data["answer"],
+            fields=data.get("fields", {}),
+            checks=tuple(checks),
+            pools=pools,
+            located=located,
+            path=path,
+        )
+
+    @staticmethod
+    def _check_slot(name: str, slot: Mapping[str, Any], earlier: list[str], located: Located,
+                    problem: Any) -> None:
+        where = ("slots", name)
+        sources = [k for k in SLOT_SOURCES if k in slot]
+        if sources == ["from", "balanced"]:
+            if slot["balanced"] is not True:
+                problem("with 'from', 'balanced' must be true (balance over the pool)", where)
+            for key in ("count", "distinct", "distinct_from"):
+                if key in slot:
+                    problem(f"{key!r} cannot be combined with a balanced draw", (*where, key))
+        elif len(sources) != 1:
+            problem(f"slot {name!r} needs exactly one of {', '.join(SLOT_SOURCES)}"
+                    + (f" (it has {', '.join(sources)})" if sources else ""), where)
+        elif sources[0] == "balanced" and slot["balanced"] is True:
+            problem("'balanced: true' needs 'from' (a pool); otherwise list the values", where)
+        if "from" not in slot:
+            for key in ("count", "distinct", "distinct_from"):
+                if key in slot:
+                    problem(f"{key!r} only applies to slots drawn 'from' a pool", (*where, key))
+        for other in slot.get("distinct_from", []):
+            if other not in earlier:
+                problem(f"distinct_from names {other!r}, which is not an earlier slot",
+                        (*where, "distinct_from"))
+        if "range" in slot and slot["range"][0] > slot["range"][1]:
+            problem("range must be [low, high] with low <= high", (*where, "range"))
+
+    def _designs(self, data: Mapping[str, Any], paradigm: ParadigmSpec | None,
+                 slot_names: list[str], problem: Any) -> tuple[Design, ...]:
+        raw = data.get("designs")
+        required = dict(paradigm.axes) if paradigm else {}
+        if raw is None:
+            axes = tuple(Axis(n, v) for n, v in required.items())
+            return (Design("main", axes),)
+        designs = []
+        for dname, design in raw.items():
+            axes = tuple(_parse_axis(n, a) for n, a in design["axes"].items())
+            by_name = {a.name: a for a in axes}
+            for axis_name, values in required.items():
+                if axis_name not in by_name:
+                    problem(f"design {dname!r} lacks axis {axis_name!r} required by the "
+                            "paradigm", ("designs", dname, "axes"))
+                elif by_name[axis_name].values != values:
+                    problem(f"axis {axis_name!r} must have values {list(values)} "
+                            "(required by the paradigm)", ("designs", dname, "axes", axis_name))
+            for axis in axes:
+                where = ("designs", dname, "axes", axis.name)
+                refs = ([(axis.transform, (*where, "transform"))] if axis.transform else []) + [
+                    (ref, (*where, "transforms", value)) for value, ref in
+                    axis.value_transforms.items()]
+                for value in axis.value_transforms:
+                    if value not in axis.values:
+                        problem(f"transforms names {value!r}, not a value of axis "
+                                f"{axis.name!r}", (*where, "transforms", value))
+                for ref, ref_where in refs:
+                    assert ref is not None
+                    transform = get_transform(ref.name)
+                    if transform is None:
+                        problem(f"unknown transform {ref.name!r}", (*ref_where, "name"))
+                        continue
+                    for text in transform.check_args(ref.args, slot_names):
+                        problem(f"transform {ref.name!r}: {text}", (*ref_where, "args"))
+            designs.append(Design(dname, axes))
+        return tuple(designs)
+
+    @staticmethod
+    def _check_answer(answer: Mapping[str, Any], slot_names: list[str], problem: Any) -> None:
+        scorer = answer["scorer"]
+        where = ("answer",)
+        if scorer in ("exact", "regex", "canonical", "choice") and "gold" not in answer:
+            problem(f"a {scorer} answer needs 'gold'", where)
+        if scorer == "choice" and "options" not in answer:
+            problem("a choice answer needs 'options' (the name of a list slot)", where)
+        if "options" in answer and answer["options"] not in slot_names:
+            problem(f"options names unknown slot {answer['options']!r}", (*where, "options"))
+        if scorer == "judge" and "rubric" not in answer:
+            problem("a judge answer needs 'rubric'", where)
+        if "unordered_args" in answer and scorer != "canonical":
+            problem("'unordered_args' only applies to the canonical scorer",
+                    (*where, "unordered_args"))
+
+
+def _check_refs(check: Mapping[str, Any], phases: set[str], axes: set[str]) -> list[str]:
+    problems = []
+    named = [check["phase"]] if "phase" in check else list(check.get("phases", []))
+    problems += [f"check {check['kind']!r} names unknown phase {p!r}" for p in named
+                 if p not in phases]
+    if "axis" in check and check["axis"] not in axes:
+        problems.append(f"check {check['kind']!r} names unknown axis {check['axis']!r}")
+    problems += [f"check {check['kind']!r}: 'when' names unknown axis {a!r}"
+                 for a in check.get("when", {}) if a not in axes]
+    return problems
+
+
+def load_release(path: Path, project: Project) -> ReleaseSpec:
+    """Load one release file."""
+    located = _load_checked(path, project, "release")
+    data = located.data
+    seen: dict[str, int] = {}
+    problems = []
+    for index, entry in enumerate(data["families"]):
+        if entry["family"] in seen:
+            line, col = located.where(("families", index, "family"))
+            problems.append(Problem(f"family {entry['family']!r} is listed twice (first at "
+                                    f"entry {seen[entry['family']]})", located.file, line, col,
+                                    ("families", index, "family")))
+        seen.setdefault(entry["family"], index)
+    if problems:
+        raise SpecError(problems)
+    return ReleaseSpec(
+        name=data["name"],
+        version=data["version"],
+        seed=data["seed"],
+        description=data["description"],
+        license=data.get("license", "CC-BY-4.0"),
+        families=tuple(ReleaseFamily(f["family"], f["groups"]) for f in data["families"]),
+        located=located,
+        path=path,
+    )

@@ -1,0 +1,251 @@
+"""Strict, safe YAML loading that remembers where every value came from.
+
+Specs may come from strangers, so the loader accepts only plain data: no object tags, no
+anchors or aliases (which also rules out alias bombs), no duplicate keys, no NaN or infinity,
+bounded size and depth. Only ``true``/``false`` are booleans and dates stay strings, so that a
+value means the same thing whichever YAML habits its author has.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from .errors import PathPart, SpecError
+
+#: Largest spec, pool or release file accepted, in bytes.
+MAX_FILE_BYTES = 4 * 1024 * 1024
+#: Deepest nesting of mappings and sequences accepted.
+MAX_DEPTH = 48
+#: Largest integer accepted (the range every JSON reader handles exactly).
+MAX_SAFE_INTEGER = 2**53 - 1
+
+_CORE_TAGS = {
+    "tag:yaml.org,2002:str",
+    "tag:yaml.org,2002:int",
+    "tag:yaml.org,2002:float",
+    "tag:yaml.org,2002:bool",
+    "tag:yaml.org,2002:null",
+    "tag:yaml.org,2002:seq",
+    "tag:yaml.org,2002:map",
+}
+
+
+class _StrictResolver(yaml.resolver.BaseResolver):
+    """Implicit typing close to YAML 1.2's core schema."""
+
+
+_StrictResolver.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+_StrictResolver.add_implicit_resolver(
+    "tag:yaml.org,2002:null", re.compile(r"^(?:~|null|Null|NULL|)$"), ["~", "n", "N", ""]
+)
+_StrictResolver.add_implicit_resolver(
+    "tag:yaml.org,2002:int", re.compile(r"^[-+]?[0-9]+$"), list("-+0123456789")
+)
+_StrictResolver.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(
+        r"^(?:[-+]?(?:[0-9][0-9_]*)?\.[0-9]+(?:[eE][-+]?[0-9]+)?"
+        r"|[-+]?[0-9]+(?:\.[0-9]*)?[eE][-+]?[0-9]+"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+    ),
+    list("-+0123456789."),
+)
+
+
+class _StrictLoader(
+    yaml.reader.Reader,
+    yaml.scanner.Scanner,
+    yaml.parser.Parser,
+    yaml.composer.Composer,
+    yaml.constructor.SafeConstructor,
+    _StrictResolver,
+):
+    def __init__(self, stream: str) -> None:
+        yaml.reader.Reader.__init__(self, stream)
+        yaml.scanner.Scanner.__init__(self)
+        yaml.parser.Parser.__init__(self)
+        yaml.composer.Composer.__init__(self)
+        yaml.constructor.SafeConstructor.__init__(self)
+        _StrictResolver.__init__(self)
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:  # type: ignore[override]
+        # Refuse aliases before the composer expands them: no alias can then multiply data.
+        if self.check_event(yaml.events.AliasEvent):
+            event = self.peek_event()
+            mark = event.start_mark
+            raise SpecError.single(
+                "YAML aliases (*name) are not allowed in specs",
+                None,
+                mark.line + 1,
+                mark.column + 1,
+            )
+        event = self.peek_event()
+        anchor = getattr(event, "anchor", None)
+        if anchor is not None:
+            mark = event.start_mark
+            raise SpecError.single(
+                f"YAML anchors (&{anchor}) are not allowed in specs", None, mark.line + 1,
+                mark.column + 1,
+            )
+        return super().compose_node(parent, index)
+
+
+@dataclass(frozen=True)
+class Located:
+    """A parsed YAML document with the source position of every value in it."""
+
+    data: Any
+    file: str
+    positions: dict[tuple[PathPart, ...], tuple[int, int]]
+
+    def where(self, path: tuple[PathPart, ...] | list[PathPart]) -> tuple[int, int]:
+        """Line and column (1-based) of the value at ``path`` or its nearest located parent."""
+        key = tuple(path)
+        while key not in self.positions and key:
+            key = key[:-1]
+        return self.positions.get(key, (1, 1))
+
+    def error(self, message: str, path: tuple[PathPart, ...] | list[PathPart] = ()) -> SpecError:
+        """A SpecError located at the value at ``path``."""
+        line, column = self.where(path)
+        return SpecError.single(message, self.file, line, column, tuple(path) or None)
+
+
+def read_text(path: Path, display: str) -> str:
+    """Read a UTF-8 text file under the size cap, refusing a BOM, NUL bytes and bad bytes."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise SpecError.single(f"cannot read file: {exc.strerror}", display) from None
+    if size > MAX_FILE_BYTES:
+        raise SpecError.single(
+            f"file is {size} bytes, over the {MAX_FILE_BYTES}-byte limit", display, 1, 1
+        )
+    raw = path.read_bytes()
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raise SpecError.single("file starts with a byte-order mark; save it as UTF-8 without BOM",
+                               display, 1, 1)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise SpecError.single(
+            f"file is not valid UTF-8 (byte 0x{raw[exc.start]:02x})", display, line, column
+        ) from None
+    if "\x00" in text:
+        offset = text.index("\x00")
+        line = text.count("\n", 0, offset) + 1
+        raise SpecError.single("file contains a NUL character", display, line, 1)
+    return text
+
+
+def load_yaml_text(text: str, display: str) -> Located:
+    """Parse one YAML document strictly; errors name ``display`` with line and column."""
+    try:
+        loader = _StrictLoader(text)
+        try:
+            root = loader.get_single_node()
+        finally:
+            loader.dispose()
+    except SpecError as err:
+        problem = err.problems[0]
+        raise SpecError.single(problem.message, display, problem.line, problem.column) from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        message = f"invalid YAML: {exc.problem or exc.context}"
+        raise SpecError.single(message, display, line, column) from None
+    except yaml.YAMLError as exc:
+        raise SpecError.single(f"invalid YAML: {exc}", display, 1, 1) from None
+    except RecursionError:
+        raise SpecError.single("YAML is nested too deeply", display, 1, 1) from None
+    positions: dict[tuple[PathPart, ...], tuple[int, int]] = {}
+    if root is None:
+        return Located(None, display, positions)
+    data = _construct(root, (), positions, display, 0)
+    return Located(data, display, positions)
+
+
+def load_yaml_file(path: Path, display: str) -> Located:
+    """Read and parse a YAML file; ``display`` is the name used in error messages."""
+    return load_yaml_text(read_text(path, display), display)
+
+
+def _construct(
+    node: Node,
+    path: tuple[PathPart, ...],
+    positions: dict[tuple[PathPart, ...], tuple[int, int]],
+    display: str,
+    depth: int,
+) -> Any:
+    line, column = node.start_mark.line + 1, node.start_mark.column + 1
+    positions[path] = (line, column)
+    if depth > MAX_DEPTH:
+        raise SpecError.single(f"nesting deeper than {MAX_DEPTH} levels", display, line, column)
+    if node.tag not in _CORE_TAGS:
+        raise SpecError.single(
+            f"YAML tag {node.tag!r} is not allowed; specs hold plain data only",
+            display, line, column,
+        )
+    if isinstance(node, MappingNode):
+        result: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, ScalarNode) or key_node.tag != "tag:yaml.org,2002:str":
+                raise SpecError.single(
+                    "mapping keys must be plain strings", display,
+                    key_node.start_mark.line + 1, key_node.start_mark.column + 1,
+                )
+            key = key_node.value
+            if key == "<<":
+                raise SpecError.single("YAML merge keys (<<) are not allowed in specs", display,
+                                       key_node.start_mark.line + 1,
+                                       key_node.start_mark.column + 1)
+            if key in result:
+                first = positions.get((*path, key), (line, column))
+                raise SpecError.single(
+                    f"duplicate key {key!r} (first defined at line {first[0]})",
+                    display, key_node.start_mark.line + 1, key_node.start_mark.column + 1,
+                    (*path, key),
+                )
+            result[key] = _construct(value_node, (*path, key), positions, display, depth + 1)
+            # Point a value's errors at its key, where a reader looks first.
+            positions[(*path, key)] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+        return result
+    if isinstance(node, SequenceNode):
+        return [
+            _construct(item, (*path, index), positions, display, depth + 1)
+            for index, item in enumerate(node.value)
+        ]
+    assert isinstance(node, ScalarNode)
+    if node.tag == "tag:yaml.org,2002:str":
+        return node.value
+    if node.tag == "tag:yaml.org,2002:bool":
+        return node.value.lower() == "true"
+    if node.tag == "tag:yaml.org,2002:null":
+        return None
+    if node.tag == "tag:yaml.org,2002:int":
+        value = int(node.value.replace("_", ""))
+        if abs(value) > MAX_SAFE_INTEGER:
+            raise SpecError.single(
+                f"integer {node.value} is outside the safe range ±{MAX_SAFE_INTEGER}",
+                display, line, column, path,
+            )
+        return value
+    text = node.value.lower()
+    if "nan" in text or "inf" in text:
+        raise SpecError.single(f"{node.value} is not allowed: NaN and infinity have no JSON form",
+                               display, line, column, path)
+    value_f = float(node.value.replace("_", ""))
+    if not math.isfinite(value_f):
+        raise SpecError.single(f"number {node.value} overflows", display, line, column, path)
+    return value_f
