@@ -12,6 +12,7 @@ from .errors import SpecError
 from .render import CompiledTemplate, Message, Renderer, make_message
 from .rng import KeyedRandom
 from .sampling import sample_slots
+from .scoring import answer_problems
 from .schemas import validator
 from .spec import FamilySpec, Variant
 from .transforms import TransformCall, get_transform
@@ -101,7 +102,7 @@ class FamilyGenerator:
     def _answer(self, context: dict[str, Any]) -> dict[str, Any]:
         spec = self.family.answer
         answer: dict[str, Any] = {"scorer": spec["scorer"]}
-        for key in ("gold", "rubric"):
+        for key in ("gold", "rubric", "example"):
             if key in spec:
                 answer[key] = self._render_answer_text(key, spec[key], context)
         if "options" in spec:
@@ -129,6 +130,12 @@ class FamilyGenerator:
         for key in ("unordered_args", "first"):
             if key in spec:
                 answer[key] = spec[key]
+        problems = answer_problems(answer)
+        if problems:
+            raise self.family.located.error(
+                f"answer does not work in group {context['group']}, variant "
+                f"{context['design']}/{'.'.join(context['variant'].values()) or 'base'}: "
+                + "; ".join(problems), ("answer",))
         return answer
 
     def render_variant(self, slots: dict[str, Any], variant: Variant, group: int

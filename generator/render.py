@@ -101,10 +101,12 @@ class _TreeLoader(jinja2.BaseLoader):
 
     def __init__(self, project: Project) -> None:
         self.project = project
+        self.loaded: set[Path] = set()
 
     def get_source(self, environment: jinja2.Environment, template: str) -> tuple[str, str, Any]:
         path = self.project.resolve_inside(self.project.templates, template, "template")
         text = read_text(path, self.project.display(path))
+        self.loaded.add(path)
         return text, self.project.display(path), lambda: True
 
 
@@ -281,8 +283,13 @@ class Renderer:
         self.project = project
         self.env = make_environment(project)
         self._files: dict[str, CompiledTemplate] = {}
+        self._file_paths: set[Path] = set()
         self._inline: dict[tuple[str, str, int], CompiledTemplate] = {}
         self._expressions: dict[tuple[str, str], Callable[..., Any]] = {}
+
+    def loaded_files(self) -> list[Path]:
+        """Every template file read so far (directly or through include/extends/import)."""
+        return sorted(self.env.loader.loaded | self._file_paths)  # type: ignore[union-attr]
 
     def file(self, relative: str, origin: str | None = None, line: int | None = None,
              column: int | None = None) -> CompiledTemplate:
@@ -292,6 +299,7 @@ class Renderer:
                                                origin=origin, line=line, column=column)
             display = self.project.display(path)
             source = read_text(path, display)
+            self._file_paths.add(path)
             self._files[relative] = self._compile(source, display, TemplateOrigin(display))
         return self._files[relative]
 

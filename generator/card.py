@@ -1,0 +1,74 @@
+"""The dataset card (README.md) of a built release."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .spec import ReleaseSpec
+
+
+def _yaml_str(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'
+
+
+def render_card(release: ReleaseSpec, counts: Mapping[str, Any], root_sha256: str,
+                descriptions: Mapping[str, str], release_file: str) -> str:
+    """Markdown with YAML front matter; a pure function of its arguments."""
+    families = counts["families"]
+    lines = [
+        "---",
+        f"license: {release.license.lower()}",
+        f"pretty_name: {_yaml_str(release.full_name)}",
+        "configs:",
+    ]
+    for family_id in families:
+        lines += [
+            f"- config_name: {_yaml_str(family_id)}",
+            f"  data_files: {_yaml_str('data/' + family_id + '.jsonl')}",
+        ]
+    lines += [
+        "---",
+        "",
+        f"# {release.full_name}",
+        "",
+        " ".join(release.description.split()),
+        "",
+        f"- seed: `{release.seed}`",
+        f"- instances: {counts['instances']} in {counts['groups']} groups",
+        f"- data root hash (SHA-256 over the data files' sums): `{root_sha256}`",
+        "",
+        "## Families",
+        "",
+        "| family | paradigm | version | groups | instances |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for family_id, info in families.items():
+        lines.append(f"| `{family_id}` | `{info['paradigm']}` | {info['version']} | "
+                     f"{info['groups']} | {info['instances']} |")
+    lines += ["", "## What each family measures", ""]
+    for family_id in families:
+        lines += [f"- `{family_id}`: {' '.join(descriptions[family_id].split())}"]
+    lines += [
+        "",
+        "## Files",
+        "",
+        "- `data/<family>.jsonl`: one instance per line, canonical JSON (UTF-8, NFC, sorted keys).",
+        "  Each instance has an `id` (`<family>-<group>-<variant>`), its `group` (the unit of",
+        "  pairing), its `axes` (the variant's values), `phases` (role-tagged messages in order),",
+        "  the `answer` (gold and scorer kind) and extra `fields`.",
+        "- `manifest.json`: SHA-256 and size of every file, counts, the seed, the hashes of every",
+        "  spec, template and pool used, and the versions of the tools that made it.",
+        "- `SHA256SUMS`: every other file's SHA-256; `sha256sum -c --strict SHA256SUMS` checks it.",
+        "- `README.md`: this card.",
+        "",
+        "## Rebuild and verify",
+        "",
+        "```",
+        f"memspec freeze {release_file}",
+        f"memspec verify dist/{release.full_name} --regenerate",
+        "```",
+        "",
+    ]
+    return "\n".join(lines)

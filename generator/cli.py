@@ -1,0 +1,333 @@
+"""The ``memspec`` command line. Exit status: 0 ok, 1 a check failed, 2 bad input."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from .canonical import dump_bytes
+from .catalog import Catalog
+from .errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, MemspecError, SpecError
+from .generate import FamilyGenerator
+from .project import Project, find_project
+from .release import atomic_write_bytes, find_release, freeze
+from .render import Renderer
+from .scaffold import scaffold_family
+from .show import format_group
+from .validate import validate as validate_specs
+from .verify import verify_release
+
+app = typer.Typer(
+    name="memspec",
+    help="Declarative, deterministic evaluation data for the memory of LLM agents.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = Console(highlight=False, soft_wrap=True)
+_state: dict[str, Path | None] = {"root": None}
+T = TypeVar("T")
+
+
+@app.callback()
+def _root(
+    root: Annotated[Path | None, typer.Option(
+        help="Project folder holding specs/ and templates/ (default: found from the working "
+             "directory, $MEMSPEC_ROOT or the installed checkout).")] = None,
+) -> None:
+    _state["root"] = root
+
+
+def _project() -> Project:
+    return find_project(_state["root"])
+
+
+def _run(action: Callable[[], T]) -> T:
+    """Run ``action``; report a MemspecError as located messages and exit with its status."""
+    try:
+        return action()
+    except MemspecError as exc:
+        for line in exc.render().splitlines():
+            err.print(f"error: {line}", markup=False)
+        raise typer.Exit(exc.exit_code) from None
+    except RecursionError:
+        err.print("error: input nested too deeply to process", markup=False)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    except OSError as exc:
+        err.print(f"error: {exc.strerror or exc}: {exc.filename or ''}", markup=False)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+
+
+@contextmanager
+def _progress(total: int, label: str) -> Iterator[Callable[[str, int], None]]:
+    """A progress bar on a terminal; nothing at all when stderr is not one."""
+    if not sys.stderr.isatty():
+        yield lambda _name, _n: None
+        return
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err, transient=True) as bar:
+        task = bar.add_task(label, total=total)
+
+        def advance(name: str, n: int) -> None:
+            bar.update(task, advance=n, description=f"{label} {name}")
+
+        yield advance
+
+
+@app.command()
+def validate(
+    paths: Annotated[list[Path] | None, typer.Argument(
+        help="Spec files or folders (default: all of specs/).")] = None,
+) -> None:
+    """Load and validate specs, and render a full group of every family to prove it works."""
+
+    def action() -> int:
+        report = validate_specs(Catalog.load(_project()), paths or None)
+        for problem in sorted(report.problems, key=lambda p: p.sort_key()):
+            err.print(f"error: {problem}", markup=False)
+        summary = (f"{report.families} families ({report.instances} instances rendered), "
+                   f"{report.paradigms} paradigms, {report.pools} pools, "
+                   f"{report.releases} releases")
+        if report.problems:
+            err.print(f"{len(report.problems)} problem(s); checked {summary}", markup=False)
+        else:
+            out.print(f"ok: {summary}", markup=False)
+        return report.exit_code
+
+    code = _run(action)
+    if code:
+        raise typer.Exit(code)
+
+
+@app.command()
+def new(
+    family_id: Annotated[str, typer.Argument(help="Id of the new family, e.g. mybench.area.name")],
+    paradigm: Annotated[str, typer.Option(help="Paradigm the family follows.")],
+) -> None:
+    """Scaffold a family (spec, templates, pool) that validates and generates as it is."""
+
+    def action() -> None:
+        import re
+
+        if not re.fullmatch(r"[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+", family_id):
+            raise SpecError.single(f"family id {family_id!r} must be dotted lowercase words, "
+                                   "e.g. mybench.procedural.my_rule")
+        project = _project()
+        catalog = Catalog.load(project)
+        if family_id in catalog.family_paths:
+            raise SpecError.single(f"family {family_id!r} already exists")
+        spec = catalog.paradigms.get(paradigm)
+        if spec is None:
+            raise SpecError.single(f"unknown paradigm {paradigm!r}; known: "
+                                   f"{', '.join(sorted(catalog.paradigms)) or 'none'}")
+        written = scaffold_family(project, family_id, spec)
+        report = validate_specs(Catalog.load(project), [written[0]])
+        for path in written:
+            out.print(f"wrote {project.display(path)}", markup=False)
+        if report.problems:
+            for problem in report.problems:
+                err.print(f"error: {problem}", markup=False)
+            err.print("the scaffold does not validate for this paradigm; edit the files above "
+                      "(or give the paradigm a scaffold: section)", markup=False)
+            raise typer.Exit(EXIT_CHECK_FAILED)
+        out.print(f"ok: {family_id} validates; try `memspec show {family_id}`", markup=False)
+
+    _run(action)
+
+
+def _generator(family: str, seed: int) -> FamilyGenerator:
+    project = _project()
+    spec = Catalog.load(project).family(family)
+    return FamilyGenerator(spec, Renderer(project), seed)
+
+
+def _check_seed(seed: int) -> None:
+    if not 0 <= seed < 2**63:
+        raise SpecError.single(f"--seed must be in [0, 2**63), got {seed}")
+
+
+@app.command()
+def generate(
+    family: Annotated[str, typer.Argument(help="Family id (or path to its YAML file).")],
+    seed: Annotated[int, typer.Option(help="Seed (a release's seed gives its exact bytes).")] = 0,
+    groups: Annotated[int, typer.Option(min=1, help="Number of groups.")] = 4,
+    start: Annotated[int, typer.Option(min=0, help="First group index.")] = 0,
+    out_file: Annotated[str, typer.Option("--out", help="Output file, or - for stdout.")] = "-",
+) -> None:
+    """Generate instances of one family as JSONL."""
+
+    def action() -> None:
+        _check_seed(seed)
+        generator = _generator(family, seed)
+        chunks: list[bytes] = []
+        with _progress(groups, "generating") as advance:
+            for group in generator.groups(groups, start):
+                chunks.extend(dump_bytes(inst) for inst in group)
+                advance(generator.family.family_id, 1)
+        data = b"".join(chunks)
+        if out_file == "-":
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+        else:
+            atomic_write_bytes(Path(out_file), data)
+
+    _run(action)
+
+
+@app.command()
+def show(
+    family: Annotated[str, typer.Argument(help="Family id (or path to its YAML file).")],
+    seed: Annotated[int, typer.Option(help="Seed.")] = 0,
+    group: Annotated[int, typer.Option(min=0, help="Group index.")] = 0,
+) -> None:
+    """Render one group for a person to read: every variant, phase by phase."""
+
+    def action() -> None:
+        _check_seed(seed)
+        generator = _generator(family, seed)
+        out.print(format_group(generator.group(group)), markup=False)
+
+    _run(action)
+
+
+def _release_table(rows: list[tuple[str, str, str, str]]) -> Table:
+    table = Table("release", "instances", "root sha256", "status")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+@app.command("freeze")
+def freeze_cmd(
+    release: Annotated[str, typer.Argument(help="Release YAML file (or <name>-<version>).")],
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Output folder (default dist/).")]
+    = None,
+) -> None:
+    """Build DIR/<name>-<version>/ and write manifests/<name>-<version>.json.
+
+    If the committed manifest exists with different content, refuse and write nothing."""
+
+    def action() -> None:
+        project = _project()
+        catalog = Catalog.load(project)
+        spec = find_release(catalog, release)
+        total = sum(f.groups for f in spec.families)
+        with _progress(total, "freezing") as advance:
+            built = freeze(catalog, spec, out_dir or project.default_dist, write_manifest=True,
+                           progress=advance)
+        out.print(f"froze {spec.full_name}: {built.manifest['counts']['instances']} instances "
+                  f"in {built.path}; root sha256 {built.manifest['root_sha256']}", markup=False)
+
+    _run(action)
+
+
+@app.command()
+def verify(
+    release_dir: Annotated[Path, typer.Argument(help="A built release folder.")],
+    regenerate: Annotated[bool, typer.Option(
+        help="Also rebuild from the specs in a temporary folder and compare bytes.")] = False,
+) -> None:
+    """Check a built release against its SHA256SUMS and the committed manifest."""
+
+    def action() -> None:
+        try:
+            catalog: Catalog | None = Catalog.load(_project())
+        except MemspecError:
+            catalog = None  # a release can still be checked against its own sums
+        report = verify_release(release_dir, catalog, regenerate=regenerate)
+        for problem in report.problems:
+            err.print(f"error: {problem}", markup=False)
+        if not report.ok:
+            err.print(f"{release_dir}: {len(report.problems)} problem(s)", markup=False)
+            raise typer.Exit(EXIT_CHECK_FAILED)
+        out.print(f"ok: {release_dir} ({report.checked_files} files"
+                  f"{', byte-identical to a rebuild' if regenerate else ''})", markup=False)
+
+    _run(action)
+
+
+@app.command()
+def build(
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Output folder (default dist/).")]
+    = None,
+) -> None:
+    """Freeze and verify every bundled release against its committed manifest.
+
+    Writes only under the output folder, never into manifests/."""
+
+    def action() -> None:
+        project = _project()
+        catalog = Catalog.load(project)
+        target = out_dir or project.default_dist
+        rows, failed = [], False
+        paths = catalog.release_paths()
+        if not paths:
+            raise SpecError.single("no releases under specs/releases/")
+        for path in paths:
+            spec = catalog.release(path)
+            try:
+                with _progress(sum(f.groups for f in spec.families), spec.full_name) as adv:
+                    built = freeze(catalog, spec, target, write_manifest=False, progress=adv)
+            except MemspecError as exc:
+                for line in exc.render().splitlines():
+                    err.print(f"error: {line}", markup=False)
+                rows.append((spec.full_name, "-", "-", "FAILED"))
+                failed = True
+                continue
+            report = verify_release(built.path, catalog)
+            for problem in report.problems:
+                err.print(f"error: {problem}", markup=False)
+            failed |= not report.ok
+            rows.append((spec.full_name, str(built.manifest["counts"]["instances"]),
+                         built.manifest["root_sha256"][:16], "verified" if report.ok else
+                         "FAILED"))
+        out.print(_release_table(rows))
+        if failed:
+            raise typer.Exit(EXIT_CHECK_FAILED)
+
+    _run(action)
+
+
+@app.command()
+def pool(
+    provider: Annotated[str, typer.Argument(help="Faker provider, e.g. first_name, city.")],
+    count: Annotated[int, typer.Option(min=1, max=100000, help="Number of distinct items.")],
+    out_file: Annotated[Path, typer.Option("--out", help="Pool file to write.")],
+    locale: Annotated[str, typer.Option(help="Faker locale.")] = "en_US",
+    seed: Annotated[int, typer.Option(help="Faker seed.")] = 0,
+    force: Annotated[bool, typer.Option(help="Overwrite an existing file.")] = False,
+) -> None:
+    """Materialise a Faker provider into a curated pool file (Faker version recorded)."""
+
+    def action() -> None:
+        from .faker_pool import pool_document, pool_id_for
+
+        if out_file.exists() and not force:
+            raise SpecError.single(f"{out_file} exists; pass --force to overwrite")
+        project = _project()
+        text = pool_document(pool_id_for(out_file, project.specs), provider, count, locale, seed)
+        out_file.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(out_file, text.encode("utf-8"))
+        out.print(f"wrote {count} items to {out_file}", markup=False)
+
+    _run(action)
+
+
+def main() -> Any:
+    """Entry point of the ``memspec`` console script."""
+    os.environ.setdefault("PYTHONIOENCODING", "utf-8")
+    return app()
+
+
+if __name__ == "__main__":
+    main()

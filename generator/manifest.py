@@ -1,0 +1,112 @@
+"""Release manifests and SHA256SUMS: what pins every byte of a release."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+from collections.abc import Mapping
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from .canonical import dump_pretty_bytes
+from .errors import Problem, SpecError
+
+MANIFEST_FILE = "manifest.json"
+SUMS_FILE = "SHA256SUMS"
+CARD_FILE = "README.md"
+#: Packages whose versions a manifest records (the ones that could change output bytes).
+RECORDED_PACKAGES = ("jinja2", "pyyaml", "jsonschema", "xxhash", "faker", "typer", "rich")
+_CHUNK = 1 << 20
+
+
+def sha256_file(path: Path) -> str:
+    """SHA-256 hex digest of a file, read in chunks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def sums_text(hashes: Mapping[str, str]) -> str:
+    """``sha256sum``'s own format, sorted by path: ``<hash>  <path>``."""
+    return "".join(f"{hashes[name]}  {name}\n" for name in sorted(hashes))
+
+
+def parse_sums(text: str, file: str) -> dict[str, str]:
+    """Parse a SHA256SUMS file strictly; errors name the line."""
+    entries: dict[str, str] = {}
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line:
+            continue
+        digest, sep, name = line.partition("  ")
+        if not sep or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+            raise SpecError.single(f"malformed line: {line[:80]!r}", file, number, 1)
+        if name in entries:
+            raise SpecError.single(f"{name} is listed twice", file, number, 1)
+        entries[name] = digest
+    return entries
+
+
+def environment() -> dict[str, Any]:
+    """Versions of memspec, Python and the packages that shape the output."""
+    packages = {}
+    for name in RECORDED_PACKAGES:
+        try:
+            packages[name] = version(name)
+        except PackageNotFoundError:
+            packages[name] = "absent"
+    try:
+        own = version("memspec")
+    except PackageNotFoundError:
+        own = "unknown"
+    return {"memspec": own, "python": platform.python_version(), "packages": packages}
+
+
+def manifest_bytes(manifest: Mapping[str, Any]) -> bytes:
+    return dump_pretty_bytes(manifest)
+
+
+def load_manifest(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SpecError.single(f"cannot read manifest: {exc}", str(path)) from None
+
+
+def content_of(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """A manifest without its environment: what must stay equal for the release to be the same."""
+    return {k: v for k, v in manifest.items() if k != "environment"}
+
+
+def manifest_differences(committed: Mapping[str, Any], built: Mapping[str, Any]) -> list[str]:
+    """Human-readable differences between a committed and a freshly built manifest."""
+    out: list[str] = []
+    for key in ("release", "version", "seed", "root_sha256"):
+        if committed.get(key) != built.get(key):
+            out.append(f"{key}: committed {committed.get(key)!r}, built {built.get(key)!r}")
+    for section, label in (("files", "file"), ("inputs", "input")):
+        old, new = committed.get(section, {}), built.get(section, {})
+        for name in sorted(set(old) | set(new)):
+            if name not in new:
+                out.append(f"{label} {name}: in the committed manifest, not built")
+            elif name not in old:
+                out.append(f"{label} {name}: built, not in the committed manifest")
+            elif old[name] != new[name]:
+                out.append(f"{label} {name} differs")
+    if committed.get("counts") != built.get("counts"):
+        out.append("counts differ")
+    if out:
+        old_env = committed.get("environment", {}).get("packages", {})
+        new_env = built.get("environment", {}).get("packages", {})
+        for name in sorted(set(old_env) | set(new_env)):
+            if old_env.get(name) != new_env.get(name):
+                out.append(f"note: the manifest was made with {name} {old_env.get(name)}, "
+                           f"this machine has {name} {new_env.get(name)}; that may explain it")
+    return out
+
+
+def problems_as(lines: list[str], file: str) -> list[Problem]:
+    return [Problem(line, file) for line in lines]

@@ -1,0 +1,280 @@
+"""Freezing a release: generate every family, write the files, pin them in a manifest.
+
+Everything is written into a hidden temporary folder beside the target and moved into place
+with one rename, so an interrupted freeze never leaves a partial release.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .canonical import content_hash, dump_bytes
+from .card import render_card
+from .catalog import Catalog
+from .errors import CheckFailed, MemspecError, Problem, ProblemCollector, SpecError
+from .generate import FamilyGenerator
+from .manifest import (
+    CARD_FILE,
+    MANIFEST_FILE,
+    SUMS_FILE,
+    content_of,
+    environment,
+    load_manifest,
+    manifest_bytes,
+    manifest_differences,
+    sha256_file,
+    sums_text,
+)
+from .render import Renderer
+from .spec import FamilySpec, ReleaseSpec
+
+TMP_PREFIX = ".memspec-tmp-"
+Progress = Callable[[str, int], None]
+
+
+@dataclass(frozen=True)
+class BuiltRelease:
+    """A release written to ``path`` with its manifest."""
+
+    release: ReleaseSpec
+    path: Path
+    manifest: dict[str, Any]
+
+
+def load_release_families(catalog: Catalog, release: ReleaseSpec) -> list[FamilySpec]:
+    """Every family a release names, loaded; all problems at once."""
+    loader = catalog.loader()
+    families, out = [], ProblemCollector()
+    for index, entry in enumerate(release.families):
+        try:
+            families.append(catalog.family(entry.family_id, loader))
+        except MemspecError as err:
+            if any("unknown family" in p.message for p in err.problems):
+                line, col = release.located.where(("families", index, "family"))
+                out.add(Problem(err.problems[0].message, release.located.file, line, col,
+                                ("families", index, "family")))
+            else:
+                out.extend(err)
+    out.raise_if_any()
+    return families
+
+
+class _HashingWriter:
+    """Writes a file while hashing it, so nothing is read twice."""
+
+    def __init__(self, path: Path) -> None:
+        self.handle = path.open("wb")
+        self.digest = hashlib.sha256()
+        self.size = 0
+        self.records = 0
+
+    def write(self, data: bytes) -> None:
+        self.handle.write(data)
+        self.digest.update(data)
+        self.size += len(data)
+        self.records += 1
+
+    def close(self) -> dict[str, Any]:
+        self.handle.flush()
+        os.fsync(self.handle.fileno())
+        self.handle.close()
+        return {"sha256": self.digest.hexdigest(), "bytes": self.size, "records": self.records}
+
+
+def _content_key(instance: dict[str, Any]) -> str:
+    return content_hash({"phases": instance["phases"], "answer": instance["answer"]})
+
+
+def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
+                        progress: Progress | None = None) -> dict[str, Any]:
+    """Generate and write data files and the card into ``folder``; return the manifest
+    (without writing it). Raises on any spec error or failed check."""
+    project = catalog.project
+    families = load_release_families(catalog, release)
+    renderer = Renderer(project)
+    (folder / "data").mkdir(parents=True)
+    files: dict[str, dict[str, Any]] = {}
+    family_counts: dict[str, dict[str, Any]] = {}
+    seen_content: dict[str, str] = {}
+    total = 0
+    for family, entry in zip(families, release.families, strict=True):
+        generator = FamilyGenerator(family, renderer, release.seed)
+        name = f"data/{family.family_id}.jsonl"
+        writer = _HashingWriter(folder / name)
+        try:
+            for group in generator.groups(entry.groups):
+                for instance in group:
+                    key = _content_key(instance)
+                    if key in seen_content:
+                        raise CheckFailed.single(
+                            f"duplicate content: {instance['id']} has the same phases and "
+                            f"answer as {seen_content[key]}", family.file)
+                    seen_content[key] = instance["id"]
+                    writer.write(dump_bytes(instance))
+                if progress:
+                    progress(family.family_id, 1)
+        finally:
+            info = writer.close()
+        files[name] = info
+        family_counts[family.family_id] = {
+            "groups": entry.groups, "instances": info["records"],
+            "paradigm": family.paradigm.paradigm_id, "version": family.version,
+        }
+        total += info["records"]
+    data_hashes = {name: info["sha256"] for name, info in files.items()}
+    root = hashlib.sha256(sums_text(data_hashes).encode("utf-8")).hexdigest()
+    counts = {"instances": total, "groups": sum(e.groups for e in release.families),
+              "families": family_counts}
+    card = render_card(release, counts, root,
+                       {f.family_id: f.description for f in families},
+                       project.display(release.path))
+    (folder / CARD_FILE).write_bytes(card.encode("utf-8"))
+    files[CARD_FILE] = {"sha256": sha256_file(folder / CARD_FILE),
+                        "bytes": (folder / CARD_FILE).stat().st_size}
+    inputs = _input_hashes(project.root, release, families, renderer)
+    return {
+        "manifest_version": 1,
+        "release": release.name,
+        "version": release.version,
+        "seed": release.seed,
+        "root_sha256": root,
+        "files": files,
+        "counts": counts,
+        "inputs": inputs,
+        "environment": environment(),
+    }
+
+
+def _input_hashes(root: Path, release: ReleaseSpec, families: list[FamilySpec],
+                  renderer: Renderer) -> dict[str, str]:
+    paths = {release.path}
+    for family in families:
+        paths.add(family.path)
+        paths.add(family.paradigm.path)
+        paths.update(root / pool.file for pool in family.pools.values())
+    paths.update(renderer.loaded_files())
+    hashes = {}
+    for path in paths:
+        display = path.resolve().relative_to(root.resolve()).as_posix()
+        hashes[display] = sha256_file(path)
+    return dict(sorted(hashes.items()))
+
+
+def _write_seal(folder: Path, manifest_data: bytes) -> None:
+    """Write manifest.json and SHA256SUMS over every other file of ``folder``."""
+    (folder / MANIFEST_FILE).write_bytes(manifest_data)
+    hashes = {
+        path.relative_to(folder).as_posix(): sha256_file(path)
+        for path in folder.rglob("*") if path.is_file() and path.name != SUMS_FILE
+    }
+    (folder / SUMS_FILE).write_bytes(sums_text(hashes).encode("utf-8"))
+
+
+def _fsync_tree(folder: Path) -> None:
+    for path in [*folder.rglob("*"), folder]:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+@contextmanager
+def _staging(out: Path, full_name: str) -> Iterator[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in out.glob(f"{TMP_PREFIX}{full_name}-*"):
+        shutil.rmtree(stale, ignore_errors=True)  # left by an interrupted freeze
+    folder = out / f"{TMP_PREFIX}{full_name}-{os.getpid()}"
+    folder.mkdir()
+    try:
+        yield folder
+    finally:
+        if folder.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _move_into_place(staged: Path, final: Path) -> None:
+    old = final.with_name(f"{TMP_PREFIX}{final.name}-old-{os.getpid()}")
+    if final.exists():
+        os.rename(final, old)
+    os.rename(staged, final)
+    if old.exists():
+        shutil.rmtree(old)
+    dir_fd = os.open(final.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write a file by writing a temporary sibling and renaming it over the target."""
+    tmp = path.with_name(f"{TMP_PREFIX}{path.name}-{os.getpid()}")
+    with tmp.open("wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def committed_manifest_path(catalog: Catalog, release: ReleaseSpec) -> Path:
+    return catalog.project.manifests / f"{release.full_name}.json"
+
+
+def freeze(catalog: Catalog, release: ReleaseSpec, out: Path, *, write_manifest: bool,
+           progress: Progress | None = None) -> BuiltRelease:
+    """Build ``release`` into ``out/<name>-<version>``.
+
+    With a committed manifest, the build must match it (else CheckFailed, nothing written) and
+    the committed manifest's bytes are used, so the release is byte-identical wherever it is
+    built. Without one, ``write_manifest`` decides whether to create it (freeze) or refuse
+    (build).
+    """
+    committed_path = committed_manifest_path(catalog, release)
+    committed = load_manifest(committed_path) if committed_path.exists() else None
+    if committed is None and not write_manifest:
+        raise CheckFailed.single(
+            f"no committed manifest {catalog.project.display(committed_path)}; run "
+            f"`memspec freeze {catalog.project.display(release.path)}` and commit it")
+    final = out / release.full_name
+    with _staging(out, release.full_name) as staged:
+        built = write_release_files(catalog, release, staged, progress)
+        if committed is not None:
+            differences = manifest_differences(committed, built)
+            if differences or content_of(committed) != content_of(built):
+                raise CheckFailed([
+                    Problem(f"{release.full_name} differs from its frozen manifest "
+                            "(a frozen version never changes; make a new version): " + text,
+                            catalog.project.display(committed_path))
+                    for text in differences or ["manifest content differs"]])
+            manifest_data = committed_path.read_bytes()
+            manifest = committed
+        else:
+            manifest_data = manifest_bytes(built)
+            manifest = built
+        _write_seal(staged, manifest_data)
+        _fsync_tree(staged)
+        _move_into_place(staged, final)
+    if committed is None and write_manifest:
+        committed_path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(committed_path, manifest_data)
+    return BuiltRelease(release, final, manifest)
+
+
+def find_release(catalog: Catalog, name_or_path: str) -> ReleaseSpec:
+    """A release by file path or by ``<name>-<version>``."""
+    candidate = Path(name_or_path)
+    if candidate.suffix == ".yaml" and candidate.is_file():
+        return catalog.release(candidate.resolve())
+    for path in catalog.release_paths():
+        if path.stem == name_or_path:
+            return catalog.release(path)
+    known = ", ".join(p.stem for p in catalog.release_paths()) or "none"
+    raise SpecError.single(f"unknown release {name_or_path!r}; known releases: {known}")

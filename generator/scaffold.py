@@ -1,0 +1,94 @@
+"""``memspec new``: write a family (spec, templates, pools) that validates as it is.
+
+A paradigm may carry a ``scaffold:`` section (a family body, templates and pools, with the
+tokens FAMILY_ID and FAMILY_DIR substituted). Without one, a generic family is written: one
+message per phase and a trivially checkable answer.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import SpecError
+from .project import Project
+from .spec import ParadigmSpec
+
+
+def _substitute(value: Any, tokens: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        for token, replacement in tokens.items():
+            value = value.replace(token, replacement)
+        return value
+    if isinstance(value, dict):
+        return {k: _substitute(v, tokens) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute(v, tokens) for v in value]
+    return value
+
+
+def _generic_scaffold(paradigm: ParadigmSpec) -> dict[str, Any]:
+    scorer = paradigm.scorers[0]
+    templates = {
+        f"{phase}.j2": (
+            '{% message "user" %}\n'
+            f"({phase}) Write this phase of the family. Slot values are available, e.g. "
+            "{{ subject }}.\n{% endmessage %}\n"
+        )
+        for phase in paradigm.phases
+    }
+    answer: dict[str, Any] = {"scorer": scorer}
+    slots: dict[str, Any] = {"subject": {"from": "pools/FAMILY_DIR/subjects.yaml"}}
+    if scorer == "judge":
+        answer["rubric"] = "Rate from 1 to 10 how well the response handles {{ subject }}."
+    elif scorer == "choice":
+        slots["options"] = {"expr": "[subject, 'none of these']"}
+        answer.update(options="options", gold="{{ subject }}")
+    elif scorer == "regex":
+        answer["gold"] = "{{ subject | re_escape }}"
+        answer["example"] = "{{ subject }}"
+    else:
+        answer["gold"] = "{{ subject }}"
+    return {
+        "family": {
+            "description": "TODO: say what this family measures.",
+            "slots": slots,
+            "phases": {phase: f"FAMILY_DIR/{phase}.j2" for phase in paradigm.phases},
+            "answer": answer,
+        },
+        "templates": templates,
+        "pools": {
+            "subjects": {
+                "pool": "FAMILY_ID.subjects",
+                "description": "Placeholder subjects; replace them with curated values.",
+                "items": ["a brass compass", "a paper map", "a spare key", "a tide table"],
+            }
+        },
+    }
+
+
+def scaffold_family(project: Project, family_id: str, paradigm: ParadigmSpec) -> list[Path]:
+    """Write the files of a new family; refuse to overwrite anything. Returns the paths."""
+    family_dir = family_id.replace(".", "/")
+    tokens = {"FAMILY_ID": family_id, "FAMILY_DIR": family_dir}
+    scaffold = _substitute(dict(paradigm.scaffold or _generic_scaffold(paradigm)), tokens)
+    body = {"family": family_id, "version": 1, "paradigm": paradigm.paradigm_id,
+            **scaffold["family"]}
+    files: dict[Path, str] = {
+        project.specs / "families" / f"{family_dir}.yaml":
+            yaml.safe_dump(body, sort_keys=False, allow_unicode=True, width=100),
+    }
+    for name, text in scaffold.get("templates", {}).items():
+        files[project.templates / family_dir / name] = text
+    for name, pool in scaffold.get("pools", {}).items():
+        files[project.specs / "pools" / family_dir / f"{name}.yaml"] = yaml.safe_dump(
+            pool, sort_keys=False, allow_unicode=True, width=100)
+    existing = [project.display(p) for p in files if p.exists()]
+    if existing:
+        raise SpecError.single("refusing to overwrite existing files: " + ", ".join(existing))
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return list(files)

@@ -1,0 +1,155 @@
+"""First-attempt scoring of one response against one instance's answer.
+
+Only the first action or answer counts, so a later self-correction does not rescue a wrong
+first move. How "first" is found depends on the answer's ``first`` mode:
+
+- ``line``: the first non-blank line (code fences and list bullets dropped);
+- ``call``: the first function call ``name(...)``, with balanced parentheses;
+- ``label``: the first option label (``B``, ``B)``, ``(B)``, ``Option B``) at the start, else
+  the option whose text appears earliest;
+- ``whole``: the whole response.
+
+Defaults: exact and canonical use ``line``, regex ``whole``, choice ``label``.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping
+from typing import Any
+
+DEFAULT_FIRST = {"exact": "line", "canonical": "line", "regex": "whole", "choice": "label"}
+
+_FENCE = re.compile(r"^\s*```[\w-]*\s*$")
+_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
+_CALL_START = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\s*\(")
+_LABEL = re.compile(r"^\s*(?:option|answer|choice)?\s*[:\-]?\s*\(?([A-Z])(?:[).:\]]|\s|$)", re.I)
+_QUOTES = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "`": "'", '"': "'"})
+
+
+def first_line(response: str) -> str:
+    for line in response.splitlines():
+        if _FENCE.match(line) or not line.strip():
+            continue
+        return _BULLET.sub("", line).strip()
+    return ""
+
+
+def first_call(response: str) -> str:
+    """The first ``name(...)`` span, parentheses balanced and quoted strings respected."""
+    match = _CALL_START.search(response)
+    if not match:
+        return ""
+    depth, quote = 0, None
+    for index in range(match.end() - 1, len(response)):
+        char = response[index]
+        if quote:
+            if char == "\\":
+                continue
+            if char == quote:
+                quote = None
+        elif char in "'\"":
+            quote = char
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                return response[match.start() : index + 1]
+    return ""
+
+
+def first_choice(response: str, options: list[str]) -> int | None:
+    """Index of the first option chosen: a leading label, else the earliest option text."""
+    label = _LABEL.match(response)
+    if label:
+        index = ord(label.group(1).upper()) - ord("A")
+        if 0 <= index < len(options):
+            return index
+    lowered = response.casefold()
+    positions = [(lowered.find(o.casefold()), -len(o), i) for i, o in enumerate(options)]
+    found = [p for p in positions if p[0] >= 0]
+    return min(found)[2] if found else None
+
+
+def canonical_text(text: str, unordered_args: bool = False) -> str:
+    """Whitespace, case, quote style and (optionally) call-argument order normalised away."""
+    text = unicodedata.normalize("NFKC", text).translate(_QUOTES).casefold()
+    text = re.sub(r"\s+", " ", text).strip().rstrip(".;")
+    text = re.sub(r"\s*([(),=])\s*", r"\1", text)
+    if unordered_args:
+        call = re.fullmatch(r"([^(]*)\((.*)\)", text)
+        if call:
+            args = sorted(a for a in _split_args(call.group(2)) if a)
+            text = f"{call.group(1)}({','.join(args)})"
+    return text
+
+
+def _split_args(text: str) -> list[str]:
+    parts, depth, quote, current = [], 0, None, []
+    for char in text:
+        if quote:
+            quote = None if char == quote else quote
+        elif char == "'":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+            continue
+        current.append(char)
+    parts.append("".join(current))
+    return parts
+
+
+def first_attempt(answer: Mapping[str, Any], response: str) -> str:
+    """The part of ``response`` that counts, by the answer's ``first`` mode."""
+    mode = answer.get("first", DEFAULT_FIRST.get(answer["scorer"], "whole"))
+    if mode == "line":
+        return first_line(response)
+    if mode == "call":
+        return first_call(response)
+    return response.strip()
+
+
+def is_correct(answer: Mapping[str, Any], response: str) -> bool | None:
+    """Whether the first attempt in ``response`` is right; None when only a judge can say."""
+    scorer = answer["scorer"]
+    if scorer == "judge":
+        return None
+    if scorer == "choice":
+        return first_choice(response, answer["options"]) == answer["gold_index"]
+    attempt = first_attempt(answer, response)
+    if scorer == "exact":
+        return attempt.strip().strip("`'\"") == answer["gold"]
+    if scorer == "regex":
+        return re.search(answer["gold"], attempt) is not None
+    unordered = bool(answer.get("unordered_args"))
+    return canonical_text(attempt, unordered) == canonical_text(answer["gold"], unordered)
+
+
+def answer_problems(answer: Mapping[str, Any]) -> list[str]:
+    """Why an instance's answer does not work: the gold (or example) must score as correct,
+    every distractor as wrong. Empty when the answer is sound."""
+    scorer = answer["scorer"]
+    if scorer == "judge":
+        return []
+    if scorer == "regex":
+        try:
+            re.compile(answer["gold"])
+        except re.error as exc:
+            return [f"gold is not a valid regular expression: {exc}"]
+    problems = []
+    example = answer.get("example", answer.get("gold"))
+    if scorer != "regex" or "example" in answer:
+        if not is_correct(answer, example):
+            problems.append(f"the scorer rejects the {'example' if 'example' in answer else 'gold'}"
+                            f" response {example!r}")
+    for name, value in answer.get("distractors", {}).items():
+        if value == answer.get("gold") or is_correct(answer, value):
+            problems.append(f"the scorer accepts distractor {name!r} ({value!r})")
+    return problems

@@ -1,0 +1,109 @@
+"""``memspec validate``: load every spec and render a full group of every family."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .catalog import Catalog
+from .errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK, CheckFailed, MemspecError, Problem
+from .generate import FamilyGenerator
+from .pools import load_pool
+from .release import load_release_families
+from .render import Renderer
+from .spec import load_paradigm, load_release
+from .yamlsafe import load_yaml_file
+
+#: Seed used to render the proof group of each family.
+VALIDATION_SEED = 0
+
+
+@dataclass
+class ValidationReport:
+    families: int = 0
+    paradigms: int = 0
+    pools: int = 0
+    releases: int = 0
+    instances: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    exit_code: int = EXIT_OK
+
+    def add(self, err: MemspecError) -> None:
+        self.problems.extend(err.problems)
+        code = EXIT_CHECK_FAILED if isinstance(err, CheckFailed) else EXIT_BAD_INPUT
+        self.exit_code = max(self.exit_code, code)
+
+
+def _kind(path: Path, catalog: Catalog) -> str | None:
+    """What a YAML file is: by its folder under specs/, else by its top-level keys."""
+    specs = catalog.project.specs.resolve()
+    try:
+        top = path.resolve().relative_to(specs).parts[0]
+    except (ValueError, IndexError):
+        top = ""
+    by_folder = {"families": "family", "paradigms": "paradigm", "pools": "pool",
+                 "releases": "release"}
+    if top in by_folder:
+        return by_folder[top]
+    data = load_yaml_file(path, catalog.project.display(path)).data
+    if isinstance(data, dict):
+        for key in ("family", "paradigm", "pool"):
+            if key in data:
+                return key
+        if "families" in data:
+            return "release"
+    return None
+
+
+def _expand(paths: list[Path]) -> list[Path]:
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files += sorted(p for p in path.rglob("*.yaml") if p.is_file())
+        else:
+            files.append(path)
+    return files
+
+
+def validate(catalog: Catalog, paths: list[Path] | None = None) -> ValidationReport:
+    """Validate the given files and folders (default: all of specs/); every error is kept."""
+    report = ValidationReport()
+    project = catalog.project
+    if not paths:
+        report.problems += catalog.problems
+        report.problems += catalog.duplicate_family_problems()
+        if report.problems:
+            report.exit_code = EXIT_BAD_INPUT
+        paths = [project.specs]
+    loader = catalog.loader()
+    renderer = Renderer(project)
+    for path in _expand(paths):
+        if not path.exists():
+            report.problems.append(Problem("no such file or folder", str(path)))
+            report.exit_code = max(report.exit_code, EXIT_BAD_INPUT)
+            continue
+        try:
+            kind = _kind(path, catalog)
+            if kind == "family":
+                family = loader.load(path)
+                generator = FamilyGenerator(family, renderer, VALIDATION_SEED)
+                for group in generator.groups(1):
+                    report.instances += len(group)
+                report.families += 1
+            elif kind == "paradigm":
+                load_paradigm(path, project)
+                report.paradigms += 1
+            elif kind == "pool":
+                load_pool(path, project.display(path))
+                report.pools += 1
+            elif kind == "release":
+                release = load_release(path, project)
+                load_release_families(catalog, release)
+                report.releases += 1
+            else:
+                report.problems.append(Problem("not a family, paradigm, pool or release spec",
+                                               project.display(path), 1, 1))
+                report.exit_code = max(report.exit_code, EXIT_BAD_INPUT)
+        except MemspecError as err:
+            report.add(err)
+    return report

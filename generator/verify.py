@@ -1,0 +1,139 @@
+"""Checking a built release: SHA256SUMS, its manifest, the committed manifest, and
+optionally a rebuild from the specs compared byte for byte."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .catalog import Catalog
+from .errors import MemspecError, Problem
+from .manifest import (
+    MANIFEST_FILE,
+    SUMS_FILE,
+    manifest_differences,
+    parse_sums,
+    sha256_file,
+    sums_text,
+)
+from .schemas import validator
+
+
+@dataclass
+class VerifyReport:
+    """What verification found; ``ok`` when nothing is wrong."""
+
+    release_dir: Path
+    checked_files: int = 0
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def fail(self, message: str, file: str | None = None) -> None:
+        self.problems.append(Problem(message, file))
+
+
+def verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool = False
+                   ) -> VerifyReport:
+    """Verify the release in ``folder``; every problem names the file concerned."""
+    report = VerifyReport(folder)
+    sums_path = folder / SUMS_FILE
+    if not folder.is_dir():
+        report.fail("release folder not found", str(folder))
+        return report
+    if not sums_path.is_file():
+        report.fail("SHA256SUMS is missing", str(sums_path))
+        return report
+    try:
+        listed = parse_sums(sums_path.read_text(encoding="utf-8"), SUMS_FILE)
+    except (MemspecError, UnicodeDecodeError) as exc:
+        report.fail(f"SHA256SUMS is unreadable: {exc}", SUMS_FILE)
+        return report
+    present = {p.relative_to(folder).as_posix() for p in folder.rglob("*")
+               if p.is_file() or p.is_symlink()}
+    present.discard(SUMS_FILE)
+    for name in sorted(present - set(listed)):
+        report.fail("file is not listed in SHA256SUMS (added?)", name)
+    for name, digest in sorted(listed.items()):
+        path = folder / name
+        if name not in present:
+            report.fail("file listed in SHA256SUMS is missing", name)
+        elif path.is_symlink() or not path.is_file():
+            report.fail("not a regular file", name)
+        elif sha256_file(path) != digest:
+            report.fail("SHA-256 differs from SHA256SUMS (file changed)", name)
+        report.checked_files += 1
+    if MANIFEST_FILE not in present:
+        report.fail("manifest.json is missing", MANIFEST_FILE)
+        return report
+    try:
+        manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        report.fail(f"manifest.json is not valid JSON: {exc}", MANIFEST_FILE)
+        return report
+    errors = list(validator("manifest").iter_errors(manifest))
+    if errors:
+        report.fail(f"manifest.json does not match its schema: {errors[0].message}",
+                    MANIFEST_FILE)
+        return report
+    for name, info in sorted(manifest["files"].items()):
+        if listed.get(name) != info["sha256"]:
+            report.fail("SHA-256 in SHA256SUMS differs from manifest.json", name)
+    data_hashes = {n: i["sha256"] for n, i in manifest["files"].items() if n.startswith("data/")}
+    root = hashlib.sha256(sums_text(data_hashes).encode("utf-8")).hexdigest()
+    if root != manifest["root_sha256"]:
+        report.fail("root hash does not match the data files", MANIFEST_FILE)
+    if catalog is not None:
+        _compare_committed(folder, manifest, catalog, report)
+        if regenerate:
+            _compare_rebuild(folder, manifest, catalog, report)
+    return report
+
+
+def _compare_committed(folder: Path, manifest: dict, catalog: Catalog,
+                       report: VerifyReport) -> None:
+    full_name = f"{manifest['release']}-{manifest['version']}"
+    committed_path = catalog.project.manifests / f"{full_name}.json"
+    display = catalog.project.display(committed_path)
+    if not committed_path.is_file():
+        report.fail("no committed manifest for this release", display)
+        return
+    if committed_path.read_bytes() != (folder / MANIFEST_FILE).read_bytes():
+        committed = json.loads(committed_path.read_text(encoding="utf-8"))
+        lines = manifest_differences(committed, manifest) or ["bytes differ"]
+        for line in lines:
+            report.fail(f"manifest.json differs from the committed manifest: {line}", display)
+
+
+def _compare_rebuild(folder: Path, manifest: dict, catalog: Catalog,
+                     report: VerifyReport) -> None:
+    from .release import find_release, freeze
+
+    full_name = f"{manifest['release']}-{manifest['version']}"
+    try:
+        release = find_release(catalog, full_name)
+    except MemspecError as err:
+        report.problems.extend(err.problems)
+        return
+    with tempfile.TemporaryDirectory(prefix="memspec-verify-") as tmp:
+        try:
+            rebuilt = freeze(catalog, release, Path(tmp), write_manifest=False).path
+        except MemspecError as err:
+            report.problems.extend(err.problems)
+            return
+        names = sorted({p.relative_to(rebuilt).as_posix() for p in rebuilt.rglob("*")
+                        if p.is_file()} | {p.relative_to(folder).as_posix()
+                                           for p in folder.rglob("*") if p.is_file()})
+        for name in names:
+            a, b = folder / name, rebuilt / name
+            if not a.is_file():
+                report.fail("rebuilt release has this file, the folder does not", name)
+            elif not b.is_file():
+                report.fail("the folder has this file, the rebuilt release does not", name)
+            elif a.read_bytes() != b.read_bytes():
+                report.fail("bytes differ from a rebuild from the specs", name)
