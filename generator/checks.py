@@ -14,6 +14,7 @@ from typing import Any
 
 from .canonical import dumps
 from .errors import CheckFailed, Problem
+from .instances import phase_messages, phase_text
 from .render import Renderer, TemplateOrigin
 from .yamlsafe import Located
 
@@ -27,10 +28,6 @@ def approx_tokens(text: str) -> int:
     so a minimum stated in these tokens is a conservative minimum in theirs.
     """
     return len(_TOKEN_RE.findall(text))
-
-
-def phase_text(instance: Mapping[str, Any], phases: list[str]) -> str:
-    return "\n".join(m["content"] for p in phases for m in instance["phases"].get(p, []))
 
 
 @dataclass
@@ -101,7 +98,7 @@ class CheckRunner:
         inst = rendered.instance
         kind = check["kind"]
         if kind == "message_count":
-            n = len(inst["phases"].get(check["phase"], []))
+            n = len(phase_messages(inst, check["phase"]))
             for key, ok in (("equals", lambda a, b: a == b), ("min", lambda a, b: a >= b),
                             ("max", lambda a, b: a <= b)):
                 if key in check and not ok(n, check[key]):
@@ -113,7 +110,7 @@ class CheckRunner:
             if "max" in check and n > check["max"]:
                 return f"{'+'.join(check['phases'])} has {n} tokens, more than {check['max']}"
         elif kind == "distinct_messages":
-            contents = [m["content"] for m in inst["phases"].get(check["phase"], [])]
+            contents = [m["content"] for m in phase_messages(inst, check["phase"])]
             repeated = [c for c, k in Counter(contents).items() if k > 1]
             if repeated:
                 return f"phase {check['phase']!r} repeats a message: {repeated[0][:60]!r}"
@@ -145,7 +142,7 @@ class CheckRunner:
             if check["kind"] == "length_ratio":
                 problems += self._length_ratio(index, check, members)
                 continue
-            texts = {m["id"]: dumps([m["phases"].get(p, []) for p in check["phases"]])
+            texts = {m["id"]: dumps([phase_messages(m, p) for p in check["phases"]])
                      for m in members}
             distinct = set(texts.values())
             phases = ", ".join(check["phases"])

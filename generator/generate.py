@@ -12,8 +12,8 @@ from .errors import SpecError
 from .render import CompiledTemplate, Message, Renderer, make_message
 from .rng import KeyedRandom
 from .sampling import sample_slots
-from .scoring import answer_problems
 from .schemas import validator
+from .scoring import answer_problems
 from .spec import FamilySpec, Variant
 from .transforms import TransformCall, get_transform
 
@@ -142,14 +142,14 @@ class FamilyGenerator:
                        ) -> RenderedVariant:
         """One instance of a group, rendered and schema-checked (not yet invariant-checked)."""
         context = self._variant_context(slots, variant, group)
-        phases: dict[str, list[dict[str, str]]] = {}
+        phases: list[dict[str, Any]] = []
         for name in self.family.paradigm.phases:
             messages = self._render_phase(name, context)
             if not messages and name not in self.family.paradigm.optional_phases:
                 raise self.family.located.error(
                     f"phase {name!r} rendered no message in variant {variant.name!r}",
                     ("phases", name))
-            phases[name] = [m.to_json() for m in messages]
+            phases.append({"phase": name, "messages": [m.to_json() for m in messages]})
         fields = {
             key: self._render_answer_text(key, text, context, ("fields", key))
             for key, text in self.family.fields.items()

@@ -19,9 +19,8 @@ SCHEMA_NAMES = ("family", "paradigm", "release", "pool", "instance", "manifest",
 
 @cache
 def _schema(name: str) -> dict[str, Any]:
-    text = resources.files(__package__).joinpath("schemas").joinpath(f"{name}.schema.json").read_text(
-        encoding="utf-8"
-    )
+    folder = resources.files(__package__).joinpath("schemas")
+    text = folder.joinpath(f"{name}.schema.json").read_text(encoding="utf-8")
     return json.loads(text)
 
 

@@ -145,10 +145,9 @@ def answer_problems(answer: Mapping[str, Any]) -> list[str]:
             return [f"gold is not a valid regular expression: {exc}"]
     problems = []
     example = answer.get("example", answer.get("gold"))
-    if scorer != "regex" or "example" in answer:
-        if not is_correct(answer, example):
-            problems.append(f"the scorer rejects the {'example' if 'example' in answer else 'gold'}"
-                            f" response {example!r}")
+    what = "example" if "example" in answer else "gold"
+    if (scorer != "regex" or "example" in answer) and not is_correct(answer, example):
+        problems.append(f"the scorer rejects the {what} response {example!r}")
     for name, value in answer.get("distractors", {}).items():
         if value == answer.get("gold") or is_correct(answer, value):
             problems.append(f"the scorer accepts distractor {name!r} ({value!r})")

@@ -12,7 +12,8 @@ def format_group(instances: list[dict[str, Any]], width: int = 100) -> str:
     for inst in instances:
         axes = ", ".join(f"{k}={v}" for k, v in inst["axes"].items()) or "no axes"
         out += ["=" * width, f"{inst['id']}   [{inst['design']}: {axes}]", "=" * width]
-        for phase, messages in inst["phases"].items():
+        for entry in inst["phases"]:
+            phase, messages = entry["phase"], entry["messages"]
             out.append(f"--- {phase} ({len(messages)} message{'s' if len(messages) != 1 else ''})")
             for message in messages:
                 who = message["role"] + (f" ({message['name']})" if "name" in message else "")

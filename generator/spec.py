@@ -181,7 +181,8 @@ def _parse_axis(name: str, raw: Any) -> Axis:
         name,
         tuple(raw["values"]),
         TransformRef(transform["name"], transform.get("args", {})) if transform else None,
-        {v: TransformRef(t["name"], t.get("args", {})) for v, t in raw.get("transforms", {}).items()},
+        {v: TransformRef(t["name"], t.get("args", {}))
+         for v, t in raw.get("transforms", {}).items()},
     )
 
 

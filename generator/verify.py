@@ -38,6 +38,15 @@ class VerifyReport:
         self.problems.append(Problem(message, file))
 
 
+def _recorded_hashes(folder: Path) -> dict[str, str]:
+    """The per-file hashes manifest.json records, or nothing if it cannot be read."""
+    try:
+        manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
+        return {name: info["sha256"] for name, info in manifest["files"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
 def verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool = False
                    ) -> VerifyReport:
     """Verify the release in ``folder``; every problem names the file concerned."""
@@ -50,24 +59,38 @@ def verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool = 
         report.fail("SHA256SUMS is missing", str(sums_path))
         return report
     try:
-        listed = parse_sums(sums_path.read_text(encoding="utf-8"), SUMS_FILE)
+        sums = sums_path.read_text(encoding="utf-8")
+        listed = parse_sums(sums, SUMS_FILE)
     except (MemspecError, UnicodeDecodeError) as exc:
         report.fail(f"SHA256SUMS is unreadable: {exc}", SUMS_FILE)
         return report
+    if sums_text(listed) != sums:
+        report.fail("SHA256SUMS is not in its canonical form (sorted lines, each ending in a "
+                    "newline): it was edited", SUMS_FILE)
     present = {p.relative_to(folder).as_posix() for p in folder.rglob("*")
                if p.is_file() or p.is_symlink()}
     present.discard(SUMS_FILE)
     for name in sorted(present - set(listed)):
         report.fail("file is not listed in SHA256SUMS (added?)", name)
-    for name, digest in sorted(listed.items()):
+    actual: dict[str, str] = {}
+    for name in sorted(listed):
         path = folder / name
         if name not in present:
             report.fail("file listed in SHA256SUMS is missing", name)
         elif path.is_symlink() or not path.is_file():
             report.fail("not a regular file", name)
-        elif sha256_file(path) != digest:
-            report.fail("SHA-256 differs from SHA256SUMS (file changed)", name)
+        else:
+            actual[name] = sha256_file(path)
         report.checked_files += 1
+    recorded = _recorded_hashes(folder)
+    for name, digest in sorted(actual.items()):
+        if digest == listed[name]:
+            continue
+        if recorded.get(name) == digest:
+            report.fail(f"the entry for {name} was altered (the file matches manifest.json)",
+                        SUMS_FILE)
+        else:
+            report.fail("SHA-256 differs from SHA256SUMS (file changed)", name)
     if MANIFEST_FILE not in present:
         report.fail("manifest.json is missing", MANIFEST_FILE)
         return report
@@ -82,8 +105,11 @@ def verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool = 
                     MANIFEST_FILE)
         return report
     for name, info in sorted(manifest["files"].items()):
-        if listed.get(name) != info["sha256"]:
-            report.fail("SHA-256 in SHA256SUMS differs from manifest.json", name)
+        if name not in listed:
+            report.fail(f"{name} is in manifest.json but not in SHA256SUMS", SUMS_FILE)
+        elif actual.get(name) not in (None, info["sha256"]) and actual.get(name) == listed[name]:
+            report.fail("file differs from manifest.json (and SHA256SUMS was rewritten to "
+                        "match it)", name)
     data_hashes = {n: i["sha256"] for n, i in manifest["files"].items() if n.startswith("data/")}
     root = hashlib.sha256(sums_text(data_hashes).encode("utf-8")).hexdigest()
     if root != manifest["root_sha256"]:

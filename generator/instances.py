@@ -1,0 +1,24 @@
+"""Reading instances: their phases are an ordered list, looked up by name here."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def phase_messages(instance: Mapping[str, Any], phase: str) -> list[dict[str, str]]:
+    """The messages of one phase of an instance (empty if the phase rendered none)."""
+    for entry in instance["phases"]:
+        if entry["phase"] == phase:
+            return entry["messages"]
+    return []
+
+
+def all_messages(instance: Mapping[str, Any]) -> list[dict[str, str]]:
+    """Every message of an instance, phase after phase, in order."""
+    return [message for entry in instance["phases"] for message in entry["messages"]]
+
+
+def phase_text(instance: Mapping[str, Any], phases: list[str]) -> str:
+    """The contents of the named phases' messages, joined by newlines."""
+    return "\n".join(m["content"] for p in phases for m in phase_messages(instance, p))

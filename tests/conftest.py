@@ -1,0 +1,49 @@
+"""Shared helpers: run the CLI in a subprocess, copy the bundled project to a temporary folder."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def run_cli(*args: str, root: Path | None = None, env: dict[str, str] | None = None,
+            cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run ``memspec ARGS`` in a fresh interpreter, with no standard input."""
+    command = [sys.executable, "-m", "generator.cli"]
+    if root is not None:
+        command += ["--root", str(root)]
+    full_env = {k: v for k, v in os.environ.items() if k != "MEMSPEC_ROOT"}
+    full_env.update(env or {})
+    return subprocess.run([*command, *args], capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL, env=full_env, cwd=cwd or REPO)
+
+
+def tree_bytes(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` with its bytes, by relative path."""
+    return {p.relative_to(folder).as_posix(): p.read_bytes()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def project_copy(tmp_path: Path) -> Path:
+    """A private copy of the bundled project (specs, templates, manifests)."""
+    root = tmp_path / "project"
+    for name in ("specs", "templates", "manifests"):
+        shutil.copytree(REPO / name, root / name)
+    return root
+
+
+@pytest.fixture(scope="session")
+def built_example(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled example release, built once per session with ``memspec build``."""
+    out = tmp_path_factory.mktemp("dist")
+    result = run_cli("build", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    return out / "example-v1"

@@ -1,0 +1,196 @@
+"""Frozen releases: coreutils agrees with SHA256SUMS, tampering is caught and named, a frozen
+version is never overwritten, and writes are atomic."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, run_cli, tree_bytes
+from generator.catalog import Catalog
+from generator.project import Project
+from generator.verify import verify_release
+
+
+def test_coreutils_sha256sum_accepts_the_release(built_example: Path) -> None:
+    sha256sum = shutil.which("sha256sum")
+    assert sha256sum, "coreutils sha256sum is needed for this test"
+    result = subprocess.run([sha256sum, "-c", "--strict", "SHA256SUMS"], cwd=built_example,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    listed = {line.split("  ", 1)[1] for line in
+              (built_example / "SHA256SUMS").read_text().splitlines()}
+    files = {p.relative_to(built_example).as_posix() for p in built_example.rglob("*")
+             if p.is_file()} - {"SHA256SUMS"}
+    assert listed == files
+
+
+def test_release_folder_layout(built_example: Path) -> None:
+    names = {p.relative_to(built_example).as_posix() for p in built_example.rglob("*")}
+    assert {"data", "SHA256SUMS", "manifest.json", "README.md"} <= names
+    manifest = json.loads((built_example / "manifest.json").read_text())
+    for family in manifest["counts"]["families"]:
+        assert f"data/{family}.jsonl" in names
+    card = (built_example / "README.md").read_text()
+    assert manifest["root_sha256"] in card
+    assert "memspec freeze specs/releases/example-v1.yaml" in card
+
+
+def _copy(built: Path, tmp_path: Path) -> Path:
+    target = tmp_path / "example-v1"
+    shutil.copytree(built, target)
+    return target
+
+
+def _flip(path: Path, offset: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def test_verify_names_the_file_when_any_byte_is_flipped(built_example: Path,
+                                                        tmp_path: Path) -> None:
+    catalog = Catalog.load(Project(REPO))
+    release = _copy(built_example, tmp_path)
+    for path in sorted(p for p in release.rglob("*") if p.is_file()):
+        name = path.relative_to(release).as_posix()
+        size = path.stat().st_size
+        for offset in sorted({0, size // 3, size // 2, size - 1}):
+            original = path.read_bytes()
+            _flip(path, offset)
+            report = verify_release(release, catalog)
+            assert not report.ok, f"flipping byte {offset} of {name} went unnoticed"
+            assert any(p.file and name in p.file for p in report.problems), report.problems
+            path.write_bytes(original)
+    assert verify_release(release, catalog).ok
+
+
+def test_cli_verify_reports_flipped_byte_with_exit_1(built_example: Path, tmp_path: Path) -> None:
+    release = _copy(built_example, tmp_path)
+    target = release / "data" / "example.choice.meeting_room.jsonl"
+    _flip(target, 100)
+    result = run_cli("verify", str(release))
+    assert result.returncode == 1
+    assert "data/example.choice.meeting_room.jsonl" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_verify_catches_added_and_removed_files(built_example: Path, tmp_path: Path) -> None:
+    release = _copy(built_example, tmp_path)
+    (release / "data" / "extra.jsonl").write_text("{}\n")
+    result = run_cli("verify", str(release))
+    assert result.returncode == 1 and "data/extra.jsonl" in result.stderr
+    (release / "data" / "extra.jsonl").unlink()
+    (release / "README.md").unlink()
+    result = run_cli("verify", str(release))
+    assert result.returncode == 1 and "README.md" in result.stderr
+
+
+def test_verify_regenerate_passes_on_a_faithful_release(built_example: Path) -> None:
+    result = run_cli("verify", str(built_example), "--regenerate")
+    assert result.returncode == 0, result.stderr
+    assert "byte-identical" in result.stdout
+
+
+def _edit_pool(project: Path) -> None:
+    pool = project / "specs" / "pools" / "example" / "meeting_rooms.yaml"
+    text = pool.read_text()
+    assert '"Juniper Room"' in text or "Juniper" in text or text
+    lines = text.splitlines()
+    item = next(i for i, line in enumerate(lines) if line.startswith("  - "))
+    lines[item] = '  - "Room Renamed For This Test"'
+    pool.write_text("\n".join(lines) + "\n")
+
+
+def test_freeze_refuses_to_change_a_frozen_release(project_copy: Path) -> None:
+    _edit_pool(project_copy)
+    committed = (project_copy / "manifests" / "example-v1.json").read_bytes()
+    out = project_copy / "out"
+    result = run_cli("freeze", "specs/releases/example-v1.yaml", "--out", str(out),
+                     root=project_copy, cwd=project_copy)
+    assert result.returncode == 1, result.stderr
+    assert "differs from its frozen manifest" in result.stderr
+    assert "specs/pools/example/meeting_rooms.yaml" in result.stderr
+    assert (project_copy / "manifests" / "example-v1.json").read_bytes() == committed
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_freeze_writes_manifest_for_a_new_release(project_copy: Path) -> None:
+    release = project_copy / "specs" / "releases" / "example-v1.yaml"
+    text = release.read_text().replace("version: v1", "version: v2")
+    (project_copy / "specs" / "releases" / "example-v2.yaml").write_text(text)
+    result = run_cli("freeze", "example-v2", root=project_copy)
+    assert result.returncode == 0, result.stderr
+    manifest = project_copy / "manifests" / "example-v2.json"
+    assert manifest.is_file()
+    assert (project_copy / "dist" / "example-v2" / "manifest.json").read_bytes() == \
+        manifest.read_bytes()
+    verify = run_cli("verify", str(project_copy / "dist" / "example-v2"), root=project_copy)
+    assert verify.returncode == 0, verify.stderr
+
+
+def test_build_never_writes_manifests(project_copy: Path) -> None:
+    (project_copy / "manifests" / "example-v1.json").unlink()
+    out = project_copy / "out"
+    result = run_cli("build", "--out", str(out), root=project_copy)
+    assert result.returncode == 1
+    assert "no committed manifest" in result.stderr
+    assert list((project_copy / "manifests").iterdir()) == []
+
+
+def test_verify_regenerate_catches_a_changed_template(built_example: Path,
+                                                      project_copy: Path) -> None:
+    template = project_copy / "templates" / "example" / "reversed_copy" / "probe.j2"
+    template.write_text(template.read_text().replace("nightly job", "weekly job"))
+    result = run_cli("verify", str(built_example), "--regenerate", root=project_copy)
+    assert result.returncode == 1
+    assert "templates/example/reversed_copy/probe.j2" in result.stderr
+
+
+def _large_release(project: Path) -> None:
+    release = project / "specs" / "releases" / "example-v1.yaml"
+    text = release.read_text().replace("version: v1", "version: v9")
+    # The priming family's control arm has few distinct texts; the other two scale.
+    text = text.replace("  - family: example.priming.harbour_fog\n    groups: 12\n", "")
+    text = text.replace("groups: 12", "groups: 400")
+    assert "harbour_fog" not in text
+    (project / "specs" / "releases" / "example-v9.yaml").write_text(text)
+
+
+@pytest.mark.parametrize("delay", [0.6, 1.0, 1.5, 2.2, 3.0])
+def test_killed_freeze_leaves_nothing_partial(project_copy: Path, delay: float) -> None:
+    _large_release(project_copy)
+    out = project_copy / "dist"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "generator.cli", "--root", str(project_copy), "freeze",
+         "example-v9", "--out", str(out)],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(delay)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    release = out / "example-v9"
+    manifest = project_copy / "manifests" / "example-v9.json"
+    if release.exists():
+        catalog = Catalog.load(Project(project_copy))
+        if manifest.exists():
+            assert verify_release(release, catalog).ok
+        else:
+            # Killed between the two renames: the release is whole and seals itself.
+            report = verify_release(release, None)
+            assert report.ok, report.problems
+    else:
+        assert not manifest.exists()
+    visible = [p.name for p in out.iterdir() if not p.name.startswith(".")] if out.exists() else []
+    assert visible in ([], ["example-v9"])
+    # A later freeze completes and cleans up whatever the killed one left behind.
+    result = run_cli("freeze", "example-v9", "--out", str(out), root=project_copy)
+    assert result.returncode == 0, result.stderr
+    assert [p.name for p in out.iterdir()] == ["example-v9"]
+    assert tree_bytes(release)
