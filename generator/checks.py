@@ -58,7 +58,7 @@ class CheckRunner:
 
     def _expr(self, index: int, key: str) -> Any:
         check, located, where = self.checks[index]
-        line, col = located.where((*where, key))
+        line, col = located.text_start((*where, key))
         origin = TemplateOrigin(located.file, line - 1, col, f"check {check['kind']} {key}")
         return self.renderer.expression(check[key], origin)
 

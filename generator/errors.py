@@ -64,7 +64,8 @@ class MemspecError(Exception):
         super().__init__(self.render())
 
     def render(self) -> str:
-        return "\n".join(str(p) for p in sorted(self.problems, key=Problem.sort_key))
+        unique = dict.fromkeys(sorted(self.problems, key=Problem.sort_key))
+        return "\n".join(str(p) for p in unique)
 
     def __str__(self) -> str:
         return self.render()

@@ -38,7 +38,7 @@ class FamilyGenerator:
     # ----------------------------------------------------------- templates of the spec
 
     def _inline(self, text: str, where: tuple, label: str) -> CompiledTemplate:
-        line, col = self.family.located.where(where)
+        line, col = self.family.located.text_start(where)
         return self.renderer.inline(text, self.family.file, line, col, label)
 
     def _phase_template(self, name: str) -> list[tuple[str, str | None, CompiledTemplate]] | \

@@ -17,7 +17,7 @@ from typing import Any
 
 from .canonical import content_hash, dump_bytes
 from .card import render_card
-from .catalog import Catalog
+from .catalog import Catalog, UnknownFamily
 from .errors import CheckFailed, MemspecError, Problem, ProblemCollector, SpecError
 from .generate import FamilyGenerator
 from .manifest import (
@@ -48,20 +48,25 @@ class BuiltRelease:
     manifest: dict[str, Any]
 
 
-def load_release_families(catalog: Catalog, release: ReleaseSpec) -> list[FamilySpec]:
-    """Every family a release names, loaded; all problems at once."""
+def load_release_families(catalog: Catalog, release: ReleaseSpec,
+                          skip: frozenset[str] = frozenset()) -> list[FamilySpec]:
+    """Every family a release names (but those in ``skip``), loaded; all problems at once."""
     loader = catalog.loader()
     families, out = [], ProblemCollector()
     for index, entry in enumerate(release.families):
+        if entry.family_id in skip:
+            continue
         try:
             families.append(catalog.family(entry.family_id, loader))
+        except UnknownFamily as err:
+            line, col = release.located.where(("families", index, "family"))
+            first, *rest = err.problems
+            out.add(Problem(first.message, release.located.file, line, col,
+                            ("families", index, "family")))
+            for problem in rest:
+                out.add(problem)
         except MemspecError as err:
-            if any("unknown family" in p.message for p in err.problems):
-                line, col = release.located.where(("families", index, "family"))
-                out.add(Problem(err.problems[0].message, release.located.file, line, col,
-                                ("families", index, "family")))
-            else:
-                out.extend(err)
+            out.extend(err)
     out.raise_if_any()
     return families
 

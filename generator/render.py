@@ -30,7 +30,7 @@ ROLES = ("system", "user", "assistant", "tool")
 
 # Control characters that can never occur in pools or templates mark message boundaries.
 _MSG_START, _MSG_FIELD, _MSG_END = "\x02", "\x1f", "\x03"
-_MESSAGE_RE = re.compile(r"\x02([^\x1f]*)\x1f([^\x1f]*)\x1f(.*?)\x03", re.S)
+_MESSAGE_RE = re.compile(r"\x02([^\x1f]*)\x1f([^\x1f]*)\x1f([0-9]+)\x1f(.*?)\x03", re.S)
 #: A ``{name}`` left over from str.format habits, which Jinja would print literally.
 SINGLE_BRACE_RE = re.compile(r"(?<!\{)\{\s*[A-Za-z_][A-Za-z0-9_.]*\s*\}(?!\})")
 #: Largest ``range()`` a template may build.
@@ -77,15 +77,17 @@ class MessageExtension(Extension):
         body = caller()
         if _MSG_START in body:
             raise jinja2.TemplateRuntimeError(f"message blocks cannot nest (line {lineno})")
-        return f"{_MSG_START}{role}{_MSG_FIELD}{name or ''}{_MSG_FIELD}{body}{_MSG_END}"
+        return (f"{_MSG_START}{role}{_MSG_FIELD}{name or ''}{_MSG_FIELD}{lineno}{_MSG_FIELD}"
+                f"{body}{_MSG_END}")
 
 
 class _StrictSandbox(ImmutableSandboxedEnvironment):
     """The immutable sandbox, but an unsafe attribute raises at once instead of being undefined."""
 
     def unsafe_undefined(self, obj: Any, attribute: str) -> Any:
+        kind = type(obj).__name__
         raise SecurityError(
-            f"access to attribute {attribute!r} of a {type(obj).__name__} is not allowed "
+            f"access to attribute {attribute!r} of {_article(kind)} {kind} is not allowed "
             "in memspec templates"
         )
 
@@ -108,6 +110,10 @@ class _TreeLoader(jinja2.BaseLoader):
         text = read_text(path, self.project.display(path))
         self.loaded.add(path)
         return text, self.project.display(path), lambda: True
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1].lower() in "aeiou" else "a"
 
 
 def _letter(index: int) -> str:
@@ -169,11 +175,13 @@ def _column_of(source: str, line: int | None, needle: str | None) -> int:
 
 
 _UNDEFINED_NAME = re.compile(r"'([^']+)' is undefined|has no attribute '([^']+)'")
+_ATTRIBUTE_NAME = re.compile(r"attribute '([^']+)'")
 
 
 def _describe_jinja_error(exc: Exception) -> tuple[str, str | None]:
     if isinstance(exc, SecurityError):
-        return f"unsafe template: {exc}", None
+        match = _ATTRIBUTE_NAME.search(str(exc))
+        return f"unsafe template: {exc}", match.group(1) if match else None
     if isinstance(exc, UndefinedError):
         match = _UNDEFINED_NAME.search(str(exc))
         needle = (match.group(1) or match.group(2)) if match else None
@@ -191,11 +199,15 @@ class TemplateOrigin:
     label: str | None = None  # e.g. "inline template at $.phases.probe"
 
     def error(self, message: str, line: int | None, column: int | None = None) -> SpecError:
-        where_line = (line or 1) + self.line_offset
+        """A SpecError at template ``line``/``column``, mapped into the file that holds it."""
+        line = line or 1
         if self.label:
-            message = f"{message} ({self.label}, template line {line or 1})"
-        col = column if column is not None and not self.line_offset else (self.column or column)
-        return SpecError.single(message, self.file, where_line, col or 1)
+            message = f"{message} ({self.label}, template line {line})"
+        if self.line_offset or self.column:
+            # Inline template: its first line starts at (line_offset + 1, column) of the file.
+            col = (self.column or 1) + (column or 1) - 1 if line == 1 else (column or 1)
+            return SpecError.single(message, self.file, line + self.line_offset, col)
+        return SpecError.single(message, self.file, line, column or 1)
 
 
 class CompiledTemplate:
@@ -212,7 +224,11 @@ class CompiledTemplate:
         """Render to text; any failure is a SpecError at the template's file:line:col."""
         try:
             text = self.template.render(context)
-        except SpecError:
+        except SpecError as exc:
+            if exc.problems and exc.problems[0].file is None:
+                # Raised by the loader for an {% include %}/{% import %}: locate the tag.
+                line = _template_line(exc.__traceback__, self.filename)
+                raise self.origin.error(exc.problems[0].message, line) from None
             raise
         except Exception as exc:  # every Jinja or sandbox failure becomes a located error
             line = getattr(exc, "lineno", None) or _template_line(exc.__traceback__,
@@ -227,6 +243,10 @@ class CompiledTemplate:
     def render_messages(self, context: Mapping[str, Any]) -> list[Message]:
         """Render and split the output into the messages its ``{% message %}`` blocks mark."""
         return split_messages(self.render_text(context), self)
+
+    def column_in_line(self, line: int, needle: str) -> int:
+        """Column of ``needle`` on ``line`` of the source, or 1."""
+        return _column_of(self.source, line, needle)
 
     def find_line(self, needle: str) -> tuple[int, int]:
         """Line and column of ``needle`` in the source, or 1:1."""
@@ -243,19 +263,22 @@ def split_messages(text: str, template: CompiledTemplate) -> list[Message]:
     position = 0
     for match in _MESSAGE_RE.finditer(text):
         _check_outside(text[position : match.start()], template)
-        role, name, body = match.group(1), match.group(2), match.group(3)
-        messages.append(make_message(role, body, name or None, template))
+        role, name, line, body = match.groups()
+        messages.append(make_message(role, body, name or None, template, int(line)))
         position = match.end()
     _check_outside(text[position:], template)
     return messages
 
 
-def make_message(role: str, body: str, name: str | None, template: CompiledTemplate) -> Message:
-    """A message from rendered text: stripped, refused if empty or if a ``{name}`` is left."""
+def make_message(role: str, body: str, name: str | None, template: CompiledTemplate,
+                 line: int = 1) -> Message:
+    """A message from rendered text: stripped, refused if empty or if a ``{name}`` is left.
+
+    ``line`` is where the message starts in the template (its ``{% message %}`` tag)."""
     content = body.strip()
     if not content:
-        line, col = template.find_line("message")
-        raise template.origin.error(f"a {role} message rendered empty", line, col)
+        raise template.origin.error(f"{_article(role)} {role} message rendered empty", line,
+                                    template.column_in_line(line, "message"))
     leftover = SINGLE_BRACE_RE.search(content)
     if leftover:
         line, col = template.find_line(leftover.group(0))

@@ -81,7 +81,7 @@ def sample_slots(family: FamilySpec, renderer: Renderer, seed: int, group: int) 
             values[name] = balanced_value(list(slot["balanced"]), seed, family.family_id, name,
                                           group)
         else:
-            line, col = located.where((*where, "expr"))
+            line, col = located.text_start((*where, "expr"))
             origin = TemplateOrigin(located.file, line - 1, col, f"expression of slot {name!r}")
             evaluate = renderer.expression(slot["expr"], origin)
             context = {**values, "group": group, "family": family.family_id}

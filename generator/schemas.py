@@ -60,11 +60,6 @@ def _leaf(error: ValidationError) -> ValidationError:
 
 
 def _describe(error: ValidationError) -> str:
-    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-        allowed = set(error.schema.get("properties", {}))
-        unknown = sorted(k for k in error.instance if k not in allowed)
-        if unknown and allowed:
-            return f"unknown key {unknown[0]!r}; allowed keys are: {', '.join(sorted(allowed))}"
     if error.validator == "enum":
         return f"{error.instance!r} is not one of {', '.join(map(repr, error.validator_value))}"
     return error.message
@@ -77,10 +72,16 @@ def schema_problems(name: str, located: Located) -> list[Problem]:
         leaf = _leaf(error)
         path = tuple(leaf.absolute_path)
         if leaf.validator == "additionalProperties" and isinstance(leaf.instance, dict):
-            allowed = set(leaf.schema.get("properties", {}))
-            unknown = sorted(k for k in leaf.instance if k not in allowed)
+            allowed = sorted(leaf.schema.get("properties", {}))
+            unknown = [k for k in leaf.instance if k not in allowed]
             if unknown:
-                path = (*path, unknown[0])
+                # One problem per unknown key, each at its own line.
+                for key in unknown:
+                    line, column = located.where((*path, key))
+                    problems.append(Problem(
+                        f"unknown key {key!r}; allowed keys are: {', '.join(allowed)}",
+                        located.file, line, column, (*path, key)))
+                continue
         line, column = located.where(path)
         problems.append(Problem(_describe(leaf), located.file, line, column, path or None))
     return problems

@@ -25,7 +25,7 @@ _FENCE = re.compile(r"^\s*```[\w-]*\s*$")
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 _CALL_START = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\s*\(")
 _LABEL = re.compile(r"^\s*(?:option|answer|choice)?\s*[:\-]?\s*\(?([A-Z])(?:[).:\]]|\s|$)", re.I)
-_QUOTES = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "`": "'", '"': "'"})
+_QUOTES = str.maketrans({q: "'" for q in "\u2018\u2019\u201c\u201d`\""})
 
 
 def first_line(response: str) -> str:

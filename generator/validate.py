@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .catalog import Catalog
+from .catalog import Catalog, yaml_files
 from .errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK, CheckFailed, MemspecError, Problem
 from .generate import FamilyGenerator
 from .pools import load_pool
@@ -55,36 +55,39 @@ def _kind(path: Path, catalog: Catalog) -> str | None:
     return None
 
 
-def _expand(paths: list[Path]) -> list[Path]:
+def _expand(paths: list[Path], catalog: Catalog, problems: list[Problem]) -> list[Path]:
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
-            files += sorted(p for p in path.rglob("*.yaml") if p.is_file())
+            files += yaml_files(path, problems, catalog.project.display)
         else:
             files.append(path)
     return files
 
 
 def validate(catalog: Catalog, paths: list[Path] | None = None) -> ValidationReport:
-    """Validate the given files and folders (default: all of specs/); every error is kept."""
+    """Validate the given files and folders (default: all of specs/); every error is kept.
+
+    Families are rendered (one full group each); releases are checked after them, loading
+    only the families that were not already validated, so no problem is reported twice."""
     report = ValidationReport()
     project = catalog.project
     if not paths:
         report.problems += catalog.problems
         report.problems += catalog.duplicate_family_problems()
-        if report.problems:
-            report.exit_code = EXIT_BAD_INPUT
         paths = [project.specs]
     loader = catalog.loader()
     renderer = Renderer(project)
-    for path in _expand(paths):
+    validated_families: set[Path] = set()
+    releases = []
+    for path in _expand(paths, catalog, report.problems):
         if not path.exists():
             report.problems.append(Problem("no such file or folder", str(path)))
-            report.exit_code = max(report.exit_code, EXIT_BAD_INPUT)
             continue
         try:
             kind = _kind(path, catalog)
             if kind == "family":
+                validated_families.add(path.resolve())
                 family = loader.load(path)
                 generator = FamilyGenerator(family, renderer, VALIDATION_SEED)
                 for group in generator.groups(1):
@@ -97,13 +100,23 @@ def validate(catalog: Catalog, paths: list[Path] | None = None) -> ValidationRep
                 load_pool(path, project.display(path))
                 report.pools += 1
             elif kind == "release":
-                release = load_release(path, project)
-                load_release_families(catalog, release)
-                report.releases += 1
+                releases.append(path)
             else:
                 report.problems.append(Problem("not a family, paradigm, pool or release spec",
                                                project.display(path), 1, 1))
-                report.exit_code = max(report.exit_code, EXIT_BAD_INPUT)
         except MemspecError as err:
             report.add(err)
+    for path in releases:
+        try:
+            release = load_release(path, project)
+            checked = frozenset(
+                f.family_id for f in release.families
+                if len(catalog.family_paths.get(f.family_id, [])) == 1
+                and catalog.family_paths[f.family_id][0].resolve() in validated_families)
+            load_release_families(catalog, release, skip=checked)
+            report.releases += 1
+        except MemspecError as err:
+            report.add(err)
+    if report.problems and report.exit_code == EXIT_OK:
+        report.exit_code = EXIT_BAD_INPUT
     return report

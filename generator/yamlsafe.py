@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +106,11 @@ class Located:
     data: Any
     file: str
     positions: dict[tuple[PathPart, ...], tuple[int, int]]
+    text_starts: dict[tuple[PathPart, ...], tuple[int, int]] = field(default_factory=dict)
+
+    def text_start(self, path: tuple[PathPart, ...]) -> tuple[int, int]:
+        """Line and column where a string value's text begins (for inline templates)."""
+        return self.text_starts.get(tuple(path)) or self.where(path)
 
     def where(self, path: tuple[PathPart, ...] | list[PathPart]) -> tuple[int, int]:
         """Line and column (1-based) of the value at ``path`` or its nearest located parent."""
@@ -170,10 +175,11 @@ def load_yaml_text(text: str, display: str) -> Located:
     except RecursionError:
         raise SpecError.single("YAML is nested too deeply", display, 1, 1) from None
     positions: dict[tuple[PathPart, ...], tuple[int, int]] = {}
+    text_starts: dict[tuple[PathPart, ...], tuple[int, int]] = {}
     if root is None:
         return Located(None, display, positions)
-    data = _construct(root, (), positions, display, 0)
-    return Located(data, display, positions)
+    data = _construct(root, (), positions, display, 0, text_starts)
+    return Located(data, display, positions, text_starts)
 
 
 def load_yaml_file(path: Path, display: str) -> Located:
@@ -187,9 +193,16 @@ def _construct(
     positions: dict[tuple[PathPart, ...], tuple[int, int]],
     display: str,
     depth: int,
+    text_starts: dict[tuple[PathPart, ...], tuple[int, int]],
 ) -> Any:
     line, column = node.start_mark.line + 1, node.start_mark.column + 1
     positions[path] = (line, column)
+    if isinstance(node, ScalarNode):
+        if node.style in ("|", ">"):
+            # A block scalar's text starts on the line after its indicator.
+            text_starts[path] = (line + 1, column)
+        else:
+            text_starts[path] = (line, column + (1 if node.style in ("'", '"') else 0))
     if depth > MAX_DEPTH:
         raise SpecError.single(f"nesting deeper than {MAX_DEPTH} levels", display, line, column)
     if node.tag not in _CORE_TAGS:
@@ -217,13 +230,14 @@ def _construct(
                     display, key_node.start_mark.line + 1, key_node.start_mark.column + 1,
                     (*path, key),
                 )
-            result[key] = _construct(value_node, (*path, key), positions, display, depth + 1)
+            result[key] = _construct(value_node, (*path, key), positions, display, depth + 1,
+                                     text_starts)
             # Point a value's errors at its key, where a reader looks first.
             positions[(*path, key)] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
         return result
     if isinstance(node, SequenceNode):
         return [
-            _construct(item, (*path, index), positions, display, depth + 1)
+            _construct(item, (*path, index), positions, display, depth + 1, text_starts)
             for index, item in enumerate(node.value)
         ]
     assert isinstance(node, ScalarNode)

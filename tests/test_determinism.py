@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, run_cli, tree_bytes
 
 DRIFTS = [

@@ -8,8 +8,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from conftest import run_cli
+
 from generator.catalog import Catalog
 from generator.generate import FamilyGenerator
 from generator.instances import phase_messages
@@ -140,7 +140,9 @@ def test_designs_transforms_and_balance(tree: Path) -> None:
           question:
             messages:
               - role: user
-                text: "Which was it? {% for o in options %}{{ loop.index0 | letter }}) {{ o }} {% endfor %}"
+                text: >-
+                  Which was it?
+                  {% for o in options %}{{ loop.index0 | letter }}) {{ o }} {% endfor %}
         answer:
           scorer: choice
           options: options

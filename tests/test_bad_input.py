@@ -1,0 +1,498 @@
+"""Bad input must end in a located error (file:LINE:COL), exit status 2, no traceback, and
+no output written.
+
+Every test starts from the small valid project the ``project`` fixture writes into
+``tmp_path``, changes ONE thing in it, and runs the ``memspec`` command line in a subprocess.
+"""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+# ------------------------------------------------------------------ the valid fixture project
+
+PARADIGM = "specs/paradigms/recall.yaml"
+POOL = "specs/pools/colours.yaml"
+FAMILY = "specs/families/colour.yaml"
+TEMPLATE = "templates/demo/setup.j2"
+RELEASE = "specs/releases/demo-v1.yaml"
+FAMILY_ID = "demo.recall.colour"
+
+PARADIGM_YAML = """\
+paradigm: demo.recall
+version: 1
+description: A fact is stated, then asked for.
+phases:
+  - name: setup
+  - name: probe
+scorers: [exact]
+"""
+
+POOL_YAML = """\
+pool: demo.colours
+description: Plain colour names.
+items:
+  - red
+  - green
+  - blue
+  - yellow
+  - purple
+  - orange
+"""
+
+FAMILY_YAML = """\
+family: demo.recall.colour
+version: 1
+paradigm: demo.recall
+description: Remember a favourite colour.
+slots:
+  colour: {from: pools/colours.yaml}
+phases:
+  setup: demo/setup.j2
+  probe:
+    messages:
+      - {role: user, text: "Which colour did I say I like?"}
+answer:
+  scorer: exact
+  gold: "{{ colour }}"
+"""
+
+TEMPLATE_J2 = """\
+{% message "user" %}
+My favourite colour is {{ colour }}.
+{% endmessage %}
+{% message "assistant" %}
+Noted.
+{% endmessage %}
+"""
+
+RELEASE_YAML = """\
+name: demo
+version: v1
+seed: 7
+description: A tiny release of one family.
+families:
+  - family: demo.recall.colour
+    groups: 2
+"""
+
+FILES = {
+    PARADIGM: PARADIGM_YAML,
+    POOL: POOL_YAML,
+    FAMILY: FAMILY_YAML,
+    TEMPLATE: TEMPLATE_J2,
+    RELEASE: RELEASE_YAML,
+}
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A small, self-contained, valid memspec project: one paradigm, one family drawing from a
+    pool and rendering a template file, and one release."""
+    root = tmp_path / "project"
+    for folder in ("specs/paradigms", "specs/families", "specs/pools", "specs/releases",
+                   "templates", "manifests"):
+        (root / folder).mkdir(parents=True)
+    for relative, text in FILES.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def out(tmp_path: Path) -> Path:
+    """An (initially empty) output folder outside the project."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    return folder
+
+
+# ------------------------------------------------------------------------------- helpers
+
+def memspec(root: Path, *args: object) -> subprocess.CompletedProcess[str]:
+    """Run the memspec CLI on the project at ``root`` in a subprocess."""
+    return subprocess.run(
+        [sys.executable, "-m", "generator.cli", "--root", str(root), *map(str, args)],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        cwd=root,
+        timeout=120,
+    )
+
+
+def edit(root: Path, relative: str, old: str, new: str) -> str:
+    """Replace the one occurrence of ``old`` in a project file; return the new text."""
+    path = root / relative
+    text = path.read_text(encoding="utf-8")
+    assert text.count(old) == 1, f"{old!r} should occur exactly once in {relative}"
+    text = text.replace(old, new)
+    path.write_text(text, encoding="utf-8")
+    return text
+
+
+def append(root: Path, relative: str, extra: str) -> str:
+    path = root / relative
+    text = path.read_text(encoding="utf-8") + extra
+    path.write_text(text, encoding="utf-8")
+    return text
+
+
+def line_of(text: str, needle: str) -> int:
+    """1-based number of the first line of ``text`` containing ``needle``."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if needle in line:
+            return number
+    raise AssertionError(f"{needle!r} not in text")
+
+
+def shown(result: subprocess.CompletedProcess[str]) -> str:
+    return (f"exit {result.returncode}\n--- stderr\n{result.stderr}"
+            f"--- stdout\n{result.stdout[:2000]}")
+
+
+def assert_refused(result: subprocess.CompletedProcess[str]) -> None:
+    """Exit status 2 (bad input) and no Python traceback."""
+    assert result.returncode == 2, shown(result)
+    assert "Traceback" not in result.stderr, shown(result)
+    assert "Traceback" not in result.stdout, shown(result)
+
+
+def assert_bad_input(result: subprocess.CompletedProcess[str], file: str,
+                     fragment: str | re.Pattern[str], line: int | None = None,
+                     col: int | None = None) -> None:
+    """Exit 2, no traceback, and one error line ``error: FILE:LINE:COL: ...`` that holds
+    ``fragment`` (a substring, or a compiled regular expression)."""
+    assert_refused(result)
+    location = re.compile(
+        rf"^error: {re.escape(file)}:{line if line is not None else '[0-9]+'}"
+        rf":{col if col is not None else '[0-9]+'}: "
+    )
+    for text in result.stderr.splitlines():
+        if not location.search(text):
+            continue
+        if (fragment.search(text) if isinstance(fragment, re.Pattern) else fragment in text):
+            return
+    where = f"{file}:{line if line is not None else '?'}:{col if col is not None else '?'}"
+    pytest.fail(f"no error at {where} mentioning {fragment!r}\n{shown(result)}")
+
+
+def assert_nothing_written(root: Path, out: Path) -> None:
+    """No committed manifest and no file at all under the output folder."""
+    manifests = sorted(p.name for p in (root / "manifests").glob("*.json"))
+    assert manifests == [], f"manifests written: {manifests}"
+    if out.exists():
+        written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*"))
+        assert written == [], f"output written: {written}"
+
+
+def generate(root: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    out.mkdir(parents=True, exist_ok=True)
+    return memspec(root, "generate", FAMILY_ID, "--groups", 2, "--out", out / "gen.jsonl")
+
+
+def freeze(root: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    return memspec(root, "freeze", root / RELEASE, "--out", out)
+
+
+def assert_every_command_refuses(root: Path, out: Path, file: str,
+                                 fragment: str | re.Pattern[str], line: int | None = None,
+                                 col: int | None = None, *, with_freeze: bool = True) -> None:
+    """validate, generate (--out) and freeze (--out) all report the same located error and
+    write nothing."""
+    commands = [("validate", lambda: memspec(root, "validate")),
+                ("generate", lambda: generate(root, out))]
+    if with_freeze:
+        commands.append(("freeze", lambda: freeze(root, out)))
+    for name, run in commands:
+        result = run()
+        try:
+            assert_bad_input(result, file, fragment, line, col)
+        except AssertionError as exc:
+            raise AssertionError(f"memspec {name}: {exc}") from None
+    assert_nothing_written(root, out)
+
+
+def error_lines(result: subprocess.CompletedProcess[str]) -> list[str]:
+    return [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+
+
+# ------------------------------------------------------------------ the fixture is valid
+
+def test_fixture_project_validates(project: Path) -> None:
+    result = memspec(project, "validate")
+    assert result.returncode == 0, shown(result)
+    assert result.stderr == ""
+    assert "ok: 1 families" in result.stdout
+    assert "1 paradigms, 1 pools, 1 releases" in result.stdout
+
+
+def test_fixture_project_generates_and_freezes(project: Path, out: Path) -> None:
+    """The writes the bad-input tests check for do happen on valid input."""
+    result = generate(project, out)
+    assert result.returncode == 0, shown(result)
+    assert len((out / "gen.jsonl").read_text(encoding="utf-8").splitlines()) == 2
+    result = freeze(project, out)
+    assert result.returncode == 0, shown(result)
+    assert (out / "demo-v1" / "data" / f"{FAMILY_ID}.jsonl").is_file()
+    assert (project / "manifests" / "demo-v1.json").is_file()
+
+
+# ------------------------------------------------------------------------- YAML level
+
+def test_duplicate_yaml_key(project: Path, out: Path) -> None:
+    text = edit(project, FAMILY, "version: 1\n", "version: 1\nversion: 2\n")
+    result = memspec(project, "validate")
+    assert_bad_input(result, FAMILY, "duplicate key 'version' (first defined at line 2)",
+                     line_of(text, "version: 2"), 1)
+    assert_refused(freeze(project, out))
+    assert_nothing_written(project, out)
+
+
+def test_yaml_object_tag_is_refused_not_run(project: Path, out: Path) -> None:
+    text = edit(project, FAMILY, "description: Remember a favourite colour.",
+                'description: !!python/object/apply:os.system ["echo hi"]')
+    result = memspec(project, "validate")
+    assert_bad_input(result, FAMILY, "python/object/apply:os.system' is not allowed",
+                     line_of(text, "!!python"), len("description: ") + 1)
+    assert "hi" not in result.stdout
+    assert_refused(freeze(project, out))
+    assert_nothing_written(project, out)
+
+
+BILLION_LAUGHS = "".join(
+    f"lol{level}: &l{level} [{', '.join(['lol' if level == 0 else f'*l{level - 1}'] * 9)}]\n"
+    for level in range(9)
+)
+
+
+def test_yaml_alias_bomb(project: Path, out: Path) -> None:
+    text = append(project, FAMILY, BILLION_LAUGHS)
+    result = memspec(project, "validate")
+    assert_bad_input(result, FAMILY, "YAML anchors (&l0) are not allowed",
+                     line_of(text, "lol0:"), len("lol0: ") + 1)
+    assert_refused(freeze(project, out))
+    assert_nothing_written(project, out)
+
+
+YAML_LEVEL_CASES = {
+    "duplicate_key": ("version: 1\n", "version: 1\nversion: 2\n", "duplicate key 'version'"),
+    "object_tag": ("description: Remember a favourite colour.",
+                   'description: !!python/object/apply:os.system ["echo hi"]',
+                   "python/object/apply:os.system"),
+    "alias_bomb": ("answer:\n", BILLION_LAUGHS + "answer:\n", "YAML anchors (&l0)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(YAML_LEVEL_CASES))
+def test_yaml_level_error_is_named_by_generate_and_freeze(project: Path, out: Path,
+                                                         case: str) -> None:
+    old, new, fragment = YAML_LEVEL_CASES[case]
+    edit(project, FAMILY, old, new)
+    assert_bad_input(generate(project, out), FAMILY, fragment)
+    assert_bad_input(freeze(project, out), FAMILY, fragment)
+    assert_nothing_written(project, out)
+
+
+# ----------------------------------------------------------------------- schema level
+
+def test_unknown_key_typo_in_family(project: Path, out: Path) -> None:
+    text = edit(project, FAMILY, "  gold:", "  golde:")
+    assert_every_command_refuses(project, out, FAMILY, "unknown key 'golde'; allowed keys are",
+                                 line_of(text, "golde:"), 3)
+
+
+def test_wrong_type(project: Path, out: Path) -> None:
+    text = edit(project, FAMILY, "version: 1", 'version: "one"')
+    assert_every_command_refuses(project, out, FAMILY, "'one' is not of type 'integer'",
+                                 line_of(text, "version:"), 1)
+
+
+def test_unknown_paradigm(project: Path, out: Path) -> None:
+    text = edit(project, FAMILY, "paradigm: demo.recall", "paradigm: demo.recal")
+    assert_every_command_refuses(project, out, FAMILY,
+                                 "unknown paradigm 'demo.recal'; known: demo.recall",
+                                 line_of(text, "paradigm:"), 1)
+
+
+def test_release_names_missing_family(project: Path, out: Path) -> None:
+    text = append(project, RELEASE, "  - family: demo.recall.nothing\n    groups: 1\n")
+    fragment = "unknown family 'demo.recall.nothing'"
+    line = line_of(text, "demo.recall.nothing")
+    assert_bad_input(memspec(project, "validate"), RELEASE, fragment, line, 5)
+    assert_bad_input(freeze(project, out), RELEASE, fragment, line, 5)
+    assert_nothing_written(project, out)
+
+
+def test_several_errors_in_one_file_are_all_reported(project: Path, out: Path) -> None:
+    edit(project, FAMILY, "version: 1", "version: one")
+    edit(project, FAMILY, "{from: pools/colours.yaml}", "{from: pools/colours.yaml, cont: 2}")
+    text = edit(project, FAMILY, "answer:\n", "notes: hi\nanswer:\n")
+    expected = [
+        (line_of(text, "version:"), "'one' is not of type 'integer'"),
+        (line_of(text, "cont: 2"), "unknown key 'cont'"),
+        (line_of(text, "notes:"), "unknown key 'notes'"),
+    ]
+    for result in (memspec(project, "validate", project / FAMILY), generate(project, out)):
+        assert len(error_lines(result)) == 3, shown(result)
+        for line, fragment in expected:
+            assert_bad_input(result, FAMILY, fragment, line)
+    # validating the whole project reports all three as well
+    result = memspec(project, "validate")
+    for line, fragment in expected:
+        assert_bad_input(result, FAMILY, fragment, line)
+    assert_nothing_written(project, out)
+
+
+def test_two_unknown_keys_in_one_mapping_are_both_reported(project: Path) -> None:
+    edit(project, FAMILY, "version: 1", "version: one")
+    text = edit(project, FAMILY, "answer:\n", "notes: hi\nextra: 1\nanswer:\n")
+    result = memspec(project, "validate", project / FAMILY)
+    assert_bad_input(result, FAMILY, "'one' is not of type 'integer'", line_of(text, "version:"))
+    assert_bad_input(result, FAMILY, "unknown key 'extra'", line_of(text, "extra:"))
+    assert_bad_input(result, FAMILY, "unknown key 'notes'", line_of(text, "notes:"))
+    assert len(error_lines(result)) == 3, shown(result)
+
+
+def test_full_validate_reports_each_problem_once(project: Path) -> None:
+    edit(project, FAMILY, "version: 1", "version: one")
+    result = memspec(project, "validate")
+    assert_bad_input(result, FAMILY, "'one' is not of type 'integer'", 2, 1)
+    assert error_lines(result) == [
+        f"error: {FAMILY}:2:1: 'one' is not of type 'integer' (at $.version)"], shown(result)
+    assert "1 problem(s)" in result.stderr, shown(result)
+
+
+# -------------------------------------------------------------------------- templates
+
+def test_missing_template_file(project: Path, out: Path) -> None:
+    text = edit(project, FAMILY, "setup: demo/setup.j2", "setup: demo/missing.j2")
+    assert_every_command_refuses(project, out, FAMILY,
+                                 "template 'demo/missing.j2' not found in templates/",
+                                 line_of(text, "setup:"), 3)
+
+
+def test_undefined_template_variable(project: Path, out: Path) -> None:
+    text = edit(project, TEMPLATE, "{{ colour }}", "{{ colour }} and {{ flavour }}")
+    assert_every_command_refuses(project, out, TEMPLATE, "'flavour' is undefined",
+                                 line_of(text, "flavour"),
+                                 text.splitlines()[1].index("flavour") + 1)
+
+
+def test_single_brace_leftover(project: Path, out: Path) -> None:
+    text = edit(project, TEMPLATE, "{{ colour }}", "{colour}")
+    assert_every_command_refuses(project, out, TEMPLATE,
+                                 "single-brace placeholder '{colour}' left in the output",
+                                 line_of(text, "{colour}"),
+                                 text.splitlines()[1].index("{colour}") + 1)
+
+
+def test_empty_render(project: Path, out: Path) -> None:
+    edit(project, TEMPLATE, "Noted.", "{{ '   ' }}")
+    # The line is checked by test_empty_render_points_at_its_block (a known bug).
+    assert_every_command_refuses(project, out, TEMPLATE, "message rendered empty")
+
+
+def test_empty_render_points_at_its_block(project: Path) -> None:
+    text = edit(project, TEMPLATE, "Noted.", "{{ '   ' }}")
+    assert_bad_input(memspec(project, "validate"), TEMPLATE, "assistant message rendered empty",
+                     line_of(text, '{% message "assistant" %}'))
+
+
+def test_text_outside_message_block(project: Path, out: Path) -> None:
+    text = append(project, TEMPLATE, "stray words here\n")
+    assert_every_command_refuses(project, out, TEMPLATE,
+                                 "text outside a {% message %} block: 'stray words here'",
+                                 line_of(text, "stray words"), 1)
+
+
+def test_inline_block_scalar_error_line(project: Path) -> None:
+    text = edit(project, FAMILY, '      - {role: user, text: "Which colour did I say I like?"}',
+                "      - role: user\n        text: |\n          Which colour\n"
+                "          did I {{ nope }} like?")
+    assert_bad_input(memspec(project, "validate"), FAMILY, "'nope' is undefined",
+                     line_of(text, "{{ nope }}"))
+
+
+# ------------------------------------------------------------- paths leaving the tree
+
+def test_template_path_leaving_tree(project: Path, out: Path) -> None:
+    text = edit(project, FAMILY, "setup: demo/setup.j2", "setup: ../../etc/passwd")
+    assert_every_command_refuses(project, out, FAMILY,
+                                 "template path '../../etc/passwd' must stay inside templates/",
+                                 line_of(text, "setup:"), 3)
+
+
+def test_pool_path_leaving_tree(project: Path, out: Path) -> None:
+    text = edit(project, FAMILY, "{from: pools/colours.yaml}", "{from: ../../etc/passwd}")
+    assert_every_command_refuses(project, out, FAMILY,
+                                 "pool path '../../etc/passwd' must stay inside specs/",
+                                 line_of(text, "../../etc/passwd"),
+                                 text.splitlines()[5].index("from") + 1)
+
+
+def test_template_symlink_pointing_outside(project: Path, out: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside" / "setup.j2"
+    outside.parent.mkdir()
+    outside.write_text(TEMPLATE_J2, encoding="utf-8")  # a valid template: only the link is bad
+    (project / TEMPLATE).unlink()
+    os.symlink(outside, project / TEMPLATE)
+    assert_every_command_refuses(project, out, FAMILY,
+                                 "template 'demo/setup.j2' resolves outside templates/",
+                                 line_of(FAMILY_YAML, "setup:"), 3)
+
+
+def test_include_leaving_tree_is_located(project: Path) -> None:
+    text = edit(project, TEMPLATE, "Noted.", "Noted. {% include '../../etc/passwd' %}")
+    assert_bad_input(memspec(project, "validate"), TEMPLATE,
+                     "template path '../../etc/passwd' must stay inside templates/",
+                     line_of(text, "include"))
+
+
+def test_spec_symlink_pointing_outside(project: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside" / "pool.yaml"
+    outside.parent.mkdir()
+    outside.write_text("pool: stolen.secret\ndescription: hunter2\nitems: [a]\n",
+                       encoding="utf-8")
+    os.symlink(outside, project / "specs/pools/leak.yaml")
+    assert_bad_input(memspec(project, "validate"), "specs/pools/leak.yaml", "outside")
+
+
+# ------------------------------------------------------------------ Jinja sandbox escapes
+
+SANDBOX_ESCAPES = {
+    "str_mro": ("{{ ''.__class__.__mro__ }}", "access to attribute '__class__' of a str"),
+    "subclasses": ("{{ ''.__class__.__mro__[1].__subclasses__() }}",
+                   "access to attribute '__class__' of a str"),
+    # cycler is removed from the globals; the sandbox then refuses __init__ of the Undefined
+    "cycler_globals": ("{{ cycler.__init__.__globals__ }}",
+                       re.compile(r"'cycler' is undefined|'__init__' of a StrictUndefined is "
+                                  r"not allowed")),
+    "self_init": ("{{ self.__init__ }}", "access to attribute '__init__' of a TemplateReference"),
+    "attr_filter": ("{{ 'a'|attr('__class__') }}", "access to attribute '__class__' of a str"),
+    "format_string": ("{{ '{0.__class__}'.format('') }}",
+                      "access to attribute '__class__' of a str"),
+    "lipsum_globals": ("{{ lipsum.__globals__ }}", "'lipsum' is undefined"),
+    # a few more of the same kind
+    "self_context": ("{{ self._TemplateReference__context }}",
+                     "attribute '_TemplateReference__context' of a TemplateReference"),
+    "namespace_init": ("{{ namespace.__init__ }}", "access to attribute '__init__'"),
+    "map_attr": ("{{ [1]|map('attr', '__class__')|list }}",
+                 "access to attribute '__class__' of an int"),
+    "mutate_dict": ("{% set d = {} %}{{ d.update({'a': 1}) }}",
+                    "access to attribute 'update' of a dict"),
+    "huge_range": ("{{ range(100000)|list|length }}", "exceeds the limit of 10000"),
+}
+
+
+@pytest.mark.parametrize("case", list(SANDBOX_ESCAPES))
+def test_jinja_sandbox_escape(project: Path, out: Path, case: str) -> None:
+    expression, fragment = SANDBOX_ESCAPES[case]
+    text = edit(project, TEMPLATE, "Noted.", f"Noted. {expression}")
+    assert_every_command_refuses(project, out, TEMPLATE, fragment, line_of(text, "Noted."),
+                                 with_freeze=False)

@@ -1,0 +1,60 @@
+"""One common test over every bundled family: schema, ids, answers, determinism."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import REPO
+
+from generator.catalog import Catalog
+from generator.generate import FamilyGenerator
+from generator.instances import all_messages
+from generator.project import Project
+from generator.render import Renderer
+from generator.schemas import validator
+from generator.scoring import is_correct
+
+PROJECT = Project(REPO)
+CATALOG = Catalog.load(PROJECT)
+FAMILIES = sorted(CATALOG.family_paths)
+GROUPS = 6
+
+
+@pytest.fixture(scope="module")
+def renderer() -> Renderer:
+    return Renderer(PROJECT)
+
+
+@pytest.mark.parametrize("family_id", FAMILIES)
+def test_bundled_family(family_id: str, renderer: Renderer) -> None:
+    family = CATALOG.family(family_id)
+    instances = [i for g in FamilyGenerator(family, renderer, 11).groups(GROUPS) for i in g]
+    assert len(instances) == GROUPS * len(family.variants())
+    ids = [i["id"] for i in instances]
+    assert len(set(ids)) == len(ids)
+    schema = validator("instance")
+    for instance in instances:
+        assert not list(schema.iter_errors(instance))
+        assert re.fullmatch(rf"{re.escape(family_id)}-\d{{5}}-[a-z0-9_.]+", instance["id"])
+        for message in all_messages(instance):
+            assert message["content"].strip() == message["content"] != ""
+            assert not re.search(r"(?<!\{)\{[a-z_]+\}(?!\})", message["content"])
+        answer = instance["answer"]
+        if answer["scorer"] == "judge":
+            assert answer["rubric"]
+            continue
+        response = answer.get("example", answer.get("gold"))
+        assert is_correct(answer, response)
+        if answer["scorer"] == "choice":
+            # The gold re-derived independently: its label must be in the last user message.
+            label = "ABCDEFGH"[answer["gold_index"]]
+            assert f"{label}) {answer['gold']}" in all_messages(instance)[-1]["content"]
+            assert is_correct(answer, f"{label}) and then on reflection something else")
+            wrong = "ABCDEFGH"[(answer["gold_index"] + 1) % len(answer["options"])]
+            assert not is_correct(answer, f"{wrong}. Actually, {label}.")
+        for distractor in answer.get("distractors", {}).values():
+            assert not is_correct(answer, distractor)
+    again = [i for g in FamilyGenerator(family, Renderer(PROJECT), 11).groups(GROUPS)
+             for i in g]
+    assert again == instances

@@ -1,0 +1,110 @@
+"""The command line as a user meets it: help, scaffolding, Faker pools, quiet pipes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import REPO, run_cli
+
+from generator.catalog import Catalog
+from generator.project import Project
+
+COMMANDS = ["validate", "new", "generate", "show", "freeze", "verify", "build", "pool"]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help(command: str) -> None:
+    result = run_cli(command, "--help")
+    assert result.returncode == 0
+    assert "Usage:" in result.stdout
+
+
+def test_validate_all_bundled_specs() -> None:
+    result = run_cli("validate")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("ok: ")
+
+
+PARADIGMS = sorted(Catalog.load(Project(REPO)).paradigms)
+
+
+@pytest.mark.parametrize("paradigm", PARADIGMS)
+def test_new_scaffolds_a_family_that_validates_and_generates(project_copy: Path,
+                                                             paradigm: str) -> None:
+    family = "mybench.trial.first_family"
+    result = run_cli("new", family, "--paradigm", paradigm, root=project_copy)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (project_copy / "specs/families/mybench/trial/first_family.yaml").is_file()
+    generated = run_cli("generate", family, "--groups", "2", root=project_copy)
+    assert generated.returncode == 0, generated.stderr
+    rows = [json.loads(line) for line in generated.stdout.splitlines()]
+    assert rows and all(r["family"] == family and r["paradigm"] == paradigm for r in rows)
+    again = run_cli("new", family, "--paradigm", paradigm, root=project_copy)
+    assert again.returncode == 2 and "already exists" in again.stderr
+
+
+def test_new_refuses_an_unknown_paradigm(project_copy: Path) -> None:
+    result = run_cli("new", "mybench.x.y", "--paradigm", "no.such", root=project_copy)
+    assert result.returncode == 2
+    assert "unknown paradigm 'no.such'" in result.stderr
+    assert not (project_copy / "specs/families/mybench").exists()
+
+
+def test_pool_materialises_a_faker_provider(project_copy: Path) -> None:
+    out = project_copy / "specs/pools/people/first_names.yaml"
+    args = ["pool", "first_name", "--count", "25", "--locale", "en_GB", "--seed", "4",
+            "--out", str(out)]
+    result = run_cli(*args, root=project_copy)
+    assert result.returncode == 0, result.stderr
+    text = out.read_text()
+    assert "faker:" in text and "locale: en_GB" in text and "seed: 4" in text
+    assert "pool: people.first_names" in text
+    validate = run_cli("validate", str(out), root=project_copy)
+    assert validate.returncode == 0, validate.stderr
+    first = out.read_bytes()
+    out.unlink()
+    assert run_cli(*args, root=project_copy).returncode == 0
+    assert out.read_bytes() == first
+    refused = run_cli(*args, root=project_copy)
+    assert refused.returncode == 2 and "--force" in refused.stderr
+
+
+def test_pool_rejects_unknown_provider(tmp_path: Path) -> None:
+    result = run_cli("pool", "no_such_provider", "--count", "3", "--out",
+                     str(tmp_path / "p.yaml"))
+    assert result.returncode == 2
+    assert "no_such_provider" in result.stderr
+    assert not (tmp_path / "p.yaml").exists()
+
+
+def test_show_prints_every_variant_phase_by_phase() -> None:
+    result = run_cli("show", "example.priming.harbour_fog", "--group", "2", "--seed", "1")
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    assert "example.priming.harbour_fog-00002-experimental" in text
+    assert "example.priming.harbour_fog-00002-control" in text
+    assert text.index("--- priming") < text.index("--- interference") < text.index("--- probe")
+
+
+def test_progress_is_silent_when_not_a_terminal(tmp_path: Path) -> None:
+    result = run_cli("build", "--out", str(tmp_path))
+    assert result.returncode == 0
+    assert result.stderr == ""
+
+
+def test_generate_to_a_file_matches_stdout(tmp_path: Path) -> None:
+    target = tmp_path / "out.jsonl"
+    to_file = run_cli("generate", "example.choice.meeting_room", "--groups", "2", "--out",
+                      str(target))
+    to_stdout = run_cli("generate", "example.choice.meeting_room", "--groups", "2")
+    assert to_file.returncode == 0 and to_file.stdout == ""
+    assert target.read_text() == to_stdout.stdout
+    assert len(to_stdout.stdout.splitlines()) == 18
+
+
+def test_unknown_family_is_bad_input() -> None:
+    result = run_cli("generate", "no.such.family")
+    assert result.returncode == 2
+    assert "unknown family 'no.such.family'" in result.stderr

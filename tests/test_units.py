@@ -1,0 +1,84 @@
+"""Small pieces checked against independent references."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+
+import pytest
+
+from generator.canonical import CanonicalJSONError, dump_bytes
+from generator.rng import KeyedRandom
+from generator.sampling import balanced_value
+from generator.scoring import canonical_text, first_call, first_choice, first_line, is_correct
+
+
+def test_canonical_json_is_sorted_nfc_and_compact() -> None:
+    data = {"b": "e\u0301", "a": [1, 2.5, None, True], "c": {"y": 1, "x": "\r\nz"}}
+    text = dump_bytes(data).decode()
+    assert text == '{"a":[1,2.5,null,true],"b":"\u00e9","c":{"x":"\\nz","y":1}}\n'
+    assert json.loads(text)["b"] == "\u00e9"
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, {1: "x"}, {"s": {1, 2}}])
+def test_canonical_json_refuses_what_has_no_json_form(bad: object) -> None:
+    with pytest.raises(CanonicalJSONError):
+        dump_bytes(bad)
+
+
+def test_keyed_random_is_a_pure_function_of_seed_and_path() -> None:
+    a = KeyedRandom(5, ("fam", 3, "slot"))
+    b = KeyedRandom(5, ("fam", 3, "slot"))
+    assert [a.next_u64() for _ in range(5)] == [b.next_u64() for _ in range(5)]
+    assert KeyedRandom(5, ("fam", 3)).next_u64() != KeyedRandom(6, ("fam", 3)).next_u64()
+    assert KeyedRandom(5, ("fam", "3")).next_u64() != KeyedRandom(5, ("fam", 3)).next_u64()
+    assert KeyedRandom(5, ("a", "bc")).next_u64() != KeyedRandom(5, ("ab", "c")).next_u64()
+
+
+def test_randbelow_is_uniform_by_a_chi_square_test() -> None:
+    scipy_stats = pytest.importorskip("scipy.stats")
+    rng = KeyedRandom(1, ("uniformity",))
+    counts = Counter(rng.randbelow(7) for _ in range(14000))
+    result = scipy_stats.chisquare([counts[i] for i in range(7)])
+    assert result.pvalue > 0.001
+
+
+def test_shuffle_and_sample_keep_their_elements() -> None:
+    rng = KeyedRandom(2, ("x",))
+    assert sorted(rng.shuffled(range(20))) == list(range(20))
+    picked = rng.sample(list(range(10)), 4)
+    assert len(set(picked)) == 4 and set(picked) <= set(range(10))
+
+
+@pytest.mark.parametrize("groups", [3, 7, 12, 100])
+def test_balanced_assignment_is_exact_when_the_count_allows(groups: int) -> None:
+    values = ["a", "b", "c"]
+    counts = Counter(balanced_value(values, 9, "fam", "slot", g) for g in range(groups))
+    assert max(counts.values()) - min(counts.values()) <= 1
+    if groups % 3 == 0:
+        assert set(counts.values()) == {groups // 3}
+
+
+def test_first_attempt_extraction() -> None:
+    assert first_line("```python\n- copy_file('a', 'b')\nthen more\n```") == "copy_file('a', 'b')"
+    assert first_call("Sure: copy_file('a(1)', 'b') and later copy_file('b', 'a')") == \
+        "copy_file('a(1)', 'b')"
+    options = ["Maple Room", "Granite Room", "Poplar Room"]
+    assert first_choice("B) Granite Room", options) == 1
+    assert first_choice("(c)", options) == 2
+    assert first_choice("I would pick the Poplar Room, or maybe Maple Room", options) == 2
+    assert first_choice("no idea", options) is None
+
+
+def test_canonical_scoring_ignores_case_space_quotes_and_optionally_order() -> None:
+    assert canonical_text("Send( \u201cA\u201d ,  'b' )") == canonical_text("send('a','b')")
+    answer = {"scorer": "canonical", "gold": "f(x=1, y=2)", "unordered_args": True}
+    assert is_correct(answer, "f(y=2, x=1)")
+    assert not is_correct({**answer, "unordered_args": False}, "f(y=2, x=1)")
+
+
+def test_only_the_first_attempt_counts() -> None:
+    answer = {"scorer": "regex", "gold": r"copy_file\('b', 'a'\)", "first": "call"}
+    assert is_correct(answer, "copy_file('b', 'a')")
+    assert not is_correct(answer, "copy_file('a', 'b')\nOops: copy_file('b', 'a')")
