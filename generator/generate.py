@@ -8,7 +8,6 @@ from typing import Any
 
 from .canonical import CanonicalJSONError, normalize
 from .checks import CheckRunner, RenderedVariant
-from .errors import SpecError
 from .render import CompiledTemplate, Message, Renderer, make_message
 from .rng import KeyedRandom
 from .sampling import sample_slots
@@ -191,10 +190,3 @@ class FamilyGenerator:
             yield self.group(g)
         self.checks.finish()
 
-
-def check_unique_ids(instances: list[dict[str, Any]], family: FamilySpec) -> None:
-    seen = set()
-    for inst in instances:
-        if inst["id"] in seen:
-            raise SpecError.single(f"duplicate instance id {inst['id']}", family.file)
-        seen.add(inst["id"])

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .canonical import dump_pretty_bytes
-from .errors import Problem, SpecError
+from .errors import SpecError
 
 MANIFEST_FILE = "manifest.json"
 SUMS_FILE = "SHA256SUMS"
@@ -107,6 +107,3 @@ def manifest_differences(committed: Mapping[str, Any], built: Mapping[str, Any])
                            f"this machine has {name} {new_env.get(name)}; that may explain it")
     return out
 
-
-def problems_as(lines: list[str], file: str) -> list[Problem]:
-    return [Problem(line, file) for line in lines]

@@ -193,6 +193,9 @@ def _fsync_tree(folder: Path) -> None:
 
 @contextmanager
 def _staging(out: Path, full_name: str) -> Iterator[Path]:
+    """A hidden build folder inside ``out``, removed afterwards whatever happens; an ``out``
+    created here is removed too if the build fails, so a refused freeze writes nothing."""
+    created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     for stale in out.glob(f"{TMP_PREFIX}{full_name}-*"):
         shutil.rmtree(stale, ignore_errors=True)  # left by an interrupted freeze
@@ -200,6 +203,11 @@ def _staging(out: Path, full_name: str) -> Iterator[Path]:
     folder.mkdir()
     try:
         yield folder
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        if created and not any(out.iterdir()):
+            out.rmdir()
+        raise
     finally:
         if folder.exists():
             shutil.rmtree(folder, ignore_errors=True)

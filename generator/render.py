@@ -369,7 +369,3 @@ class Renderer:
             self._expressions[key] = evaluate
         return self._expressions[key]
 
-
-def path_of(template_root: Path, path: Path) -> str:
-    """Display form of a template path."""
-    return path.relative_to(template_root).as_posix()

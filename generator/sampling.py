@@ -10,21 +10,20 @@ from collections.abc import Mapping
 from typing import Any
 
 from .canonical import dumps
-from .errors import SpecError
 from .render import Renderer, TemplateOrigin
 from .rng import KeyedRandom
 from .spec import FamilySpec
 
 
-def _jsonable(value: Any, where: str) -> Any:
-    """Plain JSON data from an expression result (tuples become lists)."""
+def _jsonable(value: Any) -> Any:
+    """Plain JSON data from an expression result (tuples become lists); TypeError otherwise."""
     if isinstance(value, (str, bool, int, float)) or value is None:
         return value
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v, where) for v in value]
+        return [_jsonable(v) for v in value]
     if isinstance(value, Mapping):
-        return {str(k): _jsonable(v, where) for k, v in value.items()}
-    raise SpecError.single(f"{where} produced a {type(value).__name__}, which is not plain data")
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    raise TypeError(f"a {type(value).__name__} is not plain data")
 
 
 def balanced_value(values: list[Any], seed: int, family_id: str, slot: str, group: int) -> Any:
@@ -85,5 +84,9 @@ def sample_slots(family: FamilySpec, renderer: Renderer, seed: int, group: int) 
             origin = TemplateOrigin(located.file, line - 1, col, f"expression of slot {name!r}")
             evaluate = renderer.expression(slot["expr"], origin)
             context = {**values, "group": group, "family": family.family_id}
-            values[name] = _jsonable(evaluate(context), f"slot {name!r}")
+            try:
+                values[name] = _jsonable(evaluate(context))
+            except TypeError as exc:
+                raise located.error(f"expression of slot {name!r} gave no plain value: {exc}",
+                                    (*where, "expr")) from None
     return values

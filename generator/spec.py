@@ -146,18 +146,25 @@ def _load_checked(path: Path, project: Project, schema: str) -> Located:
     return located
 
 
+def _refuse_repeats(located: Located, key: str, names: list[str], what: str) -> None:
+    """Raise if a name occurs twice in the list at ``key``, pointing at each repeat."""
+    problems = []
+    for index, name in enumerate(names):
+        first = names.index(name)
+        if first != index:
+            line, col = located.where((key, index))
+            problems.append(Problem(f"{what} {name!r} is listed twice (first at entry {first})",
+                                    located.file, line, col, (key, index)))
+    if problems:
+        raise SpecError(problems)
+
+
 def load_paradigm(path: Path, project: Project) -> ParadigmSpec:
     """Load one paradigm file."""
     located = _load_checked(path, project, "paradigm")
     data = located.data
     names = [p["name"] for p in data["phases"]]
-    problems = [
-        Problem(f"phase {n!r} is declared twice", located.file,
-                *located.where(("phases", i)), ("phases", i))
-        for i, n in enumerate(names) if names.index(n) != i
-    ]
-    if problems:
-        raise SpecError(problems)
+    _refuse_repeats(located, "phases", names, "phase")
     return ParadigmSpec(
         paradigm_id=data["paradigm"],
         version=data["version"],
@@ -374,17 +381,7 @@ def load_release(path: Path, project: Project) -> ReleaseSpec:
     """Load one release file."""
     located = _load_checked(path, project, "release")
     data = located.data
-    seen: dict[str, int] = {}
-    problems = []
-    for index, entry in enumerate(data["families"]):
-        if entry["family"] in seen:
-            line, col = located.where(("families", index, "family"))
-            problems.append(Problem(f"family {entry['family']!r} is listed twice (first at "
-                                    f"entry {seen[entry['family']]})", located.file, line, col,
-                                    ("families", index, "family")))
-        seen.setdefault(entry["family"], index)
-    if problems:
-        raise SpecError(problems)
+    _refuse_repeats(located, "families", [f["family"] for f in data["families"]], "family")
     return ReleaseSpec(
         name=data["name"],
         version=data["version"],
