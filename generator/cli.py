@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -14,15 +16,22 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .canonical import dump_bytes
+from .canonical import dump_bytes, dump_pretty_bytes
 from .catalog import Catalog
 from .errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, MemspecError, SpecError
 from .generate import FamilyGenerator
+from .judge import build_requests, load_judgments
+from .policies import POLICIES
 from .project import Project, find_project
 from .release import atomic_write_bytes, find_release, freeze
+from .release_data import load_release_instances
 from .render import Renderer
+from .report_format import as_csv, as_json, as_table, as_tests_table
+from .responses import load_responses
 from .scaffold import scaffold_family
+from .score import ScoreOptions, attach_judgments, outcome, score_outcomes
 from .show import format_group
+from .stats import rho_star
 from .validate import validate as validate_specs
 from .verify import verify_release
 
@@ -174,12 +183,7 @@ def generate(
             for group in generator.groups(groups, start):
                 chunks.extend(dump_bytes(inst) for inst in group)
                 advance(generator.family.family_id, 1)
-        data = b"".join(chunks)
-        if out_file == "-":
-            sys.stdout.buffer.write(data)
-            sys.stdout.buffer.flush()
-        else:
-            atomic_write_bytes(Path(out_file), data)
+        _write_output(out_file, b"".join(chunks))
 
     _run(action)
 
@@ -321,6 +325,167 @@ def pool(
         out.print(f"wrote {count} items to {out_file}", markup=False)
 
     _run(action)
+
+
+@app.command()
+def respond(
+    release_dir: Annotated[Path, typer.Argument(help="A built release folder.")],
+    policy: Annotated[str, typer.Option(help="Reference policy: " + ", ".join(POLICIES))],
+    seed: Annotated[int, typer.Option(help="Seed of the random policy.")] = 0,
+    out_file: Annotated[str, typer.Option("--out", help="Output file, or - for stdout.")] = "-",
+) -> None:
+    """Responses of a built-in reference policy to every instance of a release, as JSONL."""
+
+    def action() -> None:
+        if policy not in POLICIES:
+            raise SpecError.single(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
+        _check_seed(seed)
+        _, instances = load_release_instances(release_dir)
+        act = POLICIES[policy]
+        data = b"".join(dump_bytes({"id": i["id"], "response": act(i, seed)})
+                        for i in instances)
+        _write_output(out_file, data)
+
+    _run(action)
+
+
+def _split_keys(value: str | None) -> list[str]:
+    return [k.strip() for k in value.split(",") if k.strip()] if value else []
+
+
+@app.command()
+def score(
+    release_dir: Annotated[Path, typer.Argument(help="A built release folder.")],
+    responses_file: Annotated[Path, typer.Argument(help="JSONL of {id, response}.")],
+    by: Annotated[str | None, typer.Option(
+        help="Group by these keys (comma-separated): family, paradigm, design, variant, "
+             "group, any axis or field.")] = None,
+    cluster: Annotated[str | None, typer.Option(
+        help="Resample clusters of groups sharing this key in the bootstrap.")] = None,
+    output_format: Annotated[str, typer.Option("--format", help="table, json or csv.")]
+    = "table",
+    judgments: Annotated[Path | None, typer.Option(help="Judge scores (JSONL).")] = None,
+    unblind: Annotated[Path | None, typer.Option(
+        help="Unblinding map written by judge-requests.")] = None,
+    normalize: Annotated[str | None, typer.Option(
+        help="Normalise judge scores within each dataset: minmax or z.")] = None,
+    dataset_key: Annotated[str, typer.Option(
+        help="Key that names a dataset for normalisation.")] = "family",
+    allow_missing: Annotated[bool, typer.Option(
+        help="Score instances without a response as unanswered instead of refusing.")] = False,
+    abstain_pattern: Annotated[list[str] | None, typer.Option(
+        help="Extra regular expression marking an abstention (repeatable).")] = None,
+    resamples: Annotated[int, typer.Option(min=100, help="Bootstrap resamples.")] = 2000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+) -> None:
+    """Metrics with 95% bootstrap intervals: accuracy, abstention, reliance, Δmem, tests."""
+
+    def action() -> None:
+        if output_format not in ("table", "json", "csv"):
+            raise SpecError.single(f"--format must be table, json or csv, not {output_format!r}")
+        if normalize not in (None, "minmax", "z"):
+            raise SpecError.single(f"--normalize must be minmax or z, not {normalize!r}")
+        if (judgments is None) != (unblind is None):
+            raise SpecError.single("--judgments and --unblind go together")
+        for pattern in abstain_pattern or []:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise SpecError.single(f"--abstain-pattern {pattern!r}: {exc}") from None
+        _check_seed(seed)
+        _, instances = load_release_instances(release_dir)
+        responses = load_responses(responses_file, (i["id"] for i in instances))
+        missing = [i["id"] for i in instances if i["id"] not in responses]
+        if missing and not allow_missing:
+            raise SpecError.single(
+                f"{len(missing)} of {len(instances)} instances have no response (first: "
+                f"{', '.join(missing[:3])}); pass --allow-missing to score them as unanswered",
+                str(responses_file))
+        if missing:
+            err.print(f"warning: {len(missing)} instances have no response; scored as "
+                      "unanswered", markup=False)
+        outcomes = [outcome(i, responses.get(i["id"]), abstain_pattern or ())
+                    for i in instances]
+        if judgments is not None and unblind is not None:
+            outcomes = attach_judgments(outcomes, load_judgments(judgments, unblind),
+                                        normalize, dataset_key)
+        report = score_outcomes(outcomes, _split_keys(by),
+                                ScoreOptions(cluster, resamples, seed))
+        if output_format == "json":
+            sys.stdout.write(as_json(report) + "\n")
+        elif output_format == "csv":
+            sys.stdout.write(as_csv(report))
+        else:
+            out.print(as_table(report))
+            tests = as_tests_table(report)
+            if tests is not None:
+                out.print(tests)
+
+    _run(action)
+
+
+@app.command("judge-requests")
+def judge_requests(
+    release_dir: Annotated[Path, typer.Argument(help="A built release folder.")],
+    responses_file: Annotated[Path, typer.Argument(help="JSONL of {id, response}.")],
+    out_file: Annotated[Path, typer.Option("--out", help="Requests JSONL to write.")],
+    seed: Annotated[int, typer.Option(help="Seed of the A/B order.")] = 0,
+) -> None:
+    """One judge request per pair of paired judge items (blinded A/B), one per item otherwise.
+
+    The unblinding map goes beside the requests, as <out>.unblind.json."""
+
+    def action() -> None:
+        _check_seed(seed)
+        _, instances = load_release_instances(release_dir)
+        responses = load_responses(responses_file, (i["id"] for i in instances))
+        requests, unblind_map = build_requests(instances, responses, seed)
+        atomic_write_bytes(out_file, b"".join(dump_bytes(r) for r in requests))
+        unblind_path = out_file.with_name(out_file.name + ".unblind.json")
+        atomic_write_bytes(unblind_path, dump_pretty_bytes(unblind_map))
+        out.print(f"wrote {len(requests)} requests to {out_file} and the unblinding map to "
+                  f"{unblind_path}", markup=False)
+
+    _run(action)
+
+
+@app.command("rho-star")
+def rho_star_cmd(
+    runs: Annotated[list[str], typer.Argument(
+        help="LEVEL=SCORES.json, in level order (score --format json outputs).")],
+    where: Annotated[str, typer.Option(help="The group to read, e.g. condition=stale.")]
+    = "condition=stale",
+) -> None:
+    """ρ*: the first level whose Δmem interval (in the chosen group) lies wholly below 0."""
+
+    def action() -> None:
+        wanted = dict(part.split("=", 1) for part in _split_keys(where) if "=" in part)
+        levels = []
+        for run in runs:
+            level, sep, path = run.partition("=")
+            if not sep:
+                raise SpecError.single(f"{run!r} is not LEVEL=SCORES.json")
+            try:
+                report = json.loads(Path(path).read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise SpecError.single(f"cannot read scores: {exc}", path) from None
+            group = next((g["metrics"] for g in report.get("groups", [])
+                          if g.get("key") == wanted), None)
+            if group is None:
+                raise SpecError.single(f"no group {wanted} in the scores", path)
+            levels.append((level, group))
+        found = rho_star(levels)
+        out.print(found if found is not None else "none", markup=False)
+
+    _run(action)
+
+
+def _write_output(out_file: str, data: bytes) -> None:
+    if out_file == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    else:
+        atomic_write_bytes(Path(out_file), data)
 
 
 def main() -> Any:

@@ -126,7 +126,14 @@ class FamilyGenerator:
                                                ("answer", "distractors", name))
                 for name, text in spec["distractors"].items()
             }
-        for key in ("unordered_args", "first"):
+        for key in ("remembered", "evidence", "prior"):
+            # Policy hints: an empty render means "none in this variant", so no key.
+            if key in spec:
+                compiled = self._inline(spec[key], ("answer", key), f"answer {key}")
+                value = compiled.render_text(context).strip()
+                if value:
+                    answer[key] = value
+        for key in ("unordered_args", "first", "abstain"):
             if key in spec:
                 answer[key] = spec[key]
         problems = answer_problems(answer)
@@ -166,6 +173,8 @@ class FamilyGenerator:
             "answer": self._answer(context),
             "fields": fields,
         }
+        if "analysis" in self.family.raw:
+            instance["analysis"] = self.family.raw["analysis"]
         try:
             instance = normalize(instance)
         except CanonicalJSONError as exc:

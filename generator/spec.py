@@ -100,6 +100,11 @@ class FamilySpec:
     path: Path
 
     @property
+    def raw(self) -> Mapping[str, Any]:
+        """The family's YAML data as written."""
+        return self.located.data
+
+    @property
     def file(self) -> str:
         return self.located.file
 
@@ -252,6 +257,7 @@ class FamilyLoader:
                         f"{paradigm.paradigm_id!r} ({', '.join(paradigm.scorers)})",
                         ("answer", "scorer"))
         self._check_answer(data["answer"], slot_names, problem)
+        self._check_analysis(data.get("analysis", {}), designs, problem)
 
         checks: list[tuple[Mapping[str, Any], Located, tuple]] = []
         if paradigm is not None:
@@ -347,6 +353,34 @@ class FamilyLoader:
                         problem(f"transform {ref.name!r}: {text}", (*ref_where, "args"))
             designs.append(Design(dname, axes))
         return tuple(designs)
+
+    @staticmethod
+    def _check_analysis(analysis: Mapping[str, Any], designs: tuple[Design, ...],
+                        problem: Any) -> None:
+        values: dict[str, set[str]] = {}
+        for design in designs:
+            for axis in design.axes:
+                values.setdefault(axis.name, set()).update(axis.values)
+        refs = []
+        if "baseline" in analysis:
+            refs.append((("analysis", "baseline"), analysis["baseline"]["axis"],
+                         [analysis["baseline"]["value"]]))
+        for index, pair in enumerate(analysis.get("paired", [])):
+            refs.append((("analysis", "paired", index), pair["axis"], [pair["a"], pair["b"]]))
+        if "judge_pairs" in analysis:
+            pairs = analysis["judge_pairs"]
+            refs.append((("analysis", "judge_pairs"), pairs["axis"],
+                         [pairs["treatment"], pairs["control"]]))
+        for where, axis, wanted in refs:
+            if axis not in values:
+                problem(f"analysis names unknown axis {axis!r}", where)
+                continue
+            for value in wanted:
+                if value not in values[axis]:
+                    problem(f"analysis names {value!r}, not a value of axis {axis!r}", where)
+        scale = analysis.get("judge_scale")
+        if scale and scale[0] >= scale[1]:
+            problem("judge_scale must be [lowest, highest]", ("analysis", "judge_scale"))
 
     @staticmethod
     def _check_answer(answer: Mapping[str, Any], slot_names: list[str], problem: Any) -> None:

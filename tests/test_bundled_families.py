@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import REPO
 
+from conftest import REPO
 from generator.catalog import Catalog
 from generator.generate import FamilyGenerator
 from generator.instances import all_messages

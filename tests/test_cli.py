@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import REPO, run_cli
 
+from conftest import REPO, run_cli
 from generator.catalog import Catalog
 from generator.project import Project
 

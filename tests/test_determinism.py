@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from conftest import REPO, run_cli, tree_bytes
 
 DRIFTS = [

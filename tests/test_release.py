@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, run_cli, tree_bytes
 
+from conftest import REPO, run_cli, tree_bytes
 from generator.catalog import Catalog
 from generator.project import Project
 from generator.verify import verify_release

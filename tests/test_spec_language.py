@@ -8,8 +8,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
 
+from conftest import run_cli
 from generator.catalog import Catalog
 from generator.generate import FamilyGenerator
 from generator.instances import phase_messages

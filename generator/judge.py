@@ -1,0 +1,128 @@
+"""Judge requests for the items a program cannot score, and folding judgments back in.
+
+Paired judge items (e.g. the experimental and control arms of a priming pair) go to the judge
+side by side in one request, their A/B order drawn from a seeded stream, so the judge cannot
+tell which arm is which; the unblinding map is written beside the requests.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .errors import Problem, SpecError
+from .instances import all_messages
+from .rng import KeyedRandom
+from .yamlsafe import read_text
+
+INSTRUCTIONS_SINGLE = ("Score the response against the rubric. Reply with JSON "
+                       '{"score": NUMBER} and nothing else.')
+INSTRUCTIONS_PAIR = ("Score each of the two responses, A and B, against the rubric, "
+                     'independently. Reply with JSON {"scores": {"A": NUMBER, "B": NUMBER}} '
+                     "and nothing else.")
+
+
+def _prompt(instance: Mapping[str, Any]) -> str:
+    """The last user message: the task the response answers."""
+    users = [m["content"] for m in all_messages(instance) if m["role"] == "user"]
+    return users[-1] if users else ""
+
+
+def build_requests(instances: Sequence[Mapping[str, Any]], responses: Mapping[str, str],
+                   seed: int) -> tuple[list[dict[str, Any]], dict[str, dict[str, str]]]:
+    """Requests for every judge-scored instance that has a response, and the unblinding map
+    from request id to which instance is behind each slot."""
+    requests: list[dict[str, Any]] = []
+    unblind: dict[str, dict[str, str]] = {}
+    pairs: dict[tuple, dict[str, Mapping[str, Any]]] = defaultdict(dict)
+    for inst in instances:
+        answer = inst["answer"]
+        if answer["scorer"] != "judge" or inst["id"] not in responses:
+            continue
+        declared = inst.get("analysis", {}).get("judge_pairs")
+        if declared and inst["axes"].get(declared["axis"]) in (declared["treatment"],
+                                                               declared["control"]):
+            rest = tuple(sorted((k, v) for k, v in inst["axes"].items()
+                                if k != declared["axis"]))
+            role = "treatment" if inst["axes"][declared["axis"]] == declared["treatment"] \
+                else "control"
+            pairs[(inst["family"], inst["group"], inst["design"], rest)][role] = inst
+            continue
+        request_id = f"{inst['id']}"
+        requests.append({"request_id": request_id, "instructions": INSTRUCTIONS_SINGLE,
+                         "rubric": answer["rubric"], "task": _prompt(inst),
+                         "response": responses[inst["id"]]})
+        unblind[request_id] = {"response": inst["id"]}
+    for key in sorted(pairs, key=lambda k: json.dumps(k)):
+        arms = pairs[key]
+        if len(arms) != 2:
+            continue  # an arm without its partner is judged with the singles below
+        treatment, control = arms["treatment"], arms["control"]
+        request_id = f"pair:{treatment['id']}"
+        first = KeyedRandom(seed, ("judge", "order", treatment["id"])).randbelow(2)
+        a, b = (treatment, control) if first == 0 else (control, treatment)
+        requests.append({"request_id": request_id, "instructions": INSTRUCTIONS_PAIR,
+                         "rubric": treatment["answer"]["rubric"], "task": _prompt(treatment),
+                         "responses": {"A": responses[a["id"]], "B": responses[b["id"]]}})
+        unblind[request_id] = {"A": a["id"], "B": b["id"]}
+    for key in sorted(pairs, key=lambda k: json.dumps(k)):
+        if len(pairs[key]) == 1:
+            inst = next(iter(pairs[key].values()))
+            requests.append({"request_id": inst["id"], "instructions": INSTRUCTIONS_SINGLE,
+                             "rubric": inst["answer"]["rubric"], "task": _prompt(inst),
+                             "response": responses[inst["id"]]})
+            unblind[inst["id"]] = {"response": inst["id"]}
+    return requests, unblind
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+
+
+def load_judgments(path: Path, unblind_path: Path) -> dict[str, float]:
+    """Judge scores by instance id, unblinded; malformed lines are errors naming the line."""
+    try:
+        unblind = json.loads(read_text(unblind_path, str(unblind_path)))
+    except ValueError as exc:
+        raise SpecError.single(f"unblinding map is not JSON: {exc}", str(unblind_path)) from None
+    scores: dict[str, float] = {}
+    problems: list[Problem] = []
+    display = str(path)
+    for number, line in enumerate(read_text(path, display).split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            problems.append(Problem(f"not valid JSON: {exc}", display, number, 1))
+            continue
+        request_id = record.get("request_id") if isinstance(record, dict) else None
+        slots = unblind.get(request_id) if isinstance(request_id, str) else None
+        if slots is None:
+            problems.append(Problem(f"unknown request_id {request_id!r}", display, number, 1))
+            continue
+        if "response" in slots:
+            if not _number(record.get("score")):
+                problems.append(Problem('expected {"request_id", "score": NUMBER}', display,
+                                        number, 1))
+                continue
+            given = {"response": record["score"]}
+        else:
+            pair = record.get("scores")
+            if not isinstance(pair, dict) or set(pair) != {"A", "B"} or \
+                    not all(_number(v) for v in pair.values()):
+                problems.append(Problem('expected {"request_id", "scores": {"A": NUMBER, '
+                                        '"B": NUMBER}}', display, number, 1))
+                continue
+            given = pair
+        for slot, instance_id in slots.items():
+            if instance_id in scores:
+                problems.append(Problem(f"a second judgment for {instance_id}", display,
+                                        number, 1))
+            scores[instance_id] = float(given[slot])
+    if problems:
+        raise SpecError(problems)
+    return scores

@@ -1,0 +1,93 @@
+"""Score reports as a table, JSON or CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+from rich.table import Table
+
+#: Metrics shown as columns, with their interval where they have one.
+COLUMNS = ("n", "answered", "missing", "accuracy", "accuracy_answered", "abstention_rate",
+           "reliance", "delta_mem", "judge_score", "judge_score_norm", "influence")
+
+
+def _rows(report: dict[str, Any]) -> list[tuple[dict[str, str], dict[str, Any]]]:
+    return [({}, report["overall"])] + [(g["key"], g["metrics"]) for g in report["groups"]]
+
+
+def _present(report: dict[str, Any]) -> list[str]:
+    return [c for c in COLUMNS if any(m.get(c) is not None for _, m in _rows(report))]
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def _fmt_p(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g}"
+
+
+def as_table(report: dict[str, Any]) -> Table:
+    columns = _present(report)
+    table = Table("group", *columns)
+    for key, m in _rows(report):
+        label = ", ".join(f"{k}={v}" for k, v in key.items()) or "overall"
+        cells = []
+        for column in columns:
+            text = _fmt(m.get(column))
+            ci = m.get(f"{column}_ci")
+            if ci:
+                text += f" [{ci[0]:.3f}, {ci[1]:.3f}]"
+            cells.append(text)
+        table.add_row(label, *cells)
+    return table
+
+
+def as_tests_table(report: dict[str, Any]) -> Table | None:
+    rows = [(key, t) for key, m in _rows(report) for t in m.get("tests", [])]
+    if not rows:
+        return None
+    table = Table("group", "test", "detail", "p", "p (Holm)")
+    for key, test in rows:
+        label = ", ".join(f"{k}={v}" for k, v in key.items()) or "overall"
+        if test["test"] == "mcnemar_exact":
+            detail = (f"{test['axis']}: {test['a']} vs {test['b']}, {test['pairs']} pairs, "
+                      f"discordant {test['only_a']}/{test['only_b']}")
+        else:
+            detail = f"{test['successes']}/{test['trials']} vs chance {test['chance']:.3f}"
+        table.add_row(label, test["test"], detail, _fmt_p(test["p_value"]),
+                      _fmt_p(test["p_holm"]))
+    return table
+
+
+def as_json(report: dict[str, Any]) -> str:
+    return json.dumps(report, indent=2, sort_keys=True, allow_nan=False)
+
+
+def as_csv(report: dict[str, Any]) -> str:
+    keys = sorted({k for g in report["groups"] for k in g["key"]})
+    columns = _present(report)
+    header = [*keys]
+    for column in columns:
+        header.append(column)
+        if any(m.get(f"{column}_ci") for _, m in _rows(report)):
+            header += [f"{column}_ci_low", f"{column}_ci_high"]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    for key, m in _rows(report):
+        row: list[Any] = [key.get(k, "(all)" if not key else "") for k in keys]
+        for column in columns:
+            row.append(m.get(column))
+            if f"{column}_ci_low" in header:
+                ci = m.get(f"{column}_ci") or [None, None]
+                row += ci
+        writer.writerow(["" if v is None else v for v in row])
+    return buffer.getvalue()

@@ -1,0 +1,234 @@
+"""memspec respond / score / judge-requests on the bundled example release."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+from generator.score import ScoreOptions, outcome, score_outcomes
+
+CHOICE = "example.choice.meeting_room"
+PROCEDURAL = "example.procedural.reversed_copy"
+PRIMING = "example.priming.harbour_fog"
+
+
+def respond(release: Path, policy: str, tmp_path: Path) -> Path:
+    out = tmp_path / f"{policy}.jsonl"
+    result = run_cli("respond", str(release), "--policy", policy, "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def score_json(release: Path, responses: Path, *args: str) -> dict:
+    result = run_cli("score", str(release), str(responses), "--format", "json", *args)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def group(report: dict, **key: str) -> dict:
+    return next(g["metrics"] for g in report["groups"] if g["key"] == key)
+
+
+def test_oracle_scores_one_on_every_programmatic_item(built_example: Path,
+                                                      tmp_path: Path) -> None:
+    report = score_json(built_example, respond(built_example, "oracle", tmp_path),
+                        "--by", "family")
+    assert report["overall"]["accuracy"] == 1.0
+    assert report["overall"]["accuracy_ci"] == [1.0, 1.0]
+    assert report["overall"]["n"] == 144 and report["overall"]["answered"] == 144
+    assert group(report, family=PRIMING)["accuracy"] is None
+    for family in (CHOICE, PROCEDURAL):
+        assert group(report, family=family)["reliance"] == 0.0
+
+
+def test_memory_follower_relies_on_every_stale_memory(built_example: Path,
+                                                       tmp_path: Path) -> None:
+    report = score_json(built_example, respond(built_example, "memory-follower", tmp_path),
+                        "--by", "family,condition")
+    stale = group(report, family=CHOICE, condition="stale")
+    assert stale["reliance"] == 1.0 and stale["accuracy"] == 0.0
+    assert stale["delta_mem"] == -1.0 and stale["delta_mem_ci"][1] < 0
+    clean = group(report, family=CHOICE, condition="clean")
+    assert clean["accuracy"] == 1.0 and clean["delta_mem"] == 0.0
+    assert "delta_mem" not in group(report, family=CHOICE, condition="no_memory")
+
+
+def test_memoryless_follows_the_tool_and_keeps_its_habits(built_example: Path,
+                                                          tmp_path: Path) -> None:
+    report = score_json(built_example, respond(built_example, "memoryless", tmp_path),
+                        "--by", "family")
+    assert group(report, family=CHOICE)["accuracy"] == 1.0
+    procedural = group(report, family=PROCEDURAL)
+    assert procedural["accuracy"] == 0.0 and procedural["reliance"] == 1.0
+
+
+def test_position_biased_is_exactly_one_third_after_rotation_averaging(
+        built_example: Path, tmp_path: Path) -> None:
+    report = score_json(built_example, respond(built_example, "position-biased", tmp_path),
+                        "--by", "family,condition")
+    for condition in ("no_memory", "clean", "stale"):
+        metrics = group(report, family=CHOICE, condition=condition)
+        assert metrics["accuracy"] == pytest.approx(1 / 3)
+        assert metrics["accuracy_ci"] == [pytest.approx(1 / 3), pytest.approx(1 / 3)]
+
+
+def test_random_is_near_chance_and_seeded(built_example: Path, tmp_path: Path) -> None:
+    path = respond(built_example, "random", tmp_path)
+    again = run_cli("respond", str(built_example), "--policy", "random")
+    assert again.stdout == path.read_text()
+    report = score_json(built_example, path, "--by", "family")
+    metrics = group(report, family=CHOICE)
+    low, high = metrics["accuracy_ci"]
+    assert low <= 1 / 3 <= high
+    other = run_cli("respond", str(built_example), "--policy", "random", "--seed", "9")
+    assert other.stdout != path.read_text()
+
+
+def test_abstainer_answers_nothing(built_example: Path, tmp_path: Path) -> None:
+    report = score_json(built_example, respond(built_example, "abstainer", tmp_path))
+    overall = report["overall"]
+    assert overall["answered"] == 0 and overall["abstention_rate"] == 1.0
+    assert overall["accuracy"] == 0.0 and overall["accuracy_answered"] is None
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _write(path: Path, records: list) -> Path:
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n"
+                            for r in records))
+    return path
+
+
+@pytest.mark.parametrize(("mutate", "line", "fragment"), [
+    (lambda rs: rs[:3] + ["{not json"] + rs[3:], 4, "not valid JSON"),
+    (lambda rs: rs[:5] + [{"id": "no.such-00000-x", "response": "A"}] + rs[5:], 6,
+     "unknown instance id 'no.such-00000-x'"),
+    (lambda rs: rs + [rs[7]], None, "duplicate response for"),
+    (lambda rs: rs[:2] + [{"id": rs[2]["id"]}] + rs[3:], 3, '{"id": string, "response"'),
+])
+def test_bad_response_lines_are_named(built_example: Path, tmp_path: Path, mutate, line,
+                                      fragment: str) -> None:
+    records = mutate(_lines(respond(built_example, "oracle", tmp_path)))
+    path = _write(tmp_path / "bad.jsonl", records)
+    result = run_cli("score", str(built_example), str(path))
+    assert result.returncode == 2
+    assert fragment in result.stderr and "Traceback" not in result.stderr
+    expected_line = line if line is not None else len(records)
+    assert f"bad.jsonl:{expected_line}:" in result.stderr
+
+
+def test_missing_responses_are_reported_never_dropped(built_example: Path,
+                                                      tmp_path: Path) -> None:
+    records = _lines(respond(built_example, "oracle", tmp_path))
+    path = _write(tmp_path / "partial.jsonl", records[:-10])
+    refused = run_cli("score", str(built_example), str(path))
+    assert refused.returncode == 2 and "10 of 144 instances have no response" in refused.stderr
+    allowed = run_cli("score", str(built_example), str(path), "--allow-missing", "--format",
+                      "json")
+    assert allowed.returncode == 0
+    assert "warning: 10 instances have no response" in allowed.stderr
+    overall = json.loads(allowed.stdout)["overall"]
+    assert overall["n"] == 144 and overall["missing"] == 10 and overall["answered"] == 134
+
+
+def test_csv_and_table_formats(built_example: Path, tmp_path: Path) -> None:
+    path = respond(built_example, "memory-follower", tmp_path)
+    result = run_cli("score", str(built_example), str(path), "--by", "condition", "--format",
+                     "csv")
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    stale = next(r for r in rows if r["condition"] == "stale")
+    assert float(stale["reliance"]) == 1.0 and float(stale["delta_mem_ci_high"]) < 0
+    table = run_cli("score", str(built_example), str(path), "--by", "condition")
+    assert table.returncode == 0 and "stale" in table.stdout
+
+
+def _instance(group_index: int, condition: str, correct: bool) -> dict:
+    options = ["right", "stale", "other"]
+    return {"id": f"f-{group_index:05d}-{condition}", "family": "f", "group": group_index,
+            "design": "main", "axes": {"condition": condition}, "fields": {},
+            "answer": {"scorer": "choice", "options": options, "gold": "right",
+                       "gold_index": 0, "distractors": {"stale": "stale"}},
+            "analysis": {"baseline": {"axis": "condition", "value": "none"}},
+            "_response": "A" if correct else "B"}
+
+
+def test_delta_mem_is_paired_by_group_by_hand() -> None:
+    # Group 0: base right, stale wrong (−1); group 1: both right (0); group 2: base wrong,
+    # stale right (+1); group 3: base right, stale wrong (−1). Δmem = −1/4.
+    plan = [(True, False), (True, True), (False, True), (True, False)]
+    instances = [inst for g, (base, stale) in enumerate(plan)
+                 for inst in (_instance(g, "none", base), _instance(g, "stale", stale))]
+    outcomes = [outcome(i, i["_response"]) for i in instances]
+    report = score_outcomes(outcomes, ["condition"], ScoreOptions(seed=0))
+    stale = next(g["metrics"] for g in report["groups"] if g["key"] == {"condition": "stale"})
+    assert stale["delta_mem"] == pytest.approx(-0.25)
+    assert stale["accuracy"] == pytest.approx(0.5)
+    assert stale["reliance"] == pytest.approx(0.5)
+    low, high = stale["delta_mem_ci"]
+    assert -1.0 <= low <= -0.25 <= high <= 0.5
+
+
+def test_judge_requests_pair_the_arms_blind_and_fold_back(built_example: Path,
+                                                           tmp_path: Path) -> None:
+    responses = respond(built_example, "oracle", tmp_path)
+    requests_path = tmp_path / "requests.jsonl"
+    result = run_cli("judge-requests", str(built_example), str(responses), "--out",
+                     str(requests_path), "--seed", "3")
+    assert result.returncode == 0, result.stderr
+    requests = _lines(requests_path)
+    unblind = json.loads((tmp_path / "requests.jsonl.unblind.json").read_text())
+    assert len(requests) == 12  # one per priming pair
+    assert all(set(r["responses"]) == {"A", "B"} and r["rubric"] for r in requests)
+    treatment_first = [unblind[r["request_id"]]["A"].endswith("experimental") for r in requests]
+    assert 0 < sum(treatment_first) < 12  # the order is drawn, not fixed
+    # A judge that gives the experimental arm 7 and the control arm 3: influence 4.
+    judgments = []
+    for request in requests:
+        slots = unblind[request["request_id"]]
+        judgments.append({"request_id": request["request_id"], "scores": {
+            slot: 7 if instance_id.endswith("experimental") else 3
+            for slot, instance_id in slots.items()}})
+    judgments_path = _write(tmp_path / "judgments.jsonl", judgments)
+    report = score_json(built_example, responses, "--judgments", str(judgments_path),
+                        "--unblind", str(tmp_path / "requests.jsonl.unblind.json"),
+                        "--normalize", "minmax", "--by", "family")
+    priming = group(report, family=PRIMING)
+    assert priming["influence"] == 4.0 and priming["influence_ci"] == [4.0, 4.0]
+    assert priming["judge_score"] == 5.0 and priming["judge_score_norm"] == 0.5
+    bad = _write(tmp_path / "bad_judgments.jsonl", [{"request_id": "nope", "score": 1}])
+    refused = run_cli("score", str(built_example), str(responses), "--judgments", str(bad),
+                      "--unblind", str(tmp_path / "requests.jsonl.unblind.json"))
+    assert refused.returncode == 2 and "bad_judgments.jsonl:1:" in refused.stderr
+
+
+def test_score_refuses_a_tampered_release(built_example: Path, tmp_path: Path) -> None:
+    import shutil
+
+    copy = tmp_path / "example-v1"
+    shutil.copytree(built_example, copy)
+    responses = respond(built_example, "oracle", tmp_path)
+    data = copy / "data" / f"{CHOICE}.jsonl"
+    data.write_text(data.read_text().replace("Room", "Hall", 1))
+    result = run_cli("score", str(copy), str(responses))
+    assert result.returncode == 2
+    assert f"data/{CHOICE}.jsonl" in result.stderr
+
+
+def test_rho_star_reads_scored_runs(built_example: Path, tmp_path: Path) -> None:
+    runs = []
+    for level, policy in (("small", "oracle"), ("large", "memory-follower")):
+        result = run_cli("score", str(built_example),
+                         str(respond(built_example, policy, tmp_path)), "--by", "condition",
+                         "--format", "json")
+        path = tmp_path / f"{level}.json"
+        path.write_text(result.stdout)
+        runs.append(f"{level}={path}")
+    result = run_cli("rho-star", *runs, "--where", "condition=stale")
+    assert result.returncode == 0 and result.stdout.strip() == "large"

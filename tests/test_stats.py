@@ -1,0 +1,96 @@
+"""Every statistic against values computed independently (scipy, statsmodels or by hand)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as scipy_stats
+
+from generator.stats import (
+    binomial_test,
+    bootstrap_ci,
+    holm,
+    mcnemar_exact,
+    normalise,
+    rho_star,
+)
+
+
+def _binomial_two_sided_by_hand(k: int, n: int, p: float) -> float:
+    pmf = [math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(n + 1)]
+    return min(1.0, sum(x for x in pmf if x <= pmf[k] * (1 + 1e-7)))
+
+
+@pytest.mark.parametrize(("k", "n", "p"), [(7, 10, 0.5), (30, 60, 1 / 3), (0, 12, 0.5),
+                                           (24, 24, 1 / 3), (5, 40, 0.25)])
+def test_binomial_test_matches_a_hand_computation(k: int, n: int, p: float) -> None:
+    assert binomial_test(k, n, p) == pytest.approx(_binomial_two_sided_by_hand(k, n, p))
+
+
+def test_binomial_test_without_trials_is_undefined() -> None:
+    assert binomial_test(0, 0, 0.5) is None
+
+
+@pytest.mark.parametrize(("b", "c"), [(0, 0), (3, 9), (10, 2), (1, 0), (25, 31)])
+def test_exact_mcnemar_matches_statsmodels(b: int, c: int) -> None:
+    tables = pytest.importorskip("statsmodels.stats.contingency_tables")
+    expected = tables.mcnemar([[5, b], [c, 7]], exact=True).pvalue
+    assert mcnemar_exact(b, c) == pytest.approx(expected)
+
+
+def test_holm_matches_statsmodels() -> None:
+    multitest = pytest.importorskip("statsmodels.stats.multitest")
+    p_values = [0.01, 0.04, 0.03, 0.005, 0.5, 0.2]
+    expected = multitest.multipletests(p_values, method="holm")[1]
+    assert holm(p_values) == pytest.approx(list(expected))
+    assert holm([0.02, None, 0.04]) == [pytest.approx(0.04), None, pytest.approx(0.04)]
+
+
+def test_bootstrap_agrees_with_scipy_percentile_bootstrap() -> None:
+    rng = np.random.default_rng(3)
+    values = rng.binomial(1, 0.6, size=120).astype(float)
+    ours = bootstrap_ci(values, resamples=20000, seed=1)
+    theirs = scipy_stats.bootstrap((values,), np.mean, method="percentile", n_resamples=20000,
+                                   random_state=np.random.default_rng(2)).confidence_interval
+    assert ours is not None
+    assert ours[0] == pytest.approx(theirs.low, abs=0.015)
+    assert ours[1] == pytest.approx(theirs.high, abs=0.015)
+
+
+def test_bootstrap_is_seeded_and_degenerate_samples_have_a_point_interval() -> None:
+    values = [0.0, 1.0, 1.0, 0.5, 0.25, 1.0]
+    assert bootstrap_ci(values, seed=4) == bootstrap_ci(values, seed=4)
+    assert bootstrap_ci([1.0] * 9) == (1.0, 1.0)
+    assert bootstrap_ci([]) is None
+
+
+def test_cluster_bootstrap_moves_whole_clusters() -> None:
+    # Two clusters with constant values 0 and 1: any resample mean is a weighted mix of them,
+    # and a cluster bootstrap is wider than pretending the 40 groups were independent.
+    values = [0.0] * 20 + [1.0] * 20
+    clusters = ["a"] * 20 + ["b"] * 20
+    clustered = bootstrap_ci(values, clusters, seed=0)
+    independent = bootstrap_ci(values, seed=0)
+    assert clustered is not None and independent is not None
+    assert clustered == (0.0, 1.0)
+    assert independent[1] - independent[0] < 0.4
+    single = bootstrap_ci([0.2, 0.4, 0.9], ["x", "x", "x"])
+    assert single == pytest.approx((0.5, 0.5))
+
+
+def test_normalisation_by_hand() -> None:
+    assert normalise([2, 4, 10], "minmax") == pytest.approx([0.0, 0.25, 1.0])
+    z = normalise([2, 4, 9], "z")
+    mean, sd = 5.0, math.sqrt(((2 - 5) ** 2 + (4 - 5) ** 2 + (9 - 5) ** 2) / 3)
+    assert z == pytest.approx([(2 - mean) / sd, (4 - mean) / sd, (9 - mean) / sd])
+    assert normalise([3, 3], "z") == [0.0, 0.0]
+    assert normalise([3, 3], "minmax") == [0.0, 0.0]
+
+
+def test_rho_star_is_the_first_level_whose_interval_is_below_zero() -> None:
+    levels = [("1b", {"delta_mem_ci": [-0.3, 0.1]}), ("7b", {"delta_mem_ci": [-0.4, -0.02]}),
+              ("70b", {"delta_mem_ci": [-0.6, -0.3]})]
+    assert rho_star(levels) == "7b"
+    assert rho_star(levels[:1]) is None
