@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .canonical import dumps
+from .canonical import CanonicalJSONError, dumps
 from .errors import CheckFailed, Problem
 from .instances import phase_messages, phase_text
 from .render import Renderer, TemplateOrigin
@@ -85,7 +85,12 @@ class CheckRunner:
                 if kind == "balanced":
                     context = {**rendered.context, "instance": inst}
                     value = self._expr(index, "of")(context)
-                    self._tallies[index][dumps(value)] += 1
+                    try:
+                        self._tallies[index][dumps(value)] += 1
+                    except CanonicalJSONError:
+                        _, located, where = self.checks[index]
+                        raise located.error(f"'of' must give plain data, not a "
+                                            f"{type(value).__name__}", (*where, "of")) from None
                     continue
                 message = self._instance_check(index, check, rendered)
                 if message:
@@ -116,7 +121,13 @@ class CheckRunner:
                 return f"phase {check['phase']!r} repeats a message: {repeated[0][:60]!r}"
         elif kind == "forbidden_words":
             words = self._expr(index, "words")({**rendered.context, "instance": inst})
-            words = [words] if isinstance(words, str) else list(words)
+            if isinstance(words, str):
+                words = [words]
+            elif not isinstance(words, (list, tuple)) or \
+                    not all(isinstance(w, str) for w in words):
+                check, located, where = self.checks[index]
+                raise located.error("words must give a string or a list of strings, not "
+                                    f"{words!r}", (*where, "words"))
             text = phase_text(inst, check["phases"])
             for word in words:
                 if re.search(rf"(?<!\w){re.escape(str(word))}(?!\w)", text, re.IGNORECASE):

@@ -240,6 +240,9 @@ def verify(
     release_dir: Annotated[Path, typer.Argument(help="A built release folder.")],
     regenerate: Annotated[bool, typer.Option(
         help="Also rebuild from the specs in a temporary folder and compare bytes.")] = False,
+    manifest: Annotated[Path | None, typer.Option(
+        help="A trusted manifest to compare with (default: the project's committed one).")]
+    = None,
 ) -> None:
     """Check a built release against its SHA256SUMS and the committed manifest."""
 
@@ -247,8 +250,15 @@ def verify(
         try:
             catalog: Catalog | None = Catalog.load(_project())
         except MemspecError:
+            if regenerate or _state["root"] is not None:
+                raise
             catalog = None  # a release can still be checked against its own sums
-        report = verify_release(release_dir, catalog, regenerate=regenerate)
+        if manifest is not None and not manifest.is_file():
+            raise SpecError.single("trusted manifest not found", str(manifest))
+        report = verify_release(release_dir, catalog, regenerate=regenerate, trusted=manifest)
+        if report.ok and not report.anchored:
+            err.print("warning: no project and no --manifest: the release is whole, but it was "
+                      "not compared with a committed manifest", markup=False)
         for problem in report.problems:
             err.print(f"error: {problem}", markup=False)
         if not report.ok:

@@ -8,6 +8,7 @@ from typing import Any
 
 from .canonical import CanonicalJSONError, normalize
 from .checks import CheckRunner, RenderedVariant
+from .limits import GROUP_SECONDS, BudgetExceeded, time_budget
 from .render import CompiledTemplate, Message, Renderer, make_message
 from .rng import KeyedRandom
 from .sampling import sample_slots
@@ -110,7 +111,8 @@ class FamilyGenerator:
                 raise self.family.located.error(
                     f"options slot {spec['options']!r} must hold a list of strings",
                     ("answer", "options"))
-            answer["options"] = list(options)
+            options = [normalize(o) for o in options]
+            answer["options"] = options
             if len(set(options)) != len(options):
                 raise self.family.located.error(f"options repeat a value: {options}",
                                                 ("answer", "options"))
@@ -188,9 +190,17 @@ class FamilyGenerator:
 
     def group(self, group: int) -> list[dict[str, Any]]:
         """Every variant of one group, checked; raises on any error."""
-        slots = sample_slots(self.family, self.renderer, self.seed, group)
-        rendered = [self.render_variant(slots, v, group) for v in self.variants]
-        self.checks.check_group(rendered)
+        try:
+            with time_budget(GROUP_SECONDS):
+                slots = sample_slots(self.family, self.renderer, self.seed, group)
+                rendered = [self.render_variant(slots, v, group) for v in self.variants]
+                self.checks.check_group(rendered)
+        except BudgetExceeded:
+            raise self.family.located.error(
+                f"group {group} took longer than {GROUP_SECONDS:g} s to render and check "
+                "(a runaway loop or regular expression?)") from None
+        except MemoryError:
+            raise self.family.located.error(f"group {group} exhausted memory") from None
         return [r.instance for r in rendered]
 
     def groups(self, count: int, start: int = 0) -> Iterator[list[dict[str, Any]]]:

@@ -69,11 +69,20 @@ def manifest_bytes(manifest: Mapping[str, Any]) -> bytes:
     return dump_pretty_bytes(manifest)
 
 
-def load_manifest(path: Path) -> dict[str, Any]:
+def load_manifest(path: Path, display: str | None = None) -> dict[str, Any]:
+    """A manifest file, parsed and checked against the manifest schema."""
+    from .schemas import validator
+
+    shown = display or str(path)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise SpecError.single(f"cannot read manifest: {exc}", str(path)) from None
+        raise SpecError.single(f"cannot read manifest: {exc}", shown) from None
+    errors = sorted(validator("manifest").iter_errors(data), key=lambda e: list(e.path))
+    if errors:
+        where = "/".join(map(str, errors[0].absolute_path)) or "top level"
+        raise SpecError.single(f"not a valid manifest: {errors[0].message} (at {where})", shown)
+    return data
 
 
 def content_of(manifest: Mapping[str, Any]) -> dict[str, Any]:
@@ -99,6 +108,12 @@ def manifest_differences(committed: Mapping[str, Any], built: Mapping[str, Any])
     if committed.get("counts") != built.get("counts"):
         out.append("counts differ")
     if out:
+        old_python = committed.get("environment", {}).get("python")
+        new_python = built.get("environment", {}).get("python")
+        if old_python and new_python and old_python.rsplit(".", 1)[0] != \
+                new_python.rsplit(".", 1)[0]:
+            out.append(f"note: the manifest was made with Python {old_python}, this machine "
+                       f"has {new_python} (Unicode tables differ between versions)")
         old_env = committed.get("environment", {}).get("packages", {})
         new_env = built.get("environment", {}).get("packages", {})
         for name in sorted(set(old_env) | set(new_env)):

@@ -6,6 +6,7 @@ with one rename, so an interrupted freeze never leaves a partial release.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -167,7 +168,11 @@ def _input_hashes(root: Path, release: ReleaseSpec, families: list[FamilySpec],
     paths.update(renderer.loaded_files())
     hashes = {}
     for path in paths:
-        display = path.resolve().relative_to(root.resolve()).as_posix()
+        try:
+            display = path.resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            raise SpecError.single("a release must live inside the project it is built from "
+                                   f"({root})", str(path)) from None
         hashes[display] = sha256_file(path)
     return dict(sorted(hashes.items()))
 
@@ -197,20 +202,30 @@ def _staging(out: Path, full_name: str) -> Iterator[Path]:
     created here is removed too if the build fails, so a refused freeze writes nothing."""
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
-    for stale in out.glob(f"{TMP_PREFIX}{full_name}-*"):
-        shutil.rmtree(stale, ignore_errors=True)  # left by an interrupted freeze
-    folder = out / f"{TMP_PREFIX}{full_name}-{os.getpid()}"
-    folder.mkdir()
+    lock = os.open(out, os.O_RDONLY)
     try:
-        yield folder
-    except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
-        if created and not any(out.iterdir()):
-            out.rmdir()
-        raise
-    finally:
-        if folder.exists():
+        try:
+            # One freeze per output folder at a time: the folder itself is the lock.
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SpecError.single(f"another memspec freeze is writing to {out}; try again "
+                                   "when it is done") from None
+        for stale in out.glob(f"{TMP_PREFIX}{full_name}-*"):
+            shutil.rmtree(stale, ignore_errors=True)  # left by an interrupted freeze
+        folder = out / f"{TMP_PREFIX}{full_name}-{os.getpid()}"
+        folder.mkdir()
+        try:
+            yield folder
+        except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
+            if created and not any(out.iterdir()):
+                out.rmdir()
+            raise
+        finally:
+            if folder.exists():
+                shutil.rmtree(folder, ignore_errors=True)
+    finally:
+        os.close(lock)
 
 
 def _move_into_place(staged: Path, final: Path) -> None:
@@ -229,12 +244,18 @@ def _move_into_place(staged: Path, final: Path) -> None:
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write a file by writing a temporary sibling and renaming it over the target."""
+    if path.is_dir():
+        raise SpecError.single("is a folder; give a file name", str(path))
     tmp = path.with_name(f"{TMP_PREFIX}{path.name}-{os.getpid()}")
-    with tmp.open("wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    try:
+        with tmp.open("wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
 
 
 def committed_manifest_path(catalog: Catalog, release: ReleaseSpec) -> Path:
@@ -251,7 +272,8 @@ def freeze(catalog: Catalog, release: ReleaseSpec, out: Path, *, write_manifest:
     (build).
     """
     committed_path = committed_manifest_path(catalog, release)
-    committed = load_manifest(committed_path) if committed_path.exists() else None
+    committed = (load_manifest(committed_path, catalog.project.display(committed_path))
+                 if committed_path.exists() else None)
     if committed is None and not write_manifest:
         raise CheckFailed.single(
             f"no committed manifest {catalog.project.display(committed_path)}; run "
@@ -286,8 +308,20 @@ def find_release(catalog: Catalog, name_or_path: str) -> ReleaseSpec:
     candidate = Path(name_or_path)
     if candidate.suffix == ".yaml" and candidate.is_file():
         return catalog.release(candidate.resolve())
+    matches = []
     for path in catalog.release_paths():
-        if path.stem == name_or_path:
-            return catalog.release(path)
+        try:
+            release = catalog.release(path)
+        except MemspecError:
+            if path.stem == name_or_path:
+                raise
+            continue
+        if name_or_path in (release.full_name, path.stem):
+            matches.append(release)
+    if len(matches) > 1:
+        raise SpecError.single(f"release {name_or_path!r} is declared by several files: "
+                               + ", ".join(m.located.file for m in matches))
+    if matches:
+        return matches[0]
     known = ", ".join(p.stem for p in catalog.release_paths()) or "none"
     raise SpecError.single(f"unknown release {name_or_path!r}; known releases: {known}")

@@ -10,6 +10,7 @@ line and column.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ from jinja2.ext import Extension
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from .errors import SpecError
+from .limits import BudgetExceeded
 from .project import Project
 from .yamlsafe import read_text
 
@@ -81,8 +83,35 @@ class MessageExtension(Extension):
                 f"{body}{_MSG_END}")
 
 
+_FORMAT_WIDTH = re.compile(r"%[-+ #0]*(\d+)|%[-+ #0]*\d*\.(\d+)")
+
+
+def _too_large(length: int) -> bool:
+    return length > MAX_RENDER_CHARS
+
+
 class _StrictSandbox(ImmutableSandboxedEnvironment):
-    """The immutable sandbox, but an unsafe attribute raises at once instead of being undefined."""
+    """The immutable sandbox, but an unsafe attribute raises at once instead of being undefined,
+    and arithmetic that would build a huge number or string is refused before it runs."""
+
+    intercepted_binops = frozenset({"**", "*", "%"})
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        if operator == "**" and isinstance(right, int) and abs(right) > 256 and \
+                left not in (0, 1, -1):
+            raise SecurityError(f"exponent {right} is too large for a template")
+        if operator == "*":
+            for seq, count in ((left, right), (right, left)):
+                if isinstance(seq, (str, list, tuple)) and isinstance(count, int) and \
+                        _too_large(len(seq) * count):
+                    raise SecurityError("repetition would build a value over "
+                                        f"{MAX_RENDER_CHARS} items")
+        if operator == "%" and isinstance(left, str):
+            for match in _FORMAT_WIDTH.finditer(left):
+                width = int(match.group(1) or match.group(2))
+                if _too_large(width):
+                    raise SecurityError(f"format width {width} is too large")
+        return super().call_binop(context, operator, left, right)
 
     def unsafe_undefined(self, obj: Any, attribute: str) -> Any:
         kind = type(obj).__name__
@@ -104,11 +133,16 @@ class _TreeLoader(jinja2.BaseLoader):
     def __init__(self, project: Project) -> None:
         self.project = project
         self.loaded: set[Path] = set()
+        self.names: set[str] = set()  # display names, as template code objects carry them
 
     def get_source(self, environment: jinja2.Environment, template: str) -> tuple[str, str, Any]:
         path = self.project.resolve_inside(self.project.templates, template, "template")
         text = read_text(path, self.project.display(path))
+        if any(c in text for c in (_MSG_START, _MSG_END, _MSG_FIELD)):
+            raise SpecError.single("template contains reserved control characters",
+                                   self.project.display(path), 1, 1)
         self.loaded.add(path)
+        self.names.add(self.project.display(path))
         return text, self.project.display(path), lambda: True
 
 
@@ -129,9 +163,21 @@ def _safe_range(*args: int) -> range:
     return result
 
 
+def _finalize(value: Any) -> Any:
+    """Only plain data may be printed: a method or generator would print its memory address,
+    which changes from run to run."""
+    if isinstance(value, (str, int, float, bool, list, tuple, dict, jinja2.Undefined)) or \
+            value is None:
+        return value
+    raise jinja2.TemplateRuntimeError(
+        f"a {type(value).__name__} cannot be printed (did you forget the () of a call, or "
+        "a |list after map/select?)")
+
+
 def make_environment(project: Project) -> jinja2.Environment:
     """The sandboxed Jinja environment every memspec template and expression runs in."""
     env = _StrictSandbox(
+        finalize=_finalize,
         loader=_TreeLoader(project),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
@@ -153,14 +199,15 @@ def make_environment(project: Project) -> jinja2.Environment:
 
 # ---------------------------------------------------------------- error translation
 
-def _template_line(tb: TracebackType | None, filename: str) -> int | None:
-    """The last template line in a traceback whose frame belongs to ``filename``."""
-    line = None
+def _template_frames(tb: TracebackType | None, names: set[str]) -> list[tuple[str, int]]:
+    """(template file, line) of every traceback frame that runs template code, outermost first."""
+    frames = []
     while tb is not None:
-        if tb.tb_frame.f_code.co_filename == filename:
-            line = tb.tb_lineno
+        filename = tb.tb_frame.f_code.co_filename
+        if filename in names:
+            frames.append((filename, tb.tb_lineno))
         tb = tb.tb_next
-    return line
+    return frames
 
 
 def _column_of(source: str, line: int | None, needle: str | None) -> int:
@@ -214,31 +261,49 @@ class CompiledTemplate:
     """A template ready to render, that knows where its source is for error messages."""
 
     def __init__(self, template: jinja2.Template, source: str, origin: TemplateOrigin,
-                 filename: str) -> None:
+                 filename: str, included: set[str], root: Path) -> None:
         self.template = template
         self.source = source
         self.origin = origin
         self.filename = filename
+        self._included = included  # display names of files loaded through include/import
+        self._root = root
+
+    def _locate(self, exc: BaseException, message: str, needle: str | None) -> SpecError:
+        """The error at the innermost template line it happened on, in whichever file."""
+        frames = _template_frames(exc.__traceback__, self._included | {self.filename})
+        file, line = frames[-1] if frames else (self.filename, None)
+        if file == self.filename:
+            return self.origin.error(message, line, _column_of(self.source, line, needle))
+        try:
+            source = (self._root / file).read_text(encoding="utf-8")
+        except OSError:
+            source = ""
+        return SpecError.single(message, file, line or 1, _column_of(source, line, needle))
 
     def render_text(self, context: Mapping[str, Any]) -> str:
-        """Render to text; any failure is a SpecError at the template's file:line:col."""
+        """Render to NFC text; any failure is a SpecError at the template's file:line:col."""
         try:
             text = self.template.render(context)
         except SpecError as exc:
             if exc.problems and exc.problems[0].file is None:
                 # Raised by the loader for an {% include %}/{% import %}: locate the tag.
-                line = _template_line(exc.__traceback__, self.filename)
-                raise self.origin.error(exc.problems[0].message, line) from None
+                raise self._locate(exc, exc.problems[0].message, None) from None
             raise
+        except TemplateSyntaxError as exc:  # in a template pulled in by include/import
+            raise SpecError.single(f"template syntax error: {exc.message}",
+                                   exc.filename or self.filename, exc.lineno or 1, 1) from None
+        except (BudgetExceeded, KeyboardInterrupt):
+            raise
+        except MemoryError:
+            raise self.origin.error("template exhausted memory", None) from None
         except Exception as exc:  # every Jinja or sandbox failure becomes a located error
-            line = getattr(exc, "lineno", None) or _template_line(exc.__traceback__,
-                                                                  self.filename)
             message, needle = _describe_jinja_error(exc)
-            raise self.origin.error(message, line, _column_of(self.source, line, needle)) from None
+            raise self._locate(exc, message, needle) from None
         if len(text) > MAX_RENDER_CHARS:
             raise self.origin.error(f"render produced {len(text)} characters, over the "
                                     f"{MAX_RENDER_CHARS} limit", 1)
-        return text
+        return unicodedata.normalize("NFC", text.replace("\r\n", "\n").replace("\r", "\n"))
 
     def render_messages(self, context: Mapping[str, Any]) -> list[Message]:
         """Render and split the output into the messages its ``{% message %}`` blocks mark."""
@@ -343,7 +408,9 @@ class Renderer:
         except TemplateSyntaxError as exc:
             raise origin.error(f"template syntax error: {exc.message}", exc.lineno) from None
         template = self.env.template_class.from_code(self.env, code, self.env.make_globals(None))
-        return CompiledTemplate(template, source, origin, filename)
+        return CompiledTemplate(template, source, origin, filename,
+                                self.env.loader.names,  # type: ignore[union-attr]
+                                self.project.root)
 
     def expression(self, source: str, origin: TemplateOrigin) -> Callable[[Mapping[str, Any]], Any]:
         """A compiled Jinja expression; calling it evaluates it over a context."""

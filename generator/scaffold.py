@@ -85,6 +85,12 @@ def scaffold_family(project: Project, family_id: str, paradigm: ParadigmSpec) ->
     for name, pool in scaffold.get("pools", {}).items():
         files[project.specs / "pools" / family_dir / f"{name}.yaml"] = yaml.safe_dump(
             pool, sort_keys=False, allow_unicode=True, width=100)
+    for path in files:
+        if not path.resolve().is_relative_to(project.root.resolve()) or \
+                ".." in path.relative_to(project.root).parts:
+            raise SpecError.single(f"the scaffold of paradigm {paradigm.paradigm_id!r} would "
+                                   f"write {path}, outside the project",
+                                   paradigm.located.file, 1, 1)
     existing = [project.display(p) for p in files if p.exists()]
     if existing:
         raise SpecError.single("refusing to overwrite existing files: " + ", ".join(existing))

@@ -59,6 +59,16 @@ def _leaf(error: ValidationError) -> ValidationError:
     return error
 
 
+def _allowed_keys(error: ValidationError, leaf: ValidationError) -> set[str]:
+    """Keys allowed at the leaf's place; for alternatives (oneOf), those of every object form."""
+    allowed = set(leaf.schema.get("properties", {}))
+    for sub_error in error.context or ():
+        if sub_error.validator == "additionalProperties" and \
+                list(sub_error.absolute_path) == list(leaf.absolute_path):
+            allowed |= set(sub_error.schema.get("properties", {}))
+    return allowed
+
+
 def _describe(error: ValidationError) -> str:
     if error.validator == "enum":
         return f"{error.instance!r} is not one of {', '.join(map(repr, error.validator_value))}"
@@ -72,7 +82,7 @@ def schema_problems(name: str, located: Located) -> list[Problem]:
         leaf = _leaf(error)
         path = tuple(leaf.absolute_path)
         if leaf.validator == "additionalProperties" and isinstance(leaf.instance, dict):
-            allowed = sorted(leaf.schema.get("properties", {}))
+            allowed = sorted(_allowed_keys(error, leaf))
             unknown = [k for k in leaf.instance if k not in allowed]
             if unknown:
                 # One problem per unknown key, each at its own line.

@@ -41,13 +41,15 @@ def first_call(response: str) -> str:
     match = _CALL_START.search(response)
     if not match:
         return ""
-    depth, quote = 0, None
+    depth, quote, escaped = 0, None, False
     for index in range(match.end() - 1, len(response)):
         char = response[index]
         if quote:
-            if char == "\\":
-                continue
-            if char == quote:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == quote:
                 quote = None
         elif char in "'\"":
             quote = char

@@ -16,6 +16,9 @@ from .transforms import get_transform
 from .yamlsafe import Located, load_yaml_file
 
 SLOT_SOURCES = ("from", "value", "expr", "range", "choice", "balanced")
+#: Names templates receive besides the slots; a slot may not take one of them.
+RESERVED_NAMES = frozenset({"variant", "design", "group", "family", "instance",
+                            "range", "loop", "namespace", "dict", "self"})
 DEFAULT_VARIANT = "base"
 
 
@@ -264,9 +267,12 @@ class FamilyLoader:
             checks += [(c, paradigm.located, ("checks", i)) for i, c in enumerate(paradigm.checks)]
         checks += [(c, located, ("checks", i)) for i, c in enumerate(data.get("checks", []))]
         phase_names = set(paradigm.phases) if paradigm else set(data["phases"])
-        axis_names = {a.name for d in designs for a in d.axes}
+        axis_values: dict[str, set[str]] = {}
+        for design in designs:
+            for axis in design.axes:
+                axis_values.setdefault(axis.name, set()).update(axis.values)
         for check, origin, where in checks:
-            for problem_text in _check_refs(check, phase_names, axis_names):
+            for problem_text in _check_refs(check, phase_names, axis_values):
                 line, col = origin.where(where)
                 out.add(Problem(f"{problem_text} (required by {located.file})"
                                 if origin is not located else problem_text,
@@ -293,6 +299,10 @@ class FamilyLoader:
     def _check_slot(name: str, slot: Mapping[str, Any], earlier: list[str], located: Located,
                     problem: Any) -> None:
         where = ("slots", name)
+        if name in RESERVED_NAMES:
+            problem(f"slot name {name!r} is reserved (templates receive it from memspec)", where)
+        if any(c in text for text in _strings(slot) for c in "\x02\x03\x1f"):
+            problem("slot values may not contain control characters", where)
         sources = [k for k in SLOT_SOURCES if k in slot]
         if sources == ["from", "balanced"]:
             if slot["balanced"] is not True:
@@ -399,15 +409,37 @@ class FamilyLoader:
                     (*where, "unordered_args"))
 
 
-def _check_refs(check: Mapping[str, Any], phases: set[str], axes: set[str]) -> list[str]:
-    problems = []
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _check_refs(check: Mapping[str, Any], phases: set[str],
+                axes: Mapping[str, set[str]]) -> list[str]:
+    """Every phase, axis and axis value a check names must exist: a typo must not silently
+    switch a check off."""
+    kind = check["kind"]
     named = [check["phase"]] if "phase" in check else list(check.get("phases", []))
-    problems += [f"check {check['kind']!r} names unknown phase {p!r}" for p in named
-                 if p not in phases]
+    problems = [f"check {kind!r} names unknown phase {p!r}" for p in named if p not in phases]
     if "axis" in check and check["axis"] not in axes:
-        problems.append(f"check {check['kind']!r} names unknown axis {check['axis']!r}")
-    problems += [f"check {check['kind']!r}: 'when' names unknown axis {a!r}"
-                 for a in check.get("when", {}) if a not in axes]
+        problems.append(f"check {kind!r} names unknown axis {check['axis']!r}")
+    if "reference" in check and check.get("axis") in axes and \
+            check["reference"] not in axes[check["axis"]]:
+        problems.append(f"check {kind!r}: reference {check['reference']!r} is not a value of "
+                        f"axis {check['axis']!r}")
+    for axis, wanted in check.get("when", {}).items():
+        if axis not in axes:
+            problems.append(f"check {kind!r}: 'when' names unknown axis {axis!r}")
+            continue
+        for value in wanted if isinstance(wanted, list) else [wanted]:
+            if value not in axes[axis]:
+                problems.append(f"check {kind!r}: 'when' names {value!r}, not a value of axis "
+                                f"{axis!r}")
     return problems
 
 

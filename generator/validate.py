@@ -106,9 +106,15 @@ def validate(catalog: Catalog, paths: list[Path] | None = None) -> ValidationRep
                                                project.display(path), 1, 1))
         except MemspecError as err:
             report.add(err)
+    seen_releases: dict[str, str] = {}
     for path in releases:
         try:
             release = load_release(path, project)
+            if release.full_name in seen_releases:
+                report.problems.append(Problem(
+                    f"release {release.full_name} is also declared in "
+                    f"{seen_releases[release.full_name]}", release.located.file, 1, 1))
+            seen_releases.setdefault(release.full_name, release.located.file)
             checked = frozenset(
                 f.family_id for f in release.families
                 if len(catalog.family_paths.get(f.family_id, [])) == 1

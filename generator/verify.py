@@ -29,6 +29,7 @@ class VerifyReport:
     release_dir: Path
     checked_files: int = 0
     problems: list[Problem] = field(default_factory=list)
+    anchored: bool = False  # compared with a manifest from outside the release
 
     @property
     def ok(self) -> bool:
@@ -47,9 +48,13 @@ def _recorded_hashes(folder: Path) -> dict[str, str]:
         return {}
 
 
-def verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool = False
-                   ) -> VerifyReport:
-    """Verify the release in ``folder``; every problem names the file concerned."""
+def verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool = False,
+                   trusted: Path | None = None) -> VerifyReport:
+    """Verify the release in ``folder``; every problem names the file concerned.
+
+    The release's own SHA256SUMS and manifest.json prove it is whole; only a manifest from
+    outside it (the project's committed one, or ``trusted``) proves it is the right release.
+    Without either, ``report.anchored`` is False."""
     report = VerifyReport(folder)
     sums_path = folder / SUMS_FILE
     if not folder.is_dir():
@@ -104,6 +109,9 @@ def verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool = 
         report.fail(f"manifest.json does not match its schema: {errors[0].message}",
                     MANIFEST_FILE)
         return report
+    expected = set(manifest["files"]) | {MANIFEST_FILE}
+    for name in sorted(set(listed) - expected):
+        report.fail("listed in SHA256SUMS but not in manifest.json (added?)", name)
     for name, info in sorted(manifest["files"].items()):
         if name not in listed:
             report.fail(f"{name} is in manifest.json but not in SHA256SUMS", SUMS_FILE)
@@ -114,10 +122,15 @@ def verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool = 
     root = hashlib.sha256(sums_text(data_hashes).encode("utf-8")).hexdigest()
     if root != manifest["root_sha256"]:
         report.fail("root hash does not match the data files", MANIFEST_FILE)
-    if catalog is not None:
+    if trusted is not None:
+        report.anchored = True
+        if trusted.read_bytes() != (folder / MANIFEST_FILE).read_bytes():
+            report.fail("manifest.json differs from the trusted manifest", str(trusted))
+    elif catalog is not None:
+        report.anchored = True
         _compare_committed(folder, manifest, catalog, report)
-        if regenerate:
-            _compare_rebuild(folder, manifest, catalog, report)
+    if regenerate and catalog is not None:
+        _compare_rebuild(folder, manifest, catalog, report)
     return report
 
 
@@ -126,11 +139,19 @@ def _compare_committed(folder: Path, manifest: dict, catalog: Catalog,
     full_name = f"{manifest['release']}-{manifest['version']}"
     committed_path = catalog.project.manifests / f"{full_name}.json"
     display = catalog.project.display(committed_path)
+    if not committed_path.resolve().is_relative_to(catalog.project.manifests.resolve()):
+        report.fail("manifest names a release outside manifests/", MANIFEST_FILE)
+        return
     if not committed_path.is_file():
         report.fail("no committed manifest for this release", display)
         return
     if committed_path.read_bytes() != (folder / MANIFEST_FILE).read_bytes():
-        committed = json.loads(committed_path.read_text(encoding="utf-8"))
+        try:
+            committed = json.loads(committed_path.read_text(encoding="utf-8"))
+        except ValueError:
+            committed = {}
+        if not isinstance(committed, dict):
+            committed = {}
         lines = manifest_differences(committed, manifest) or ["bytes differ"]
         for line in lines:
             report.fail(f"manifest.json differs from the committed manifest: {line}", display)

@@ -248,6 +248,10 @@ def _construct(
     if node.tag == "tag:yaml.org,2002:null":
         return None
     if node.tag == "tag:yaml.org,2002:int":
+        digits = node.value.replace("_", "").lstrip("+-")
+        if len(digits) > 16:
+            raise SpecError.single(f"integer with {len(digits)} digits is outside the safe "
+                                   f"range ±{MAX_SAFE_INTEGER}", display, line, column, path)
         value = int(node.value.replace("_", ""))
         if abs(value) > MAX_SAFE_INTEGER:
             raise SpecError.single(

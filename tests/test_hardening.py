@@ -1,0 +1,183 @@
+"""Regression tests for holes found in review: tampering that rewrites the seals, runaway
+templates, silent typos, paths leaving the tree, and crashes instead of located errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_bad_input import FAMILY, RELEASE, TEMPLATE, edit, memspec, out, project  # noqa: F401
+
+from conftest import REPO, run_cli
+from generator.manifest import sha256_file, sums_text
+from generator.scoring import first_call
+from generator.verify import verify_release
+
+
+def _reseal(folder: Path) -> None:
+    """What a careful forger does: recompute SHA256SUMS over the folder as it now is."""
+    hashes = {p.relative_to(folder).as_posix(): sha256_file(p) for p in folder.rglob("*")
+              if p.is_file() and p.name != "SHA256SUMS"}
+    (folder / "SHA256SUMS").write_text(sums_text(hashes))
+
+
+def test_a_manifest_pointing_at_itself_is_refused(built_example: Path, tmp_path: Path) -> None:
+    release = tmp_path / "example-v1"
+    shutil.copytree(built_example, release)
+    manifest = json.loads((release / "manifest.json").read_text())
+    manifest["release"] = "../dist/example"
+    (release / "manifest.json").write_text(json.dumps(manifest))
+    _reseal(release)
+    result = run_cli("verify", str(release))
+    assert result.returncode == 1 and "manifest.json" in result.stderr
+
+
+def test_an_added_file_listed_in_the_sums_is_still_caught(built_example: Path,
+                                                          tmp_path: Path) -> None:
+    release = tmp_path / "example-v1"
+    shutil.copytree(built_example, release)
+    (release / "data" / "evil.jsonl").write_text("{}\n")
+    _reseal(release)
+    result = run_cli("verify", str(release))
+    assert result.returncode == 1 and "data/evil.jsonl" in result.stderr
+
+
+def test_verify_without_a_project_says_what_it_could_not_check(built_example: Path,
+                                                               tmp_path: Path) -> None:
+    result = run_cli("--root", str(tmp_path), "verify", str(built_example), cwd=tmp_path)
+    assert result.returncode == 2  # --root names no project
+    alone = verify_release(built_example, None)
+    assert alone.ok and not alone.anchored
+    trusted = run_cli("verify", str(built_example), "--manifest",
+                      str(REPO / "manifests" / "example-v1.json"))
+    assert trusted.returncode == 0 and "warning" not in trusted.stderr
+    other = tmp_path / "other.json"
+    other.write_text("{}")
+    mismatch = run_cli("verify", str(built_example), "--manifest", str(other))
+    assert mismatch.returncode == 1 and "trusted manifest" in mismatch.stderr
+
+
+def test_a_scaffold_cannot_write_outside_the_project(project: Path) -> None:  # noqa: F811
+    paradigm = project / "specs/paradigms/evil.yaml"
+    paradigm.write_text(
+        "paradigm: demo.evil\nversion: 1\ndescription: d\nphases: [{name: only}]\n"
+        "scaffold:\n  family: {description: d}\n"
+        "  templates: {'../../../../escaped.txt': 'x'}\n")
+    result = memspec(project, "new", "mine.a.b", "--paradigm", "demo.evil")
+    assert result.returncode == 2 and "outside the project" in result.stderr
+    assert not (project.parent / "escaped.txt").exists()
+    assert not (project / "specs/families/mine").exists()
+
+
+@pytest.mark.parametrize(("expression", "fragment"), [
+    ("{{ colour.upper }}", "cannot be printed"),
+    ("{{ [colour] | map('upper') }}", "cannot be printed"),
+    ("{{ 7 ** 999999999 }}", "exponent"),
+    ("{{ 'a' * 10**9 }}", "repetition"),
+    ("{{ '%0999999999d' % 1 }}", "format width"),
+    ("{% for a in range(9999) %}{% for b in range(9999) %}{% for c in range(9999) %}"
+     "{% endfor %}{% endfor %}{% endfor %}", "took longer than"),
+])
+def test_runaway_or_unstable_templates_are_refused(project: Path,  # noqa: F811
+                                                   expression: str, fragment: str) -> None:
+    edit(project, TEMPLATE, "My favourite colour is {{ colour }}.",
+         f"My favourite colour is {{{{ colour }}}}. {expression}")
+    result = subprocess.run(
+        [sys.executable, "-m", "generator.cli", "--root", str(project), "validate"],
+        capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60,
+        env={"PATH": "/usr/bin:/bin", "MEMSPEC_GROUP_SECONDS": "2"})
+    assert result.returncode == 2, result.stderr
+    assert fragment in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_catastrophic_regex_gold_is_stopped(project: Path) -> None:  # noqa: F811
+    edit(project, FAMILY, '  scorer: exact\n  gold: "{{ colour }}"',
+         '  scorer: regex\n  gold: "^(a+)+$"\n  distractors:\n    slow: "'
+         + "a" * 40 + '!"')
+    (project / "specs/paradigms/recall.yaml").write_text(
+        (project / "specs/paradigms/recall.yaml").read_text().replace("[exact]", "[regex]"))
+    result = subprocess.run(
+        [sys.executable, "-m", "generator.cli", "--root", str(project), "validate"],
+        capture_output=True, text=True, timeout=60,
+        env={"PATH": "/usr/bin:/bin", "MEMSPEC_GROUP_SECONDS": "2"})
+    assert result.returncode == 2 and "took longer than" in result.stderr
+
+
+@pytest.mark.parametrize(("old", "new", "fragment"), [
+    ("version: 1\nparadigm", "version: 1" + "9" * 5000 + "\nparadigm", "digits"),
+    ("  colour: {from: pools/colours.yaml}",
+     "  colour: {from: pools/colours.yaml}\n  group: {value: night}", "reserved"),
+])
+def test_family_mistakes_are_located_not_tracebacks(project: Path, old: str,  # noqa: F811
+                                                    new: str, fragment: str) -> None:
+    edit(project, FAMILY, old, new)
+    result = memspec(project, "validate")
+    assert result.returncode == 2
+    assert fragment in result.stderr and "Traceback" not in result.stderr
+    assert f"{FAMILY}:" in result.stderr
+
+
+@pytest.mark.parametrize(("check", "fragment"), [
+    ("{kind: forbidden_words, phases: [probe], words: '5'}", "words must give"),
+    ("{kind: balanced, of: 'instance.answer.keys()'}", "plain data"),
+    ("{kind: message_count, phase: probe, equals: 1, when: {cue: frist}}", "'frist'"),
+])
+def test_check_mistakes_are_errors(project: Path, check: str, fragment: str) -> None:  # noqa: F811
+    text = (project / FAMILY).read_text()
+    if "cue" in check:
+        text += "designs:\n  main:\n    axes:\n      cue: [first, last]\n"
+    text += f"checks:\n  - {check}\n"
+    (project / FAMILY).write_text(text)
+    result = memspec(project, "validate")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert fragment in result.stderr and "Traceback" not in result.stderr
+
+
+def test_releases_are_found_by_their_declared_name(project: Path, out: Path) -> None:  # noqa: F811
+    (project / RELEASE).rename(project / "specs/releases/anything.yaml")
+    result = memspec(project, "freeze", "demo-v1", "--out", out)
+    assert result.returncode == 0, result.stderr
+    (project / "specs/releases/copy.yaml").write_text(
+        (project / "specs/releases/anything.yaml").read_text())
+    result = memspec(project, "validate")
+    assert result.returncode == 2 and "release demo-v1 is also declared" in result.stderr
+
+
+def test_a_broken_committed_manifest_is_a_located_error(project: Path,  # noqa: F811
+                                                        out: Path) -> None:  # noqa: F811
+    (project / "manifests/demo-v1.json").write_text("[]")
+    result = memspec(project, "freeze", RELEASE, "--out", out)
+    assert result.returncode == 2 and "manifests/demo-v1.json" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_concurrent_freezes_do_not_corrupt_each_other(project_copy: Path) -> None:
+    release = project_copy / "specs/releases/example-v1.yaml"
+    text = release.read_text().replace("version: v1", "version: v7")
+    text = text.replace("  - family: example.priming.harbour_fog\n    groups: 12\n", "")
+    (project_copy / "specs/releases/example-v7.yaml").write_text(text.replace("12", "300"))
+    command = [sys.executable, "-m", "generator.cli", "--root", str(project_copy), "freeze",
+               "example-v7"]
+    first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    second = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    results = [(p.wait(), p.communicate()[1]) for p in (first, second)]
+    codes = sorted(code for code, _ in results)
+    assert codes[0] == 0
+    if codes[1] != 0:
+        assert any("another memspec freeze" in stderr for _, stderr in results)
+    verify = run_cli("verify", str(project_copy / "dist/example-v7"), root=project_copy)
+    assert verify.returncode == 0, verify.stderr
+
+
+def test_first_call_honours_escaped_quotes() -> None:
+    assert first_call(r"say('it\'s (ok)') then more") == r"say('it\'s (ok)')"
+
+
+def test_generate_into_a_folder_is_refused_cleanly(tmp_path: Path) -> None:
+    result = run_cli("generate", "example.choice.meeting_room", "--out", str(tmp_path))
+    assert result.returncode == 2 and "is a folder" in result.stderr
+    assert list(tmp_path.iterdir()) == []
