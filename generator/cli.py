@@ -463,8 +463,8 @@ def judge_requests(
 def rho_star_cmd(
     runs: Annotated[list[str], typer.Argument(
         help="LEVEL=SCORES.json, in level order (score --format json outputs).")],
-    where: Annotated[str, typer.Option(help="The group to read, e.g. condition=stale.")]
-    = "condition=stale",
+    where: Annotated[str, typer.Option(
+        help="The group of each run to read, as KEY=VALUE[,KEY=VALUE], e.g. condition=stale.")],
 ) -> None:
     """ρ*: the first level whose Δmem interval (in the chosen group) lies wholly below 0."""
 
