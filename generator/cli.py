@@ -106,7 +106,7 @@ def validate(
             err.print(f"error: {problem}", markup=False)
         summary = (f"{report.families} families ({report.instances} instances rendered), "
                    f"{report.paradigms} paradigms, {report.pools} pools, "
-                   f"{report.releases} releases")
+                   f"{report.releases} releases, {report.exports} exports")
         if report.problems:
             err.print(f"{len(report.problems)} problem(s); checked {summary}", markup=False)
         else:
@@ -486,6 +486,34 @@ def rho_star_cmd(
             levels.append((level, group))
         found = rho_star(levels)
         out.print(found if found is not None else "none", markup=False)
+
+    _run(action)
+
+
+@app.command()
+def export(
+    release: Annotated[str, typer.Argument(
+        help="A built release folder, or <name>-<version> to read from dist/.")],
+    export_format: Annotated[str, typer.Option("--format", help="An export under "
+                                               "specs/exports/ (its `export:` name).")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder to write into.")],
+) -> None:
+    """Write a built release in another tool's layout (declared in specs/exports/)."""
+
+    def action() -> None:
+        from .export import export_release, find_export
+
+        project = _project()
+        folder = Path(release)
+        if not folder.is_dir():
+            folder = project.default_dist / release
+        if not folder.is_dir():
+            raise SpecError.single(f"no built release at {release} or {folder}; run "
+                                   "`memspec build` first")
+        manifest, instances = load_release_instances(folder)
+        written = export_release(project, find_export(project, export_format), manifest,
+                                 instances, out_dir)
+        out.print(f"wrote {len(written)} files under {out_dir}", markup=False)
 
     _run(action)
 

@@ -14,7 +14,8 @@ from referencing import Registry, Resource
 from .errors import Problem, SpecError
 from .yamlsafe import Located
 
-SCHEMA_NAMES = ("family", "paradigm", "release", "pool", "instance", "manifest", "check")
+SCHEMA_NAMES = ("family", "paradigm", "release", "pool", "instance", "manifest", "check",
+                "export")
 
 
 @cache

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from .catalog import Catalog, yaml_files
 from .errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK, CheckFailed, MemspecError, Problem
+from .export import check_export_file
 from .generate import FamilyGenerator
 from .pools import load_pool
 from .release import load_release_families
@@ -24,6 +25,7 @@ class ValidationReport:
     paradigms: int = 0
     pools: int = 0
     releases: int = 0
+    exports: int = 0
     instances: int = 0
     problems: list[Problem] = field(default_factory=list)
     exit_code: int = EXIT_OK
@@ -42,12 +44,12 @@ def _kind(path: Path, catalog: Catalog) -> str | None:
     except (ValueError, IndexError):
         top = ""
     by_folder = {"families": "family", "paradigms": "paradigm", "pools": "pool",
-                 "releases": "release"}
+                 "releases": "release", "exports": "export"}
     if top in by_folder:
         return by_folder[top]
     data = load_yaml_file(path, catalog.project.display(path)).data
     if isinstance(data, dict):
-        for key in ("family", "paradigm", "pool"):
+        for key in ("family", "paradigm", "pool", "export"):
             if key in data:
                 return key
         if "families" in data:
@@ -101,6 +103,9 @@ def validate(catalog: Catalog, paths: list[Path] | None = None) -> ValidationRep
                 report.pools += 1
             elif kind == "release":
                 releases.append(path)
+            elif kind == "export":
+                check_export_file(path, project, renderer)
+                report.exports += 1
             else:
                 report.problems.append(Problem("not a family, paradigm, pool or release spec",
                                                project.display(path), 1, 1))

@@ -1,0 +1,175 @@
+"""``memspec export``: lay a built release out the way another tool expects.
+
+An export format is YAML under ``specs/exports/``: for each paradigm, the path of each
+family's file and the shape of its records and of the file, every leaf a Jinja expression.
+Nothing about any particular tool is written in Python.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from .catalog import yaml_files
+from .errors import Problem, SpecError
+from .instances import phase_messages
+from .project import Project
+from .release import atomic_write_bytes
+from .render import Renderer, TemplateOrigin
+from .schemas import schema_problems
+from .yamlsafe import Located, load_yaml_file
+
+
+@dataclass(frozen=True)
+class ExportFormat:
+    name: str
+    layouts: Mapping[str, Mapping[str, Any]]
+    located: Located
+
+
+def find_export(project: Project, name: str) -> ExportFormat:
+    """The export format declared as ``export: NAME`` under specs/exports/."""
+    problems: list[Problem] = []
+    known = []
+    for path in yaml_files(project.specs / "exports", problems, project.display):
+        located = load_yaml_file(path, project.display(path))
+        if not isinstance(located.data, dict):
+            continue
+        known.append(str(located.data.get("export")))
+        if located.data.get("export") == name:
+            found = schema_problems("export", located)
+            if found:
+                raise SpecError(found)
+            return ExportFormat(name, located.data["paradigms"], located)
+    raise SpecError(problems or [Problem(f"unknown export format {name!r}; known: "
+                                         f"{', '.join(sorted(known)) or 'none'}")])
+
+
+def check_export_file(path: Path, project: Project, renderer: Renderer) -> None:
+    """Schema-check an export file and compile every expression and path template in it."""
+    located = load_yaml_file(path, project.display(path))
+    problems = schema_problems("export", located)
+    if problems:
+        raise SpecError(problems)
+    shaper = _Shaper(renderer, located)
+    for paradigm, layout in located.data["paradigms"].items():
+        where = ("paradigms", paradigm)
+        shaper.compile(layout["record"], (*where, "record"))
+        shaper.compile(layout["file"], (*where, "file"))
+        line, col = located.text_start((*where, "path"))
+        renderer.inline(layout["path"], located.file, line, col, "export path")
+
+
+class _Shaper:
+    """Evaluates a shape (nested mappings and lists whose leaves are expressions)."""
+
+    def __init__(self, renderer: Renderer, located: Located) -> None:
+        self.renderer = renderer
+        self.located = located
+
+    def build(self, shape: Any, context: Mapping[str, Any], where: tuple) -> Any:
+        if isinstance(shape, dict):
+            return {k: self.build(v, context, (*where, k)) for k, v in shape.items()}
+        if isinstance(shape, list):
+            return [self.build(v, context, (*where, i)) for i, v in enumerate(shape)]
+        line, col = self.located.text_start(where)
+        origin = TemplateOrigin(self.located.file, line - 1, col, "export expression")
+        return _plain(self.renderer.expression(shape, origin)(context))
+
+    def compile(self, shape: Any, where: tuple) -> None:
+        """Compile every expression of a shape (syntax errors surface here, located)."""
+        if isinstance(shape, dict):
+            for key, value in shape.items():
+                self.compile(value, (*where, key))
+        elif isinstance(shape, list):
+            for index, value in enumerate(shape):
+                self.compile(value, (*where, index))
+        else:
+            line, col = self.located.text_start(where)
+            self.renderer.expression(shape, TemplateOrigin(self.located.file, line - 1, col,
+                                                           "export expression"))
+
+    def text(self, template: str, context: Mapping[str, Any], where: tuple) -> str:
+        line, col = self.located.text_start(where)
+        return self.renderer.inline(template, self.located.file, line, col,
+                                    "export path").render_text(context)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+def export_release(project: Project, fmt: ExportFormat, manifest: Mapping[str, Any],
+                   instances: list[dict[str, Any]], out: Path) -> list[Path]:
+    """Write the export of a release under ``out``; returns the files written."""
+    renderer = Renderer(project)
+    renderer.env.globals["phase"] = phase_messages
+    shaper = _Shaper(renderer, fmt.located)
+    by_family: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for inst in instances:
+        by_family[inst["family"]].append(inst)
+    files: dict[str, bytes] = {}
+    for family, members in by_family.items():
+        paradigm = members[0]["paradigm"]
+        layout = fmt.layouts.get(paradigm)
+        if layout is None:
+            raise SpecError.single(f"export {fmt.name!r} has no layout for paradigm "
+                                   f"{paradigm!r} (family {family})", fmt.located.file)
+        where = ("paradigms", paradigm)
+        base = {"family": family, "paradigm": paradigm, "seed": manifest["seed"],
+                "release": manifest["release"], "version": manifest["version"]}
+        records = [shaper.build(layout["record"], {**base, **unit, "index": i},
+                                (*where, "record"))
+                   for i, unit in enumerate(_units(members, layout.get("pair")))]
+        document = shaper.build(layout["file"], {**base, "records": records,
+                                                 "instances": members}, (*where, "file"))
+        relative = shaper.text(layout["path"], base, (*where, "path")).strip()
+        pure = PurePosixPath(relative)
+        if pure.is_absolute() or ".." in pure.parts or not relative:
+            raise fmt.located.error(f"export path {relative!r} must stay inside the output "
+                                    "folder", (*where, "path"))
+        if relative in files:
+            raise fmt.located.error(f"two families export to {relative}", (*where, "path"))
+        files[relative] = (json.dumps(document, indent=2, ensure_ascii=False,
+                                      allow_nan=False) + "\n").encode("utf-8")
+    written = []
+    for relative, data in sorted(files.items()):
+        path = out / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(path, data)
+        written.append(path)
+    return written
+
+
+def _units(members: list[dict[str, Any]], pair: Mapping[str, Any] | None
+           ) -> list[dict[str, Any]]:
+    """The record contexts: one per instance, or one per group with ``pair.<value>``."""
+    if pair is None:
+        return [{"instance": inst} for inst in members]
+    groups: dict[tuple, dict[str, dict[str, Any]]] = defaultdict(dict)
+    order: list[tuple] = []
+    for inst in members:
+        value = inst["axes"].get(pair["axis"])
+        if value not in pair["values"]:
+            continue
+        rest = tuple(sorted((k, v) for k, v in inst["axes"].items() if k != pair["axis"]))
+        key = (inst["group"], inst["design"], rest)
+        if key not in groups:
+            order.append(key)
+        groups[key][value] = inst
+    units = []
+    for key in order:
+        missing = [v for v in pair["values"] if v not in groups[key]]
+        if missing:
+            raise SpecError.single(f"group {key[0]} has no {pair['axis']}={missing[0]} "
+                                   "instance to pair")
+        units.append({"pair": groups[key], "instance": groups[key][pair["values"][0]]})
+    return units

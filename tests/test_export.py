@@ -1,0 +1,82 @@
+"""memspec export: a declared layout applied to a built release."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+from conftest import run_cli
+
+FLAT = textwrap.dedent("""\
+    export: flat
+    version: 1
+    description: one JSON file per family, pairs side by side
+    paradigms:
+      example.procedural:
+        path: "{{ paradigm }}/{{ family.split('.')[-1] }}.json"
+        record:
+          id: "instance.id"
+          probe: "phase(instance, 'probe')[0].content"
+          turns: "phase(instance, 'interference') | length"
+          gold: "instance.answer.gold"
+        file:
+          items: "records"
+          count: "records | length"
+          seed: "seed"
+      example.choice:
+        path: "{{ paradigm }}/{{ family.split('.')[-1] }}.json"
+        record: {id: "instance.id", options: "instance.answer.options"}
+        file: {items: "records"}
+      example.paired:
+        path: "{{ paradigm }}/{{ family.split('.')[-1] }}.json"
+        pair: {axis: arm, values: [experimental, control]}
+        record:
+          pair: "index"
+          experimental: "phase(pair.experimental, 'priming')[0].content"
+          control: "phase(pair.control, 'priming')[0].content"
+          same_probe: "pair.experimental.phases[-1] == pair.control.phases[-1]"
+        file: {pairs: "records", release: "release ~ '-' ~ version"}
+    """)
+
+
+def test_export_writes_the_declared_layout(built_example: Path, project_copy: Path,
+                                           tmp_path: Path) -> None:
+    (project_copy / "specs" / "exports").mkdir(exist_ok=True)
+    (project_copy / "specs" / "exports" / "flat.yaml").write_text(FLAT)
+    assert run_cli("validate", str(project_copy / "specs/exports/flat.yaml"),
+                   root=project_copy).returncode == 0
+    out = tmp_path / "export"
+    result = run_cli("export", str(built_example), "--format", "flat", "--out", str(out),
+                     root=project_copy)
+    assert result.returncode == 0, result.stderr
+    procedural = json.loads((out / "example.procedural" / "reversed_copy.json").read_text())
+    assert procedural["count"] == 12 and procedural["seed"] == 20261201
+    assert all(item["turns"] == 30 for item in procedural["items"])
+    assert procedural["items"][0]["id"] == "example.procedural.reversed_copy-00000-base"
+    paired = json.loads((out / "example.paired" / "harbour_fog.json").read_text())
+    assert len(paired["pairs"]) == 12 and paired["release"] == "example-v1"
+    assert all(p["same_probe"] and p["experimental"] != p["control"] for p in paired["pairs"])
+    choice = json.loads((out / "example.choice" / "meeting_room.json").read_text())
+    assert len(choice["items"]) == 108
+    again = tmp_path / "again"
+    run_cli("export", str(built_example), "--format", "flat", "--out", str(again),
+            root=project_copy)
+    for path in out.rglob("*.json"):
+        assert (again / path.relative_to(out)).read_bytes() == path.read_bytes()
+
+
+def test_export_paths_stay_inside_the_output(built_example: Path, project_copy: Path,
+                                             tmp_path: Path) -> None:
+    (project_copy / "specs" / "exports").mkdir(exist_ok=True)
+    (project_copy / "specs" / "exports" / "flat.yaml").write_text(
+        FLAT.replace('path: "{{ paradigm }}/{{ family', 'path: "../{{ paradigm }}/{{ family', 1))
+    result = run_cli("export", str(built_example), "--format", "flat", "--out",
+                     str(tmp_path / "x"), root=project_copy)
+    assert result.returncode == 2 and "must stay inside" in result.stderr
+    assert not (tmp_path / "example.procedural").exists()
+
+
+def test_unknown_export_format(built_example: Path) -> None:
+    result = run_cli("export", str(built_example), "--format", "nope", "--out", "/tmp/x-none")
+    assert result.returncode == 2 and "unknown export format 'nope'" in result.stderr
