@@ -41,9 +41,15 @@ def project_copy(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def built_example(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The bundled example release, built once per session with ``memspec build``."""
+def built_dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every bundled release, built once per session with ``memspec build``."""
     out = tmp_path_factory.mktemp("dist")
     result = run_cli("build", "--out", str(out))
     assert result.returncode == 0, result.stderr
-    return out / "example-v1"
+    return out
+
+
+@pytest.fixture(scope="session")
+def built_example(built_dist: Path) -> Path:
+    """The bundled example release, built."""
+    return built_dist / "example-v1"

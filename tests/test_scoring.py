@@ -232,3 +232,13 @@ def test_rho_star_reads_scored_runs(built_example: Path, tmp_path: Path) -> None
         runs.append(f"{level}={path}")
     result = run_cli("rho-star", *runs, "--where", "condition=stale")
     assert result.returncode == 0 and result.stdout.strip() == "large"
+
+
+def test_oracle_is_perfect_on_every_bundled_release(built_dist: Path, tmp_path: Path) -> None:
+    releases = sorted(p for p in built_dist.iterdir() if (p / "manifest.json").is_file())
+    assert releases
+    for release in releases:
+        report = score_json(release, respond(release, "oracle", tmp_path), "--by", "family")
+        for entry in [{"metrics": report["overall"]}, *report["groups"]]:
+            accuracy = entry["metrics"]["accuracy"]
+            assert accuracy in (None, 1.0), (release.name, entry)
