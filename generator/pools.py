@@ -24,6 +24,11 @@ class Pool:
     items: tuple[Any, ...]
     file: str
     source: dict[str, Any]
+    keys: tuple[str, ...] = ()  # canonical JSON of each item, for equality tests
+
+    def __post_init__(self) -> None:
+        if not self.keys:
+            object.__setattr__(self, "keys", tuple(dumps(item) for item in self.items))
 
 
 def _walk_strings(value: Any, path: tuple) -> list[tuple[tuple, str]]:

@@ -55,7 +55,9 @@ def sample_slots(family: FamilySpec, renderer: Renderer, seed: int, group: int) 
                 other_value = values[other]
                 for item in other_value if isinstance(other_value, list) else [other_value]:
                     excluded.add(dumps(item))
-            candidates = [item for item in items if dumps(item) not in excluded]
+            keys = family.pools[name].keys
+            candidates = [item for item, key in zip(items, keys, strict=True)
+                          if key not in excluded]
             count = slot.get("count")
             need = count or 1
             distinct = slot.get("distinct", True)
