@@ -350,7 +350,7 @@ def respond(
         if policy not in POLICIES:
             raise SpecError.single(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
         _check_seed(seed)
-        _, instances = load_release_instances(release_dir)
+        _, instances = load_release_instances(release_dir, _catalog_if_any())
         act = POLICIES[policy]
         data = b"".join(dump_bytes({"id": i["id"], "response": act(i, seed)})
                         for i in instances)
@@ -403,7 +403,7 @@ def score(
             except re.error as exc:
                 raise SpecError.single(f"--abstain-pattern {pattern!r}: {exc}") from None
         _check_seed(seed)
-        _, instances = load_release_instances(release_dir)
+        _, instances = load_release_instances(release_dir, _catalog_if_any())
         responses = load_responses(responses_file, (i["id"] for i in instances))
         missing = [i["id"] for i in instances if i["id"] not in responses]
         if missing and not allow_missing:
@@ -447,7 +447,7 @@ def judge_requests(
 
     def action() -> None:
         _check_seed(seed)
-        _, instances = load_release_instances(release_dir)
+        _, instances = load_release_instances(release_dir, _catalog_if_any())
         responses = load_responses(responses_file, (i["id"] for i in instances))
         requests, unblind_map = build_requests(instances, responses, seed)
         atomic_write_bytes(out_file, b"".join(dump_bytes(r) for r in requests))
@@ -510,12 +510,22 @@ def export(
         if not folder.is_dir():
             raise SpecError.single(f"no built release at {release} or {folder}; run "
                                    "`memspec build` first")
-        manifest, instances = load_release_instances(folder)
+        manifest, instances = load_release_instances(folder, Catalog.load(project))
         written = export_release(project, find_export(project, export_format), manifest,
                                  instances, out_dir)
         out.print(f"wrote {len(written)} files under {out_dir}", markup=False)
 
     _run(action)
+
+
+def _catalog_if_any() -> Catalog | None:
+    """The project's catalog, or None when there is no project (a downloaded release)."""
+    try:
+        return Catalog.load(_project())
+    except MemspecError:
+        if _state["root"] is not None:
+            raise
+        return None
 
 
 def _write_output(out_file: str, data: bytes) -> None:

@@ -99,6 +99,11 @@ class _Shaper:
                                     "export path").render_text(context)
 
 
+def plain_messages(instance: Mapping[str, Any], phase: str) -> list[dict[str, str]]:
+    """The messages of a phase as bare ``{role, content}`` pairs (a tool's name dropped)."""
+    return [{"role": m["role"], "content": m["content"]} for m in phase_messages(instance, phase)]
+
+
 def _plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
@@ -112,6 +117,7 @@ def export_release(project: Project, fmt: ExportFormat, manifest: Mapping[str, A
     """Write the export of a release under ``out``; returns the files written."""
     renderer = Renderer(project)
     renderer.env.globals["phase"] = phase_messages
+    renderer.env.globals["messages"] = plain_messages
     shaper = _Shaper(renderer, fmt.located)
     by_family: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for inst in instances:
@@ -141,9 +147,12 @@ def export_release(project: Project, fmt: ExportFormat, manifest: Mapping[str, A
         files[relative] = (json.dumps(document, indent=2, ensure_ascii=False,
                                       allow_nan=False) + "\n").encode("utf-8")
     written = []
+    base = out.resolve()
     for relative, data in sorted(files.items()):
         path = out / relative
         path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.parent.resolve().is_relative_to(base) or path.is_symlink():
+            raise SpecError.single(f"{relative} would be written outside {out} (a symlink?)")
         atomic_write_bytes(path, data)
         written.append(path)
     return written

@@ -8,6 +8,7 @@ tell which arm is which; the unblinding map is written beside the requests.
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -51,7 +52,7 @@ def build_requests(instances: Sequence[Mapping[str, Any]], responses: Mapping[st
                 else "control"
             pairs[(inst["family"], inst["group"], inst["design"], rest)][role] = inst
             continue
-        request_id = f"{inst['id']}"
+        request_id = _request_id(len(requests))
         requests.append({"request_id": request_id, "instructions": INSTRUCTIONS_SINGLE,
                          "rubric": answer["rubric"], "task": _prompt(inst),
                          "response": responses[inst["id"]]})
@@ -61,7 +62,7 @@ def build_requests(instances: Sequence[Mapping[str, Any]], responses: Mapping[st
         if len(arms) != 2:
             continue  # an arm without its partner is judged with the singles below
         treatment, control = arms["treatment"], arms["control"]
-        request_id = f"pair:{treatment['id']}"
+        request_id = _request_id(len(requests))
         first = KeyedRandom(seed, ("judge", "order", treatment["id"])).randbelow(2)
         a, b = (treatment, control) if first == 0 else (control, treatment)
         requests.append({"request_id": request_id, "instructions": INSTRUCTIONS_PAIR,
@@ -71,15 +72,22 @@ def build_requests(instances: Sequence[Mapping[str, Any]], responses: Mapping[st
     for key in sorted(pairs, key=lambda k: json.dumps(k)):
         if len(pairs[key]) == 1:
             inst = next(iter(pairs[key].values()))
-            requests.append({"request_id": inst["id"], "instructions": INSTRUCTIONS_SINGLE,
+            request_id = _request_id(len(requests))
+            requests.append({"request_id": request_id, "instructions": INSTRUCTIONS_SINGLE,
                              "rubric": inst["answer"]["rubric"], "task": _prompt(inst),
                              "response": responses[inst["id"]]})
-            unblind[inst["id"]] = {"response": inst["id"]}
+            unblind[request_id] = {"response": inst["id"]}
     return requests, unblind
 
 
+def _request_id(index: int) -> str:
+    # Opaque on purpose: an id naming the instance would tell the judge which arm is which.
+    return f"req-{index + 1:06d}"
+
+
 def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and \
+        math.isfinite(value)
 
 
 def load_judgments(path: Path, unblind_path: Path) -> dict[str, float]:
@@ -88,6 +96,11 @@ def load_judgments(path: Path, unblind_path: Path) -> dict[str, float]:
         unblind = json.loads(read_text(unblind_path, str(unblind_path)))
     except ValueError as exc:
         raise SpecError.single(f"unblinding map is not JSON: {exc}", str(unblind_path)) from None
+    if not isinstance(unblind, dict) or not all(
+            isinstance(v, dict) and v and all(isinstance(x, str) for x in v.values())
+            for v in unblind.values()):
+        raise SpecError.single("not an unblinding map written by judge-requests",
+                               str(unblind_path))
     scores: dict[str, float] = {}
     problems: list[Problem] = []
     display = str(path)

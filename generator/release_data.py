@@ -7,19 +7,22 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .catalog import Catalog
 from .errors import SpecError
 from .manifest import MANIFEST_FILE
 from .verify import verify_release
 
 
-def load_release_instances(folder: Path, check: bool = True) -> tuple[dict[str, Any],
-                                                                       list[dict[str, Any]]]:
+def load_release_instances(folder: Path, catalog: Catalog | None = None,
+                           check: bool = True) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The manifest and every instance of a built release (data files in manifest order).
 
-    With ``check``, the folder must first pass its own SHA256SUMS and manifest: scoring a
-    tampered release would give numbers nobody can reproduce."""
+    With ``check``, the folder must first pass verification, against the project's committed
+    manifest when ``catalog`` has one for it: scoring a tampered release would give numbers
+    nobody can reproduce. Releases the project does not know are checked against themselves."""
     if check:
-        report = verify_release(folder, None)
+        anchor = catalog if catalog is not None and _committed(folder, catalog) else None
+        report = verify_release(folder, anchor)
         if not report.ok:
             raise SpecError(report.problems)
     manifest_path = folder / MANIFEST_FILE
@@ -31,6 +34,16 @@ def load_release_instances(folder: Path, check: bool = True) -> tuple[dict[str, 
     instances = [inst for name in sorted(manifest["files"]) if name.startswith("data/")
                  for inst in _read_jsonl(folder / name)]
     return manifest, instances
+
+
+def _committed(folder: Path, catalog: Catalog) -> bool:
+    """Whether the project holds a committed manifest for the release in ``folder``."""
+    try:
+        manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
+        name = f"{manifest['release']}-{manifest['version']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return True  # let verification report the broken manifest
+    return (catalog.project.manifests / f"{name}.json").is_file()
 
 
 def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:

@@ -36,6 +36,12 @@ def load_responses(path: Path, known_ids: Iterable[str]) -> dict[str, str]:
             problems.append(Problem('each line must be {"id": string, "response": string}',
                                     display, number, 1))
             continue
+        try:
+            record["response"].encode("utf-8")
+        except UnicodeEncodeError:
+            problems.append(Problem("response holds a lone surrogate (\\ud800-\\udfff), which "
+                                    "is not text", display, number, 1))
+            continue
         instance_id = record["id"]
         if instance_id not in known:
             problems.append(Problem(f"unknown instance id {instance_id!r}", display, number, 1))

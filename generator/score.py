@@ -14,18 +14,19 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .errors import SpecError
 from .scoring import canonical_text, first_attempt, first_choice, first_line, is_correct
 from .stats import binomial_test, bootstrap_ci, holm, mcnemar_exact, normalise
 
 #: Responses that decline to answer. Families add their own with ``answer.abstain``.
 DEFAULT_ABSTAIN_PATTERNS = (
     r"^\s*$",
-    r"\bI (?:do not|don't|dont) know\b",
-    r"\bI(?:'m| am) not (?:sure|certain)\b",
-    r"\bI can(?:not|'t) (?:answer|help|determine|tell|say)\b",
-    r"\b(?:no|not enough) (?:idea|information)\b",
-    r"\bunable to (?:answer|determine|tell)\b",
-    r"\bI (?:won't|will not|refuse to)\b",
+    r"^\W*(?:sorry,?\s*)?I (?:do not|don't|dont) know\b",
+    r"^\W*(?:sorry,?\s*)?I(?:'m| am) not (?:sure|certain)\b",
+    r"^\W*(?:sorry,?\s*)?I can(?:not|'t) (?:answer|help|determine|tell|say)\b",
+    r"^\W*(?:I have )?(?:no|not enough) (?:idea|information)\b",
+    r"^\W*(?:I am |I'm )?unable to (?:answer|determine|tell)\b",
+    r"^\W*I (?:won't|will not|refuse to) (?:answer|help|choose|say)\b",
 )
 MISSING = "(none)"
 
@@ -50,7 +51,8 @@ class Outcome:
 
 def is_abstention(answer: Mapping[str, Any], response: str,
                   extra: Sequence[str] = ()) -> bool:
-    """Whether the first line of ``response`` declines to answer."""
+    """Whether the first line of ``response`` begins by declining to answer (an answer that
+    mentions doubt later, e.g. "C) Terrace. I don't know why the note says B", is an answer)."""
     head = first_line(response) if response.strip() else ""
     patterns = [*DEFAULT_ABSTAIN_PATTERNS, *answer.get("abstain", ()), *extra]
     return any(re.search(p, head, re.IGNORECASE) for p in patterns)
@@ -136,33 +138,46 @@ def _chance(outcomes: Sequence[Outcome]) -> float | None:
 
 
 def _pair_key(instance: Mapping[str, Any], axis: str) -> tuple:
+    """What pairs two instances along ``axis``: same group, design and other axis values."""
     rest = tuple(sorted((k, v) for k, v in instance["axes"].items() if k != axis))
     return (instance["family"], instance["group"], instance["design"], rest)
 
 
 def _tests(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
-    """Exact binomial against chance, exact McNemar per declared pair, Holm across them."""
+    """Exact binomial against chance, an exact paired test per declared pair, Holm across them.
+
+    Groups are the units and abstentions are not errors: the binomial test takes the first
+    answered instance of each group; the paired test compares, per group, the mean correctness
+    of the answered instances of each arm and counts the groups where one arm is ahead (an exact
+    sign test, which is exactly McNemar's test when each group has one item per arm)."""
     tests: list[dict[str, Any]] = []
     scored = [o for o in outcomes if o.correct is not None and o.answered]
-    chance = _chance(scored)
-    if scored and chance is not None:
-        hits = sum(1 for o in scored if o.correct)
+    first_per_group: dict[tuple[str, int], Outcome] = {}
+    for o in scored:
+        first_per_group.setdefault(o.unit, o)
+    chance = _chance(list(first_per_group.values()))
+    if first_per_group and chance is not None:
+        hits = sum(1 for o in first_per_group.values() if o.correct)
+        trials = len(first_per_group)
         tests.append({"test": "binomial_vs_chance", "chance": chance, "successes": hits,
-                      "trials": len(scored), "p_value": binomial_test(hits, len(scored), chance)})
+                      "trials": trials, "p_value": binomial_test(hits, trials, chance)})
     declared = {(p["axis"], p["a"], p["b"]) for o in outcomes
                 for p in o.instance.get("analysis", {}).get("paired", [])}
     for axis, a, b in sorted(declared):
-        arms: dict[str, dict[tuple, bool]] = {a: {}, b: {}}
-        for o in outcomes:
+        arms: dict[str, dict[tuple[str, int], list[float]]] = {a: defaultdict(list),
+                                                               b: defaultdict(list)}
+        for o in scored:
             value = o.instance["axes"].get(axis)
-            if value in arms and o.correct is not None:
-                arms[value][_pair_key(o.instance, axis)] = bool(o.correct)
-        pairs = sorted(set(arms[a]) & set(arms[b]))
-        only_a = sum(1 for k in pairs if arms[a][k] and not arms[b][k])
-        only_b = sum(1 for k in pairs if arms[b][k] and not arms[a][k])
+            if value in arms:
+                arms[value][o.unit].append(float(bool(o.correct)))
+        units = sorted(set(arms[a]) & set(arms[b]))
+        means = {u: (sum(arms[a][u]) / len(arms[a][u]), sum(arms[b][u]) / len(arms[b][u]))
+                 for u in units}
+        only_a = sum(1 for ma, mb in means.values() if ma > mb)
+        only_b = sum(1 for ma, mb in means.values() if mb > ma)
         tests.append({"test": "mcnemar_exact", "axis": axis, "a": a, "b": b,
-                      "pairs": len(pairs), "only_a": only_a, "only_b": only_b,
-                      "p_value": mcnemar_exact(only_a, only_b) if pairs else None})
+                      "pairs": len(units), "only_a": only_a, "only_b": only_b,
+                      "p_value": mcnemar_exact(only_a, only_b) if units else None})
     for test, adjusted in zip(tests, holm([t["p_value"] for t in tests]), strict=True):
         test["p_holm"] = adjusted
     return tests
@@ -222,9 +237,11 @@ def _delta_mem(subset: Sequence[Outcome], everything: Sequence[Outcome],
     if len(baselines) != 1:
         return None
     axis, value = baselines.pop()
-    treated = [o for o in subset if o.instance["axes"].get(axis) != value
-               and o.correct is not None]
-    other_keys = {k: v for k, v in key.items() if k != axis}
+    treated = [o for o in subset if axis in o.instance["axes"]
+               and o.instance["axes"][axis] != value and o.correct is not None]
+    # The variant name changes with the baseline axis, so it cannot also hold for the
+    # baseline instances; the other keys narrow the baseline to the same slice.
+    other_keys = {k: v for k, v in key.items() if k not in (axis, "variant", "id")}
     base = [o for o in everything if o.instance["axes"].get(axis) == value
             and o.correct is not None
             and all(key_value(o.instance, k) == v for k, v in other_keys.items())]
@@ -263,6 +280,10 @@ def attach_judgments(outcomes: list[Outcome], scores: Mapping[str, float],
     updated = []
     for index, o in enumerate(outcomes):
         score = scores.get(o.instance["id"])
+        scale = o.instance.get("analysis", {}).get("judge_scale")
+        if score is not None and scale and not scale[0] <= score <= scale[1]:
+            raise SpecError.single(f"judge score {score:g} for {o.instance['id']} is outside "
+                                   f"the family's scale {scale[0]:g}..{scale[1]:g}")
         updated.append(replace(o, judge=score))
         if score is not None:
             by_dataset[key_value(o.instance, dataset_key)].append(index)
@@ -274,9 +295,30 @@ def attach_judgments(outcomes: list[Outcome], scores: Mapping[str, float],
     return updated
 
 
+def check_keys(outcomes: Sequence[Outcome], by: Sequence[str], cluster: str | None) -> None:
+    """Refuse a grouping key no instance has, and a cluster key that is missing, varies within
+    a group (a group must sit in one cluster) or names a single cluster."""
+    for key in [*by, *([cluster] if cluster else [])]:
+        if outcomes and all(key_value(o.instance, key) == MISSING for o in outcomes):
+            raise SpecError.single(f"no instance has a key {key!r} (keys are family, paradigm, "
+                                   "design, variant, group, the axes and the fields)")
+    if cluster:
+        labels: dict[tuple[str, int], set[str]] = defaultdict(set)
+        for o in outcomes:
+            labels[o.unit].add(key_value(o.instance, cluster))
+        varying = [unit for unit, values in labels.items() if len(values) > 1]
+        if varying:
+            raise SpecError.single(f"--cluster {cluster!r} varies within group {varying[0][1]} "
+                                   f"of {varying[0][0]}; clusters must hold whole groups")
+        if len({v for values in labels.values() for v in values}) < 2:
+            raise SpecError.single(f"--cluster {cluster!r} puts every group in one cluster; "
+                                   "a cluster bootstrap needs at least two")
+
+
 def score_outcomes(outcomes: Sequence[Outcome], by: Sequence[str],
                    options: ScoreOptions) -> dict[str, Any]:
     """``{"overall": METRICS, "groups": [{"key": {...}, "metrics": METRICS}, ...]}``."""
+    check_keys(outcomes, by, options.cluster)
     report: dict[str, Any] = {"overall": metrics(outcomes, outcomes, {}, options), "groups": []}
     if by:
         buckets: dict[tuple[str, ...], list[Outcome]] = defaultdict(list)

@@ -9,7 +9,7 @@ first move. How "first" is found depends on the answer's ``first`` mode:
   the option whose text appears earliest;
 - ``whole``: the whole response.
 
-Defaults: exact and canonical use ``line``, regex ``whole``, choice ``label``.
+Defaults: exact, canonical and regex use ``line``, choice ``label``.
 """
 
 from __future__ import annotations
@@ -19,12 +19,15 @@ import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
-DEFAULT_FIRST = {"exact": "line", "canonical": "line", "regex": "whole", "choice": "label"}
+DEFAULT_FIRST = {"exact": "line", "canonical": "line", "regex": "line", "choice": "label"}
 
 _FENCE = re.compile(r"^\s*```[\w-]*\s*$")
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 _CALL_START = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\s*\(")
-_LABEL = re.compile(r"^\s*(?:option|answer|choice)?\s*[:\-]?\s*\(?([A-Z])(?:[).:\]]|\s|$)", re.I)
+# A label is an upper-case letter that stands alone: "B", "B)", "(B)", "B.", "B:", "Option B".
+_LABEL = re.compile(r"^\s*(?:(?:option|answer|choice)\s*[:\-]?\s*)?\(?([A-Z])(?:[).:\]]|\s*$)",
+                    re.I)
+_BARE_LABEL = re.compile(r"^\s*(?:option|answer|choice)\s*[:\-]?\s*([A-Z])\b", re.I)
 _QUOTES = str.maketrans({q: "'" for q in "\u2018\u2019\u201c\u201d`\""})
 
 
@@ -64,7 +67,8 @@ def first_call(response: str) -> str:
 
 def first_choice(response: str, options: list[str]) -> int | None:
     """Index of the first option chosen: a leading label, else the earliest option text."""
-    label = _LABEL.match(response)
+    head = first_line(response) or response
+    label = _LABEL.match(head) or _BARE_LABEL.match(head)
     if label:
         index = ord(label.group(1).upper()) - ord("A")
         if 0 <= index < len(options):

@@ -30,6 +30,8 @@ def bootstrap_ci(values: Sequence[float], clusters: Sequence[str] | None = None,
         means = data[picks].mean(axis=1)
     else:
         labels = sorted(set(clusters))
+        if len(labels) < 2:
+            return None  # one cluster: resampling clusters says nothing
         index = {label: i for i, label in enumerate(labels)}
         member = np.array([index[c] for c in clusters])
         sums = np.bincount(member, weights=data, minlength=len(labels))

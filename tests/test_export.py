@@ -80,3 +80,18 @@ def test_export_paths_stay_inside_the_output(built_example: Path, project_copy: 
 def test_unknown_export_format(built_example: Path) -> None:
     result = run_cli("export", str(built_example), "--format", "nope", "--out", "/tmp/x-none")
     assert result.returncode == 2 and "unknown export format 'nope'" in result.stderr
+
+
+def test_export_refuses_a_symlink_out_of_the_folder(built_example: Path, project_copy: Path,
+                                                    tmp_path: Path) -> None:
+    (project_copy / "specs" / "exports").mkdir(exist_ok=True)
+    (project_copy / "specs" / "exports" / "flat.yaml").write_text(FLAT)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "example.choice").symlink_to(outside)
+    result = run_cli("export", str(built_example), "--format", "flat", "--out", str(out),
+                     root=project_copy)
+    assert result.returncode == 2 and "outside" in result.stderr
+    assert list(outside.iterdir()) == []

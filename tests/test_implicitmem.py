@@ -135,6 +135,8 @@ def test_export_in_the_public_layout_loads_back(release: Path, tmp_path: Path) -
                     assert {"task_id", "task_name", "learning_phase", "interference_phase",
                             "test_probe", "expected_pattern"} <= set(item)
                     assert item["test_probe"]["role"] == "user"
+                    for message in item["learning_phase"] + item["interference_phase"]:
+                        assert set(message) == {"role", "content"}
                     assert isinstance(item["expected_pattern"], str)
                     assert item["expected_pattern"].strip()
     assert totals == {p: 100 for p in PARADIGMS}

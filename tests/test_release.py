@@ -138,11 +138,13 @@ def test_freeze_writes_manifest_for_a_new_release(project_copy: Path) -> None:
 
 def test_build_never_writes_manifests(project_copy: Path) -> None:
     (project_copy / "manifests" / "example-v1.json").unlink()
+    before = tree_bytes(project_copy / "manifests")
     out = project_copy / "out"
     result = run_cli("build", "--out", str(out), root=project_copy)
     assert result.returncode == 1
     assert "no committed manifest" in result.stderr
-    assert list((project_copy / "manifests").iterdir()) == []
+    assert tree_bytes(project_copy / "manifests") == before
+    assert not (project_copy / "manifests" / "example-v1.json").exists()
 
 
 def test_verify_regenerate_catches_a_changed_template(built_example: Path,

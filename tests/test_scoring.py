@@ -242,3 +242,94 @@ def test_oracle_is_perfect_on_every_bundled_release(built_dist: Path, tmp_path: 
         for entry in [{"metrics": report["overall"]}, *report["groups"]]:
             accuracy = entry["metrics"]["accuracy"]
             assert accuracy in (None, 1.0), (release.name, entry)
+
+
+def test_cluster_keys_are_checked(built_example: Path, tmp_path: Path) -> None:
+    responses = respond(built_example, "random", tmp_path)
+    for key, fragment in (("nonexistent_key", "no instance has a key"),
+                          ("condition", "varies within group"),
+                          ("paradigm", None)):
+        result = run_cli("score", str(built_example), str(responses), "--cluster", key)
+        if fragment is None:
+            assert result.returncode == 0, result.stderr
+        else:
+            assert result.returncode == 2 and fragment in result.stderr
+    unknown_by = run_cli("score", str(built_example), str(responses), "--by", "conditon")
+    assert unknown_by.returncode == 2 and "'conditon'" in unknown_by.stderr
+
+
+@pytest.mark.parametrize(("response", "answered", "correct"), [
+    ("C) Terrace Room. I don't know why my note says Garden Room.", True, True),
+    ("I don't know.", False, False),
+    ("Sorry, I'm not sure which room it is.", False, False),
+    ("A quick look at the directory settles it: C) Terrace Room", True, True),
+])
+def test_abstention_and_labels_read_the_start(response: str, answered: bool,
+                                               correct: bool) -> None:
+    instance = {"id": "f-00000-x", "family": "f", "group": 0, "design": "main", "axes": {},
+                "fields": {}, "answer": {"scorer": "choice", "gold": "Terrace Room",
+                                         "gold_index": 2, "distractors": {"stale": "Garden Room"},
+                                         "options": ["Garden Room", "Library", "Terrace Room"]}}
+    result = outcome(instance, response)
+    assert (result.answered, result.correct) == (answered, correct)
+
+
+def test_a_self_correction_does_not_rescue_a_regex_answer() -> None:
+    instance = {"id": "f-00000-x", "family": "f", "group": 0, "design": "main", "axes": {},
+                "fields": {}, "answer": {"scorer": "regex", "gold": "Terrace Room"}}
+    assert outcome(instance, "Terrace Room").correct
+    assert not outcome(instance, "Garden Room.\nNo wait: Terrace Room").correct
+
+
+def test_paired_test_uses_groups_and_ignores_abstentions() -> None:
+    def inst(group: int, document: str, rotation: str) -> dict:
+        return {"id": f"f-{group:05d}-{document}.{rotation}", "family": "f", "group": group,
+                "design": "main", "axes": {"document": document, "rotation": rotation},
+                "fields": {}, "answer": {"scorer": "exact", "gold": "yes"},
+                "analysis": {"paired": [{"axis": "document", "a": "real", "b": "fake"}],
+                             "chance": 0.5}}
+    outcomes = []
+    for group in range(4):
+        for rotation in ("r0", "r1", "r2"):
+            outcomes.append(outcome(inst(group, "real", rotation), "yes"))
+            outcomes.append(outcome(inst(group, "fake", rotation),
+                                    "I don't know" if group == 3 else "no"))
+    tests = score_outcomes(outcomes, [], ScoreOptions())["overall"]["tests"]
+    paired = next(t for t in tests if t["test"] == "mcnemar_exact")
+    assert (paired["pairs"], paired["only_a"], paired["only_b"]) == (3, 3, 0)
+    assert paired["p_value"] == pytest.approx(0.25)
+    binomial = next(t for t in tests if t["test"] == "binomial_vs_chance")
+    assert binomial["trials"] == 4
+
+
+def test_judgments_are_checked_against_the_scale(built_example: Path, tmp_path: Path) -> None:
+    responses = respond(built_example, "oracle", tmp_path)
+    requests_path = tmp_path / "requests.jsonl"
+    run_cli("judge-requests", str(built_example), str(responses), "--out", str(requests_path))
+    requests = _lines(requests_path)
+    assert all(r["request_id"].startswith("req-") for r in requests)
+    assert not any("experimental" in r["request_id"] for r in requests)
+    unblind = str(tmp_path / "requests.jsonl.unblind.json")
+    for scores, fragment in (({"A": 55, "B": 3}, "outside the family's scale"),
+                             ({"A": "Infinity", "B": 3}, "expected")):
+        path = _write(tmp_path / "j.jsonl", [
+            json.dumps({"request_id": r["request_id"], "scores": {"A": 5, "B": 5}})
+            for r in requests[1:]] + [
+            json.dumps({"request_id": requests[0]["request_id"], "scores": scores})
+            .replace('"Infinity"', "Infinity")])
+        result = run_cli("score", str(built_example), str(responses), "--judgments", str(path),
+                         "--unblind", unblind)
+        assert result.returncode == 2 and fragment in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_a_lone_surrogate_response_is_a_located_error(built_example: Path,
+                                                      tmp_path: Path) -> None:
+    records = _lines(respond(built_example, "oracle", tmp_path))
+    lines = [json.dumps(r) for r in records]
+    lines[4] = json.dumps({"id": records[4]["id"], "response": "x"}).replace('"x"', '"\\ud800"')
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    result = run_cli("judge-requests", str(built_example), str(path), "--out",
+                     str(tmp_path / "r.jsonl"))
+    assert result.returncode == 2 and "bad.jsonl:5:" in result.stderr

@@ -69,6 +69,9 @@ def test_first_attempt_extraction() -> None:
     assert first_choice("(c)", options) == 2
     assert first_choice("I would pick the Poplar Room, or maybe Maple Room", options) == 2
     assert first_choice("no idea", options) is None
+    # An article is not a label; a later label or option text is what counts.
+    assert first_choice("A quick look settles it: C) Poplar Room", options) == 2
+    assert first_choice("Answer: B", options) == 1
 
 
 def test_canonical_scoring_ignores_case_space_quotes_and_optionally_order() -> None:
