@@ -9,7 +9,7 @@ from typing import Any
 from .canonical import CanonicalJSONError, normalize
 from .checks import CheckRunner, RenderedVariant
 from .limits import GROUP_SECONDS, BudgetExceeded, time_budget
-from .render import CompiledTemplate, Message, Renderer, make_message
+from .render import CompiledTemplate, Message, Renderer, TemplateOrigin, make_message
 from .rng import KeyedRandom
 from .sampling import sample_slots
 from .schemas import validator
@@ -73,6 +73,15 @@ class FamilyGenerator:
         return value
 
     # ----------------------------------------------------------------- one group
+
+    def _design_applies(self, design_name: str, slots: dict[str, Any], group: int) -> bool:
+        design = next(d for d in self.family.designs if d.name == design_name)
+        if design.when is None:
+            return True
+        line, col = self.family.located.text_start(("designs", design_name, "when"))
+        origin = TemplateOrigin(self.family.file, line - 1, col, f"when of design {design_name!r}")
+        return bool(self.renderer.expression(design.when, origin)(
+            {**slots, "group": group, "family": self.family.family_id}))
 
     def _variant_context(self, slots: dict[str, Any], variant: Variant, group: int
                          ) -> dict[str, Any]:
@@ -193,7 +202,8 @@ class FamilyGenerator:
         try:
             with time_budget(GROUP_SECONDS):
                 slots = sample_slots(self.family, self.renderer, self.seed, group)
-                rendered = [self.render_variant(slots, v, group) for v in self.variants]
+                rendered = [self.render_variant(slots, v, group) for v in self.variants
+                            if self._design_applies(v.design, slots, group)]
                 self.checks.check_group(rendered)
         except BudgetExceeded:
             raise self.family.located.error(

@@ -52,6 +52,7 @@ class Variant:
 class Design:
     name: str
     axes: tuple[Axis, ...]
+    when: str | None = None  # expression over the slots: render this design only where true
 
     def variants(self, prefix: bool) -> Iterator[Variant]:
         """Every combination of axis values, in declaration order."""
@@ -361,7 +362,7 @@ class FamilyLoader:
                         continue
                     for text in transform.check_args(ref.args, slot_names):
                         problem(f"transform {ref.name!r}: {text}", (*ref_where, "args"))
-            designs.append(Design(dname, axes))
+            designs.append(Design(dname, axes, design.get("when")))
         return tuple(designs)
 
     @staticmethod
