@@ -15,8 +15,10 @@ from .render import Renderer
 from .spec import load_paradigm, load_release
 from .yamlsafe import load_yaml_file
 
-#: Seed used to render the proof group of each family.
+#: Seed used to render the proof groups of each family.
 VALIDATION_SEED = 0
+#: Most groups rendered to see every design of a family at least once.
+VALIDATION_MAX_GROUPS = 8
 
 
 @dataclass
@@ -92,8 +94,17 @@ def validate(catalog: Catalog, paths: list[Path] | None = None) -> ValidationRep
                 validated_families.add(path.resolve())
                 family = loader.load(path)
                 generator = FamilyGenerator(family, renderer, VALIDATION_SEED)
-                for group in generator.groups(1):
+                designs = {d.name for d in family.designs}
+                seen: set[str] = set()
+                # At least one full group; more (up to a few) until every design has rendered,
+                # since a design with `when` may skip the first group.
+                for index in range(VALIDATION_MAX_GROUPS):
+                    group = generator.group(index)
                     report.instances += len(group)
+                    seen.update(i["design"] for i in group)
+                    if seen >= designs:
+                        break
+                generator.checks.finish()
                 report.families += 1
             elif kind == "paradigm":
                 load_paradigm(path, project)
