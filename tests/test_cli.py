@@ -90,7 +90,7 @@ def test_show_prints_every_variant_phase_by_phase() -> None:
 
 
 def test_progress_is_silent_when_not_a_terminal(tmp_path: Path) -> None:
-    result = run_cli("build", "--out", str(tmp_path))
+    result = run_cli("freeze", "example-v1", "--out", str(tmp_path))
     assert result.returncode == 0
     assert result.stderr == ""
 
