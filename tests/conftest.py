@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -47,6 +48,21 @@ def built_dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     result = run_cli("build", "--out", str(out))
     assert result.returncode == 0, result.stderr
     return out
+
+
+def bundled_release(built_dist: Path, name: str) -> Path:
+    """A bundled release from the session build (skips while its release file is absent)."""
+    if not (REPO / "specs" / "releases" / f"{name}.yaml").exists():
+        pytest.skip(f"{name} is not bundled yet")
+    path = built_dist / name
+    assert path.exists(), f"{name} was not built"
+    return path
+
+
+def release_instances(release: Path) -> list[dict]:
+    """Every instance of a built release, data file by data file."""
+    return [json.loads(line) for path in sorted((release / "data").glob("*.jsonl"))
+            for line in path.read_text().splitlines()]
 
 
 @pytest.fixture(scope="session")

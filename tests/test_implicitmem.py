@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run_cli
+from conftest import bundled_release, release_instances, run_cli
 from generator.checks import approx_tokens
 from generator.instances import phase_messages
 
@@ -20,17 +20,12 @@ PARADIGMS = {"implicitmem.procedural": "procedural_memory",
 
 @pytest.fixture(scope="module")
 def release(built_dist: Path) -> Path:
-    if not (REPO / "specs" / "releases" / f"{RELEASE}.yaml").exists():
-        pytest.skip(f"{RELEASE} is not bundled yet")
-    path = built_dist / RELEASE
-    assert path.exists(), f"{RELEASE} was not built"
-    return path
+    return bundled_release(built_dist, RELEASE)
 
 
 @pytest.fixture(scope="module")
 def instances(release: Path) -> list[dict]:
-    return [json.loads(line) for path in sorted((release / "data").glob("*.jsonl"))
-            for line in path.read_text().splitlines()]
+    return release_instances(release)
 
 
 def test_families_and_groups_per_paradigm(instances: list[dict]) -> None:

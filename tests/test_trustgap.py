@@ -9,24 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run_cli
+from conftest import bundled_release, release_instances, run_cli
 
 RELEASE = "trustgap-v1"
 
 
 @pytest.fixture(scope="module")
 def release(built_dist: Path) -> Path:
-    if not (REPO / "specs" / "releases" / f"{RELEASE}.yaml").exists():
-        pytest.skip(f"{RELEASE} is not bundled yet")
-    path = built_dist / RELEASE
-    assert path.exists(), f"{RELEASE} was not built"
-    return path
+    return bundled_release(built_dist, RELEASE)
 
 
 @pytest.fixture(scope="module")
 def instances(release: Path) -> list[dict]:
-    return [json.loads(line) for path in sorted((release / "data").glob("*.jsonl"))
-            for line in path.read_text().splitlines()]
+    return release_instances(release)
 
 
 def test_families_scenarios_conditions_cells_and_rotations(instances: list[dict]) -> None:
