@@ -65,6 +65,18 @@ def release_instances(release: Path) -> list[dict]:
             for line in path.read_text().splitlines()]
 
 
+@pytest.fixture(scope="module")
+def release(request: pytest.FixtureRequest, built_dist: Path) -> Path:
+    """The bundled release named by the test module's ``RELEASE``, built."""
+    return bundled_release(built_dist, request.module.RELEASE)
+
+
+@pytest.fixture(scope="module")
+def instances(release: Path) -> list[dict]:
+    """Every instance of the test module's release."""
+    return release_instances(release)
+
+
 @pytest.fixture(scope="session")
 def built_example(built_dist: Path) -> Path:
     """The bundled example release, built."""

@@ -6,9 +6,7 @@ import json
 from collections import Counter, defaultdict
 from pathlib import Path
 
-import pytest
-
-from conftest import bundled_release, release_instances, run_cli
+from conftest import run_cli
 from generator.checks import approx_tokens
 from generator.instances import phase_messages
 
@@ -17,15 +15,6 @@ PARADIGMS = {"implicitmem.procedural": "procedural_memory",
              "implicitmem.conditioning": "classical_conditioning",
              "implicitmem.priming": "priming"}
 
-
-@pytest.fixture(scope="module")
-def release(built_dist: Path) -> Path:
-    return bundled_release(built_dist, RELEASE)
-
-
-@pytest.fixture(scope="module")
-def instances(release: Path) -> list[dict]:
-    return release_instances(release)
 
 
 def test_families_and_groups_per_paradigm(instances: list[dict]) -> None:

@@ -9,19 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import bundled_release, release_instances, run_cli
+from conftest import run_cli
 
 RELEASE = "trustgap-v1"
 
-
-@pytest.fixture(scope="module")
-def release(built_dist: Path) -> Path:
-    return bundled_release(built_dist, RELEASE)
-
-
-@pytest.fixture(scope="module")
-def instances(release: Path) -> list[dict]:
-    return release_instances(release)
 
 
 def test_families_scenarios_conditions_cells_and_rotations(instances: list[dict]) -> None:
