@@ -144,7 +144,7 @@ class CheckRunner:
         buckets: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for rendered in group:
             inst = rendered.instance
-            if axis not in inst["axes"]:
+            if axis not in inst["axes"] or not self._applies(check, inst):
                 continue
             rest = {k: v for k, v in inst["axes"].items() if k != axis}
             buckets[dumps([inst["design"], rest])].append(inst)

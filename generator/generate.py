@@ -6,7 +6,7 @@ import copy
 from collections.abc import Iterator
 from typing import Any
 
-from .canonical import CanonicalJSONError, normalize
+from .canonical import CanonicalJSONError, dumps, normalize
 from .checks import CheckRunner, RenderedVariant
 from .limits import GROUP_SECONDS, BudgetExceeded, time_budget
 from .render import CompiledTemplate, Message, Renderer, TemplateOrigin, make_message
@@ -14,7 +14,7 @@ from .rng import KeyedRandom
 from .sampling import sample_slots
 from .schemas import validator
 from .scoring import answer_problems
-from .spec import FamilySpec, Variant
+from .spec import FamilySpec, TransformRef, Variant
 from .transforms import TransformCall, get_transform
 
 
@@ -83,6 +83,15 @@ class FamilyGenerator:
         return bool(self.renderer.expression(design.when, origin)(
             {**slots, "group": group, "family": self.family.family_id}))
 
+    def _transform_scope(self, ref: TransformRef, context: dict[str, Any], group: int
+                         ) -> tuple[str | int, ...]:
+        """What a transform's random stream is keyed by: the group, or the values of the slots
+        it is shared by (so groups sharing a corpus share its counterfeits too)."""
+        if ref.shared_by is None:
+            return (self.family.family_id, group)
+        return (self.family.family_id, "shared",
+                *(dumps(context[name]) for name in ref.shared_by))
+
     def _variant_context(self, slots: dict[str, Any], variant: Variant, group: int
                          ) -> dict[str, Any]:
         context = copy.deepcopy(slots)
@@ -95,8 +104,8 @@ class FamilyGenerator:
             for ref in refs:
                 transform = get_transform(ref.name)
                 assert transform is not None  # checked when the family was loaded
-                rng = KeyedRandom(self.seed, (self.family.family_id, group, "transform",
-                                              variant.name, axis.name, ref.name))
+                rng = KeyedRandom(self.seed, (*self._transform_scope(ref, context, group),
+                                              "transform", variant.name, axis.name, ref.name))
                 call = TransformCall(axis.name, value, variant.indices[axis.name], ref.args, rng)
                 try:
                     transform.apply(context, call)

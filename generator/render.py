@@ -9,6 +9,7 @@ line and column.
 
 from __future__ import annotations
 
+import datetime
 import re
 import unicodedata
 from collections.abc import Callable, Mapping
@@ -156,6 +157,17 @@ def _letter(index: int) -> str:
     return chr(ord("A") + index)
 
 
+def _add_days(day: str, days: int) -> str:
+    """The ISO date ``days`` after ``day`` (calendar arithmetic only: no clock, no zone)."""
+    try:
+        start = datetime.date.fromisoformat(day)
+    except (TypeError, ValueError):
+        raise jinja2.TemplateRuntimeError(f"add_days needs an ISO date, got {day!r}") from None
+    if not isinstance(days, int) or isinstance(days, bool) or abs(days) > 100_000:
+        raise jinja2.TemplateRuntimeError(f"add_days needs a whole number of days, got {days!r}")
+    return (start + datetime.timedelta(days=days)).isoformat()
+
+
 def _safe_range(*args: int) -> range:
     result = range(*args)
     if len(result) > MAX_RANGE:
@@ -194,6 +206,7 @@ def make_environment(project: Project) -> jinja2.Environment:
     env.filters.pop("random", None)
     env.filters["re_escape"] = re.escape
     env.filters["letter"] = _letter
+    env.filters["add_days"] = _add_days
     return env
 
 

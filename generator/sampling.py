@@ -1,15 +1,19 @@
-"""Slot values of one group: drawn from pools, assigned in balanced blocks, derived or fixed.
+"""Slot values of one group: drawn from pools or lists, assigned in balanced blocks, tabled,
+derived or fixed.
 
 Every draw uses a random stream keyed by (seed, family, group, slot), so a group's values do
-not depend on which other groups are generated, or in what order.
+not depend on which other groups are generated, or in what order. A slot ``shared_by`` other
+slots is keyed by their values instead of the group: every group that agrees on them draws the
+same value (one corpus shared by many probes, say).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .canonical import dumps
+from .errors import SpecError
 from .render import Renderer, TemplateOrigin
 from .rng import KeyedRandom
 from .spec import FamilySpec
@@ -26,69 +30,184 @@ def _jsonable(value: Any) -> Any:
     raise TypeError(f"a {type(value).__name__} is not plain data")
 
 
-def balanced_value(values: list[Any], seed: int, family_id: str, slot: str, group: int) -> Any:
-    """The value of ``group`` under balanced assignment.
+def balanced_at(values: Sequence[Any], seed: int, path: tuple[str | int, ...],
+                position: int) -> Any:
+    """The value at ``position`` of a balanced sequence over ``values``.
 
-    Groups are cut into consecutive blocks of ``len(values)``; each block takes every value once,
-    in an order shuffled per block. Over any number of groups, counts differ by at most one,
-    and exactly balance whenever the count is a multiple of the number of values.
+    Positions are cut into consecutive blocks of ``len(values)``; each block takes every value
+    once, in an order shuffled per block (keyed by ``path`` and the block number). Over any
+    prefix, counts differ by at most one, and exactly balance at every multiple of the block.
     """
-    block, position = divmod(group, len(values))
-    order = KeyedRandom(seed, (family_id, "balanced", slot, block)).shuffled(values)
-    return order[position]
+    block, offset = divmod(position, len(values))
+    return KeyedRandom(seed, (*path, block)).shuffled(values)[offset]
+
+
+def balanced_value(values: list[Any], seed: int, family_id: str, slot: str, group: int) -> Any:
+    """The value of ``group`` under balanced assignment of a slot across groups."""
+    return balanced_at(values, seed, (family_id, "balanced", slot), group)
+
+
+class _Sampler:
+    """Draws the slots of one group, in declaration order."""
+
+    def __init__(self, family: FamilySpec, renderer: Renderer, seed: int, group: int) -> None:
+        self.family = family
+        self.renderer = renderer
+        self.seed = seed
+        self.group = group
+        self.values: dict[str, Any] = {}
+
+    def error(self, message: str, where: tuple) -> SpecError:
+        return self.family.located.error(message, where)
+
+    def stream_path(self, name: str, slot: Mapping[str, Any]) -> tuple[str | int, ...]:
+        """The random path of a slot: its group, or the values of the slots it is shared by."""
+        family_id = self.family.family_id
+        if "shared_by" in slot:
+            return (family_id, "shared", name,
+                    *(dumps(self.values[other]) for other in slot["shared_by"]))
+        return (family_id, self.group, "slot", name)
+
+    def candidates(self, pool_key: str, spec: Mapping[str, Any], where: tuple) -> list[Any]:
+        """What a ``from`` or ``of`` draw picks among, less anything ``distinct_from`` excludes.
+
+        ``pool_key`` names the loaded pool: the slot, or ``slot.column`` for a table column."""
+        if "from" in spec:
+            pool = self.family.pools[pool_key]
+            items, keys = list(pool.items), list(pool.keys)
+        else:
+            items = self.values[spec["of"]]
+            if not isinstance(items, list) or not items:
+                raise self.error(f"'of' needs slot {spec['of']!r} to hold a non-empty list, "
+                                 f"not {items!r}", (*where, "of"))
+            keys = [dumps(item) for item in items]
+        excluded = set()
+        for other in spec.get("distinct_from", []):
+            other_value = self.values[other]
+            for item in other_value if isinstance(other_value, list) else [other_value]:
+                excluded.add(dumps(item))
+        return [item for item, key in zip(items, keys, strict=True) if key not in excluded]
+
+    def expression(self, source: str, where: tuple, label: str) -> Any:
+        line, col = self.family.located.text_start(where)
+        origin = TemplateOrigin(self.family.located.file, line - 1, col, f"expression of {label}")
+        return self.renderer.expression(source, origin)
+
+    def evaluate(self, evaluate: Any, context: Mapping[str, Any], where: tuple, label: str
+                 ) -> Any:
+        try:
+            return _jsonable(evaluate(context))
+        except TypeError as exc:
+            raise self.error(f"expression of {label} gave no plain value: {exc}",
+                             where) from None
+
+    # ------------------------------------------------------------------ one slot per group
+
+    def slot(self, name: str, slot: Mapping[str, Any]) -> Any:
+        where = ("slots", name)
+        path = self.stream_path(name, slot)
+        rng = KeyedRandom(self.seed, path)
+        if "table" in slot:
+            return self.table(name, slot["table"], path, where)
+        if "from" in slot or "of" in slot:
+            items = self.candidates(name, slot, where)
+            if slot.get("balanced") is True:
+                if not items:
+                    raise self.error(f"slot {name!r} has nothing to balance over", where)
+                return balanced_value(items, self.seed, self.family.family_id, name, self.group)
+            return self.draw(name, slot, items, rng, where)
+        if "range" in slot:
+            low, high = slot["range"]
+            if slot.get("balanced") is True:
+                return balanced_value(list(range(low, high + 1)), self.seed,
+                                      self.family.family_id, name, self.group)
+            return rng.randint(low, high)
+        if "value" in slot:
+            return slot["value"]
+        if "choice" in slot:
+            return rng.choice(slot["choice"])
+        if "balanced" in slot:
+            return balanced_value(list(slot["balanced"]), self.seed, self.family.family_id,
+                                  name, self.group)
+        context = {**self.values, "group": self.group, "family": self.family.family_id}
+        label = f"slot {name!r}"
+        return self.evaluate(self.expression(slot["expr"], (*where, "expr"), label), context,
+                             (*where, "expr"), label)
+
+    def draw(self, name: str, spec: Mapping[str, Any], items: list[Any], rng: KeyedRandom,
+             where: tuple) -> Any:
+        """One item, or ``count`` of them (distinct unless ``distinct: false``)."""
+        count = spec.get("count")
+        need = count or 1
+        distinct = spec.get("distinct", True)
+        if not items or (distinct and len(items) < need):
+            source = self.family.pools[name].file if "from" in spec else f"slot {spec['of']!r}"
+            raise self.error(f"{source} has {len(items)} usable items; slot {name!r} needs "
+                             f"{need} distinct", where)
+        if count is None:
+            return rng.choice(items)
+        if distinct:
+            return rng.sample(items, count)
+        return [rng.choice(items) for _ in range(count)]
+
+    # ------------------------------------------------------------------------- tables
+
+    def table(self, name: str, table: Mapping[str, Any], path: tuple[str | int, ...],
+              where: tuple) -> list[dict[str, Any]]:
+        """``rows`` records; each column is drawn across the rows like a slot across groups:
+        a pool or list column is distinct across rows unless ``distinct: false``, a balanced
+        column takes every value once per block of rows, an ``expr`` column sees ``row`` (the
+        row's earlier columns) and ``index``."""
+        rows: list[dict[str, Any]] = [{} for _ in range(table["rows"])]
+        for column, spec in table["columns"].items():
+            col_where = (*where, "table", "columns", column)
+            col_path = (*path, "column", column)
+            for index, value in enumerate(self.column(name, column, spec, len(rows), col_path,
+                                                      rows, col_where)):
+                rows[index][column] = value
+        return rows
+
+    def column(self, name: str, column: str, spec: Mapping[str, Any], n: int,
+               path: tuple[str | int, ...], rows: list[dict[str, Any]], where: tuple
+               ) -> list[Any]:
+        rng = KeyedRandom(self.seed, path)
+        values: list[Any] | None = None
+        if "from" in spec or "of" in spec:
+            values = self.candidates(f"{name}.{column}", spec, where)
+            if not values:
+                raise self.error(f"column {column!r} has nothing to draw from", where)
+        elif "range" in spec:
+            low, high = spec["range"]
+            if spec.get("balanced") is True:
+                values = list(range(low, high + 1))
+            else:
+                return [rng.randint(low, high) for _ in range(n)]
+        elif isinstance(spec.get("balanced"), list):
+            values = list(spec["balanced"])
+        if values is not None and spec.get("balanced") is not None:
+            return [balanced_at(values, self.seed, (*path, "balanced"), i) for i in range(n)]
+        if values is not None:
+            if not spec.get("distinct", True):
+                return [rng.choice(values) for _ in range(n)]
+            if len(values) < n:
+                raise self.error(f"column {column!r} needs {n} distinct values (one per row) "
+                                 f"and has {len(values)}; say 'distinct: false' to allow "
+                                 "repeats", where)
+            return rng.sample(values, n)
+        if "value" in spec:
+            return [spec["value"]] * n
+        if "choice" in spec:
+            return [rng.choice(spec["choice"]) for _ in range(n)]
+        label = f"column {column!r} of slot {name!r}"
+        evaluate = self.expression(spec["expr"], (*where, "expr"), label)
+        base = {**self.values, "group": self.group, "family": self.family.family_id}
+        return [self.evaluate(evaluate, {**base, "row": dict(rows[i]), "index": i},
+                              (*where, "expr"), label) for i in range(n)]
 
 
 def sample_slots(family: FamilySpec, renderer: Renderer, seed: int, group: int) -> dict[str, Any]:
     """Every slot value of one group, in declaration order."""
-    values: dict[str, Any] = {}
-    located = family.located
+    sampler = _Sampler(family, renderer, seed, group)
     for name, slot in family.slots.items():
-        rng = KeyedRandom(seed, (family.family_id, group, "slot", name))
-        where = ("slots", name)
-        if "from" in slot:
-            items = list(family.pools[name].items)
-            if slot.get("balanced") is True:
-                values[name] = balanced_value(items, seed, family.family_id, name, group)
-                continue
-            excluded = set()
-            for other in slot.get("distinct_from", []):
-                other_value = values[other]
-                for item in other_value if isinstance(other_value, list) else [other_value]:
-                    excluded.add(dumps(item))
-            keys = family.pools[name].keys
-            candidates = [item for item, key in zip(items, keys, strict=True)
-                          if key not in excluded]
-            count = slot.get("count")
-            need = count or 1
-            distinct = slot.get("distinct", True)
-            if not candidates or (distinct and len(candidates) < need):
-                raise located.error(
-                    f"pool {family.pools[name].file} has {len(candidates)} usable items; slot "
-                    f"{name!r} needs {need} distinct", where)
-            if count is None:
-                values[name] = rng.choice(candidates)
-            elif distinct:
-                values[name] = rng.sample(candidates, count)
-            else:
-                values[name] = [rng.choice(candidates) for _ in range(count)]
-        elif "value" in slot:
-            values[name] = slot["value"]
-        elif "range" in slot:
-            low, high = slot["range"]
-            values[name] = rng.randint(low, high)
-        elif "choice" in slot:
-            values[name] = rng.choice(slot["choice"])
-        elif "balanced" in slot:
-            values[name] = balanced_value(list(slot["balanced"]), seed, family.family_id, name,
-                                          group)
-        else:
-            line, col = located.text_start((*where, "expr"))
-            origin = TemplateOrigin(located.file, line - 1, col, f"expression of slot {name!r}")
-            evaluate = renderer.expression(slot["expr"], origin)
-            context = {**values, "group": group, "family": family.family_id}
-            try:
-                values[name] = _jsonable(evaluate(context))
-            except TypeError as exc:
-                raise located.error(f"expression of slot {name!r} gave no plain value: {exc}",
-                                    (*where, "expr")) from None
-    return values
+        sampler.values[name] = sampler.slot(name, slot)
+    return sampler.values

@@ -143,26 +143,42 @@ def _pair_key(instance: Mapping[str, Any], axis: str) -> tuple:
     return (instance["family"], instance["group"], instance["design"], rest)
 
 
+def _arms(scored: Sequence[Outcome], axes: set[str]
+          ) -> list[tuple[dict[str, str] | None, list[Outcome]]]:
+    """The arms a binomial test is run in: one per value of the paired axis when the subset
+    spans several (each condition is tested against chance on its own), else the whole."""
+    if len(axes) == 1:
+        axis = next(iter(axes))
+        values = sorted({o.instance["axes"][axis] for o in scored if axis in o.instance["axes"]})
+        if len(values) > 1:
+            return [({axis: v}, [o for o in scored if o.instance["axes"].get(axis) == v])
+                    for v in values]
+    return [(None, list(scored))]
+
+
 def _tests(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
     """Exact binomial against chance, an exact paired test per declared pair, Holm across them.
 
     Groups are the units and abstentions are not errors: the binomial test takes the first
-    answered instance of each group; the paired test compares, per group, the mean correctness
-    of the answered instances of each arm and counts the groups where one arm is ahead (an exact
-    sign test, which is exactly McNemar's test when each group has one item per arm)."""
+    answered instance of each group (in each arm of the paired axis, when there is one); the
+    paired test compares, per group, the mean correctness of the answered instances of each
+    arm and counts the groups where one arm is ahead (an exact sign test, which is exactly
+    McNemar's test when each group has one item per arm)."""
     tests: list[dict[str, Any]] = []
     scored = [o for o in outcomes if o.correct is not None and o.answered]
-    first_per_group: dict[tuple[str, int], Outcome] = {}
-    for o in scored:
-        first_per_group.setdefault(o.unit, o)
-    chance = _chance(list(first_per_group.values()))
-    if first_per_group and chance is not None:
-        hits = sum(1 for o in first_per_group.values() if o.correct)
-        trials = len(first_per_group)
-        tests.append({"test": "binomial_vs_chance", "chance": chance, "successes": hits,
-                      "trials": trials, "p_value": binomial_test(hits, trials, chance)})
     declared = {(p["axis"], p["a"], p["b"]) for o in outcomes
                 for p in o.instance.get("analysis", {}).get("paired", [])}
+    for arm, members in _arms(scored, {axis for axis, _, _ in declared}):
+        first_per_group: dict[tuple[str, int], Outcome] = {}
+        for o in members:
+            first_per_group.setdefault(o.unit, o)
+        chance = _chance(list(first_per_group.values()))
+        if first_per_group and chance is not None:
+            hits = sum(1 for o in first_per_group.values() if o.correct)
+            trials = len(first_per_group)
+            tests.append({"test": "binomial_vs_chance", **({"arm": arm} if arm else {}),
+                          "chance": chance, "successes": hits, "trials": trials,
+                          "p_value": binomial_test(hits, trials, chance)})
     for axis, a, b in sorted(declared):
         arms: dict[str, dict[tuple[str, int], list[float]]] = {a: defaultdict(list),
                                                                b: defaultdict(list)}

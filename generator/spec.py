@@ -15,7 +15,9 @@ from .schemas import schema_problems
 from .transforms import get_transform
 from .yamlsafe import Located, load_yaml_file
 
-SLOT_SOURCES = ("from", "value", "expr", "range", "choice", "balanced")
+SLOT_SOURCES = ("from", "of", "value", "expr", "range", "choice", "balanced", "table")
+#: Sources whose value is random, so that sharing it across groups means something.
+RANDOM_SOURCES = ("from", "of", "range", "choice", "table")
 #: Names templates receive besides the slots; a slot may not take one of them.
 RESERVED_NAMES = frozenset({"variant", "design", "group", "family", "instance",
                             "range", "loop", "namespace", "dict", "self"})
@@ -26,6 +28,7 @@ DEFAULT_VARIANT = "base"
 class TransformRef:
     name: str
     args: Mapping[str, Any]
+    shared_by: tuple[str, ...] | None = None  # key its random stream by these slots, not the group
 
 
 @dataclass(frozen=True)
@@ -189,6 +192,12 @@ def load_paradigm(path: Path, project: Project) -> ParadigmSpec:
     )
 
 
+def _transform_ref(raw: Mapping[str, Any]) -> TransformRef:
+    shared = raw.get("shared_by")
+    return TransformRef(raw["name"], raw.get("args", {}),
+                        tuple(shared) if shared is not None else None)
+
+
 def _parse_axis(name: str, raw: Any) -> Axis:
     if isinstance(raw, list):
         return Axis(name, tuple(raw))
@@ -196,9 +205,8 @@ def _parse_axis(name: str, raw: Any) -> Axis:
     return Axis(
         name,
         tuple(raw["values"]),
-        TransformRef(transform["name"], transform.get("args", {})) if transform else None,
-        {v: TransformRef(t["name"], t.get("args", {}))
-         for v, t in raw.get("transforms", {}).items()},
+        _transform_ref(transform) if transform else None,
+        {v: _transform_ref(t) for v, t in raw.get("transforms", {}).items()},
     )
 
 
@@ -236,12 +244,16 @@ class FamilyLoader:
         slots: dict[str, Mapping[str, Any]] = data.get("slots", {})
         pools: dict[str, Pool] = {}
         for index, (name, slot) in enumerate(slots.items()):
-            self._check_slot(name, slot, list(slots)[:index], located, problem)
-            if "from" in slot:
-                try:
-                    pools[name] = self.pool(slot["from"], located, ("slots", name, "from"))
-                except SpecError as err:
-                    out.extend(err)
+            self._check_slot(name, slot, dict(list(slots.items())[:index]), located, problem)
+            sources = [(name, slot, ("slots", name))] + [
+                (f"{name}.{column}", spec, ("slots", name, "table", "columns", column))
+                for column, spec in slot.get("table", {}).get("columns", {}).items()]
+            for key, spec, where in sources:
+                if "from" in spec:
+                    try:
+                        pools[key] = self.pool(spec["from"], located, (*where, "from"))
+                    except SpecError as err:
+                        out.extend(err)
         slot_names = list(slots)
 
         designs = self._designs(data, paradigm, slot_names, problem)
@@ -297,35 +309,22 @@ class FamilyLoader:
         )
 
     @staticmethod
-    def _check_slot(name: str, slot: Mapping[str, Any], earlier: list[str], located: Located,
-                    problem: Any) -> None:
+    def _check_slot(name: str, slot: Mapping[str, Any], earlier: Mapping[str, Mapping[str, Any]],
+                    located: Located, problem: Any) -> None:
         where = ("slots", name)
         if name in RESERVED_NAMES:
             problem(f"slot name {name!r} is reserved (templates receive it from memspec)", where)
         if any(c in text for text in _strings(slot) for c in "\x02\x03\x1f"):
             problem("slot values may not contain control characters", where)
-        sources = [k for k in SLOT_SOURCES if k in slot]
-        if sources == ["from", "balanced"]:
-            if slot["balanced"] is not True:
-                problem("with 'from', 'balanced' must be true (balance over the pool)", where)
-            for key in ("count", "distinct", "distinct_from"):
-                if key in slot:
-                    problem(f"{key!r} cannot be combined with a balanced draw", (*where, key))
-        elif len(sources) != 1:
-            problem(f"slot {name!r} needs exactly one of {', '.join(SLOT_SOURCES)}"
-                    + (f" (it has {', '.join(sources)})" if sources else ""), where)
-        elif sources[0] == "balanced" and slot["balanced"] is True:
-            problem("'balanced: true' needs 'from' (a pool); otherwise list the values", where)
-        if "from" not in slot:
-            for key in ("count", "distinct", "distinct_from"):
-                if key in slot:
-                    problem(f"{key!r} only applies to slots drawn 'from' a pool", (*where, key))
-        for other in slot.get("distinct_from", []):
-            if other not in earlier:
-                problem(f"distinct_from names {other!r}, which is not an earlier slot",
-                        (*where, "distinct_from"))
-        if "range" in slot and slot["range"][0] > slot["range"][1]:
-            problem("range must be [low, high] with low <= high", (*where, "range"))
+        _check_source(slot, where, list(earlier), problem, table_allowed=True)
+        for column, spec in slot.get("table", {}).get("columns", {}).items():
+            col_where = (*where, "table", "columns", column)
+            if column in ("row", "index"):
+                problem(f"column name {column!r} is reserved (column expressions receive it)",
+                        col_where)
+            _check_source(spec, col_where, list(earlier), problem, table_allowed=False)
+        if "shared_by" in slot:
+            _check_shared(name, slot, earlier, problem)
 
     def _designs(self, data: Mapping[str, Any], paradigm: ParadigmSpec | None,
                  slot_names: list[str], problem: Any) -> tuple[Design, ...]:
@@ -362,6 +361,10 @@ class FamilyLoader:
                         continue
                     for text in transform.check_args(ref.args, slot_names):
                         problem(f"transform {ref.name!r}: {text}", (*ref_where, "args"))
+                    for key in ref.shared_by or ():
+                        if key not in slot_names:
+                            problem(f"transform {ref.name!r}: shared_by names unknown slot "
+                                    f"{key!r}", (*ref_where, "shared_by"))
             designs.append(Design(dname, axes, design.get("when")))
         return tuple(designs)
 
@@ -408,6 +411,66 @@ class FamilyLoader:
         if "unordered_args" in answer and scorer != "canonical":
             problem("'unordered_args' only applies to the canonical scorer",
                     (*where, "unordered_args"))
+
+
+def _check_source(spec: Mapping[str, Any], where: tuple, earlier: list[str], problem: Any,
+                  table_allowed: bool) -> None:
+    """One slot's (or table column's) source: exactly one, and its modifiers fit it."""
+    what = "slot" if table_allowed else "column"
+    sources = [k for k in SLOT_SOURCES if k in spec]
+    if not table_allowed and "table" in sources:
+        problem("a table column cannot itself be a table", (*where, "table"))
+    if len(sources) == 2 and "balanced" in sources and sources[0] in ("from", "of", "range"):
+        if spec["balanced"] is not True:
+            problem(f"with {sources[0]!r}, 'balanced' must be true (balance over its values)",
+                    where)
+        for key in ("count", "distinct", "distinct_from"):
+            if key in spec:
+                problem(f"{key!r} cannot be combined with a balanced draw", (*where, key))
+    elif len(sources) != 1:
+        problem(f"{what} {where[-1]!r} needs exactly one of "
+                f"{', '.join(k for k in SLOT_SOURCES if table_allowed or k != 'table')}"
+                + (f" (it has {', '.join(sources)})" if sources else ""), where)
+    elif sources[0] == "balanced" and spec["balanced"] is True:
+        problem("'balanced: true' needs 'from' (a pool), 'of' or 'range'; otherwise list the "
+                "values", where)
+    if "from" not in spec and "of" not in spec:
+        for key in ("count", "distinct", "distinct_from"):
+            if key in spec:
+                problem(f"{key!r} only applies to {what}s drawn 'from' a pool or 'of' a list",
+                        (*where, key))
+    if "of" in spec and spec["of"] not in earlier:
+        problem(f"'of' names {spec['of']!r}, which is not an earlier slot", (*where, "of"))
+    for other in spec.get("distinct_from", []):
+        if other not in earlier:
+            problem(f"distinct_from names {other!r}, which is not an earlier slot",
+                    (*where, "distinct_from"))
+    if "range" in spec and spec["range"][0] > spec["range"][1]:
+        problem("range must be [low, high] with low <= high", (*where, "range"))
+
+
+def _check_shared(name: str, slot: Mapping[str, Any], earlier: Mapping[str, Mapping[str, Any]],
+                  problem: Any) -> None:
+    """A shared slot must be random, keyed by earlier slots, and depend only on slots that are
+    the same wherever its keys are: otherwise "shared" would be a promise it cannot keep."""
+    where = ("slots", name, "shared_by")
+    keys = list(slot["shared_by"])
+    for key in keys:
+        if key not in earlier:
+            problem(f"shared_by names {key!r}, which is not an earlier slot", where)
+    if not any(k in slot for k in RANDOM_SOURCES) or slot.get("balanced") is not None:
+        problem("shared_by only applies to a random draw (from, of, range, choice or table); "
+                "a balanced slot is assigned per group by definition", where)
+    specs = [slot, *slot.get("table", {}).get("columns", {}).values()]
+    depends = [d for spec in specs for d in [spec.get("of"), *spec.get("distinct_from", [])]
+               if d is not None]
+    for other in depends:
+        source = earlier.get(other, {})
+        is_random = any(k in source for k in RANDOM_SOURCES) or "balanced" in source
+        shared_alike = set(source.get("shared_by", [None])) <= set(keys)
+        if other not in keys and is_random and not shared_alike:
+            problem(f"slot {name!r} is shared but depends on {other!r}, which is drawn per "
+                    f"group; share {other!r} by a subset of {keys} too", where)
 
 
 def _strings(value: Any) -> list[str]:

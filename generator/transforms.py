@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
 
+from .canonical import dumps
 from .rng import KeyedRandom
 
 
@@ -145,3 +146,128 @@ def substitute(context: dict[str, Any], call: TransformCall) -> None:
 def shuffle(context: dict[str, Any], call: TransformCall) -> None:
     """Shuffle a list slot with the variant's own random stream."""
     context[call.args["slot"]] = call.rng.shuffled(_list_slot(context, call.args["slot"]))
+
+
+# ------------------------------------------------------------- transforms over tables
+# A table slot is a list of records (mappings). These three rewrite the records a variant sees:
+# rebind and scramble corrupt who-did-what bindings; counterfeit swaps in someone else's life.
+
+def _check_table_args(required: Mapping[str, type]) -> ArgsCheckFn:
+    def check(args: Mapping[str, Any], slots: list[str]) -> list[str]:
+        problems = [f"unknown argument {k!r}" for k in args if k not in required]
+        problems += [f"missing argument {k!r}" for k in required if k not in args]
+        for key, kind in required.items():
+            if key in args and not isinstance(args[key], kind):
+                problems.append(f"argument {key!r} must be a {kind.__name__}")
+        if isinstance(args.get("slot"), str) and args["slot"] not in slots:
+            problems.append(f"argument 'slot' names unknown slot {args['slot']!r}")
+        if isinstance(args.get("values"), str) and args["values"] not in slots:
+            problems.append(f"argument 'values' names unknown slot {args['values']!r}")
+        for key in ("fields", "key"):
+            value = args.get(key)
+            if isinstance(value, list) and (not value or not all(isinstance(v, str)
+                                                                 for v in value)):
+                problems.append(f"argument {key!r} must list column names")
+        if isinstance(args.get("fields"), dict):
+            for column, source in args["fields"].items():
+                if source not in slots:
+                    problems.append(f"argument 'fields' maps column {column!r} to unknown "
+                                    f"slot {source!r}")
+        return problems
+
+    return check
+
+
+def _records(context: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    rows = _list_slot(context, name)
+    if not all(isinstance(row, dict) for row in rows):
+        raise TypeError(f"slot {name!r} must hold a table (a list of records)")
+    return [dict(row) for row in rows]
+
+
+@register_transform("rebind", _check_table_args({"slot": str, "field": str, "values": str}))
+def rebind(context: dict[str, Any], call: TransformCall) -> None:
+    """Reassign one column among a list of values cyclically (``values`` names a list slot):
+    with two, every record of the one is given to the other and vice versa."""
+    rows = _records(context, call.args["slot"])
+    values = _list_slot(context, call.args["values"])
+    if len(values) < 2:
+        raise ValueError(f"slot {call.args['values']!r} must list at least two values")
+    field = call.args["field"]
+    for row in rows:
+        if row[field] in values:
+            row[field] = values[(values.index(row[field]) + 1) % len(values)]
+    context[call.args["slot"]] = rows
+
+
+_SCRAMBLE_ATTEMPTS = 200
+
+
+@register_transform("scramble", _check_table_args({"slot": str, "fields": list, "key": list}))
+def scramble(context: dict[str, Any], call: TransformCall) -> None:
+    """Permute the ``fields`` columns across records, each independently, until no record
+    carries any of the original ``key`` tuples (say who, where and when): the same entries,
+    their relational structure destroyed."""
+    rows = _records(context, call.args["slot"])
+    fields, key = call.args["fields"], call.args["key"]
+    if not set(fields) & set(key):
+        raise ValueError("'key' must include at least one of the scrambled fields")
+    original = {tuple(dumps(row[k]) for k in key) for row in rows}
+
+    def survives(row: Mapping[str, Any]) -> bool:
+        return tuple(dumps(row[k]) for k in key) in original
+
+    for _ in range(_SCRAMBLE_ATTEMPTS):
+        columns = {f: call.rng.shuffled([row[f] for row in rows]) for f in fields}
+        candidate = [{**row, **{f: columns[f][i] for f in fields}} for i, row in enumerate(rows)]
+        _repair(candidate, fields, survives, call.rng)
+        if not any(survives(row) for row in candidate):
+            context[call.args["slot"]] = candidate
+            return
+    raise ValueError(f"no permutation of {fields} destroys every {key} tuple "
+                     f"(tried {_SCRAMBLE_ATTEMPTS}); the table has too little variety")
+
+
+def _repair(rows: list[dict[str, Any]], fields: list[str], survives: Callable[[Any], bool],
+            rng: KeyedRandom) -> None:
+    """Swap each surviving record's scrambled fields with a random other record where that
+    leaves neither of them surviving; a few passes clear what a shuffle leaves behind."""
+    for _ in range(4):
+        stuck = [i for i, row in enumerate(rows) if survives(row)]
+        if not stuck:
+            return
+        for i in stuck:
+            for j in rng.shuffled(range(len(rows))):
+                a = {**rows[i], **{f: rows[j][f] for f in fields}}
+                b = {**rows[j], **{f: rows[i][f] for f in fields}}
+                if j != i and not survives(a) and not survives(b):
+                    rows[i], rows[j] = a, b
+                    break
+
+
+@register_transform("counterfeit", _check_table_args({"slot": str, "fields": dict}))
+def counterfeit(context: dict[str, Any], call: TransformCall) -> None:
+    """Replace every value of the named columns by a stranger: ``fields`` maps a column to a
+    list slot of candidates. The mapping is one to one and consistent across records, never
+    reuses an original value, and gives each value the unused candidate closest to it in
+    length (ties broken by the variant's random stream), so the forgery keeps the format and,
+    nearly, the length of the original."""
+    rows = _records(context, call.args["slot"])
+    for column, source in call.args["fields"].items():
+        originals = list(dict.fromkeys(row[column] for row in rows))
+        taken = set(originals)
+        candidates = [c for c in _list_slot(context, source) if c not in taken]
+        if not all(isinstance(v, str) for v in [*originals, *candidates]):
+            raise TypeError(f"column {column!r} and slot {source!r} must hold strings")
+        if len(set(candidates)) < len(originals):
+            raise ValueError(f"slot {source!r} has {len(set(candidates))} candidates unused by "
+                             f"column {column!r}, which needs {len(originals)}")
+        order = call.rng.shuffled(list(dict.fromkeys(candidates)))
+        mapping: dict[str, str] = {}
+        for value in sorted(originals, key=len, reverse=True):
+            best = min((c for c in order if c not in mapping.values()),
+                       key=lambda c, v=value: abs(len(c) - len(v)))
+            mapping[value] = best
+        for row in rows:
+            row[column] = mapping[row[column]]
+    context[call.args["slot"]] = rows

@@ -496,3 +496,50 @@ def test_jinja_sandbox_escape(project: Path, out: Path, case: str) -> None:
     text = edit(project, TEMPLATE, "Noted.", f"Noted. {expression}")
     assert_every_command_refuses(project, out, TEMPLATE, fragment, line_of(text, "Noted."),
                                  with_freeze=False)
+
+
+# ------------------------------------------------------- tables, shared slots, transforms
+
+@pytest.mark.parametrize(("slots", "needle", "fragment"), [
+    ("  colour: {from: pools/colours.yaml}\n  pick: {range: [1, 3], shared_by: [later]}\n"
+     "  later: {value: 1}\n", "shared_by", "shared_by names 'later', which is not an earlier slot"),
+    ("  colour: {from: pools/colours.yaml}\n  pick: {balanced: [a, b], shared_by: []}\n",
+     "shared_by", "shared_by only applies to a random draw"),
+    ("  colour: {from: pools/colours.yaml}\n"
+     "  pick: {from: pools/colours.yaml, distinct_from: [colour], shared_by: []}\n",
+     "shared_by", "depends on 'colour', which is drawn per group"),
+    ("  colour: {from: pools/colours.yaml}\n  pick: {of: nothing}\n",
+     "of: nothing", "'of' names 'nothing', which is not an earlier slot"),
+    ("  colour: {from: pools/colours.yaml}\n  log:\n    table:\n      rows: 3\n"
+     "      columns:\n        row: {value: 1}\n", "row:", "column name 'row' is reserved"),
+    ("  colour: {from: pools/colours.yaml}\n  log:\n    table:\n      rows: 3\n"
+     "      columns:\n        c: {from: pools/colours.yaml, count: 2}\n", "count",
+     "unknown key 'count'"),
+])
+def test_table_and_shared_slot_mistakes_are_located(project: Path, out: Path, slots: str,
+                                                    needle: str, fragment: str) -> None:
+    text = edit(project, FAMILY, "  colour: {from: pools/colours.yaml}\n", slots)
+    assert_every_command_refuses(project, out, FAMILY, fragment, line_of(text, needle))
+
+
+def test_a_table_column_asking_for_more_distinct_rows_than_the_pool_has(project: Path,
+                                                                        out: Path) -> None:
+    text = edit(project, FAMILY, "  colour: {from: pools/colours.yaml}\n",
+                "  colour: {from: pools/colours.yaml}\n  log:\n    table:\n      rows: 9\n"
+                "      columns:\n        c: {from: pools/colours.yaml}\n")
+    assert_every_command_refuses(project, out, FAMILY, "needs 9 distinct values (one per row)",
+                                 line_of(text, "c: {from"))
+
+
+def test_a_scramble_that_cannot_succeed_is_located(project: Path, out: Path) -> None:
+    edit(project, FAMILY, "  colour: {from: pools/colours.yaml}\n",
+         "  colour: {from: pools/colours.yaml}\n  log:\n    table:\n      rows: 2\n"
+         "      columns:\n        who: {value: ann}\n"
+         "        day: {range: [1, 2], balanced: true}\n")
+    text = edit(project, FAMILY, "answer:\n", "designs:\n  main:\n    axes:\n      doc:\n"
+                "        values: [real, mixed]\n        transforms:\n          mixed:\n"
+                "            name: scramble\n"
+                "            args: {slot: log, fields: [who], key: [who, day]}\nanswer:\n")
+    assert_every_command_refuses(project, out, FAMILY,
+                                 "transform 'scramble' failed on axis 'doc'",
+                                 line_of(text, "      doc:"))

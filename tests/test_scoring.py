@@ -298,8 +298,12 @@ def test_paired_test_uses_groups_and_ignores_abstentions() -> None:
     paired = next(t for t in tests if t["test"] == "mcnemar_exact")
     assert (paired["pairs"], paired["only_a"], paired["only_b"]) == (3, 3, 0)
     assert paired["p_value"] == pytest.approx(0.25)
-    binomial = next(t for t in tests if t["test"] == "binomial_vs_chance")
-    assert binomial["trials"] == 4
+    binomials = {t["arm"]["document"]: t for t in tests if t["test"] == "binomial_vs_chance"}
+    # One test per arm, on answered groups only: the abstaining group drops out of "fake".
+    assert {arm: (t["successes"], t["trials"]) for arm, t in binomials.items()} == \
+        {"real": (4, 4), "fake": (0, 3)}
+    assert binomials["real"]["p_value"] == pytest.approx(0.125)
+    assert all("p_holm" in t for t in tests)
 
 
 def test_judgments_are_checked_against_the_scale(built_example: Path, tmp_path: Path) -> None:

@@ -15,7 +15,8 @@ from generator.generate import FamilyGenerator
 from generator.instances import phase_messages
 from generator.project import Project
 from generator.render import Renderer
-from generator.transforms import TransformCall, register_transform
+from generator.rng import KeyedRandom
+from generator.transforms import TransformCall, get_transform, register_transform
 
 
 def write(root: Path, relative: str, text: str) -> Path:
@@ -228,3 +229,116 @@ def test_duplicate_content_across_a_release_is_refused(project_copy: Path) -> No
     assert "duplicate content: example.priming.harbour_fog-" in result.stderr
     assert not (project_copy / "manifests/example-v5.json").exists()
     assert not (project_copy / "out/example-v5").exists()
+
+
+def test_tables_and_slots_shared_across_groups(tree: Path) -> None:
+    write(tree, "specs/families/lab/log.yaml", """
+        family: lab.recall.log
+        version: 1
+        paradigm: lab.recall
+        description: a shared log of who handled which word, probed one row per group
+        slots:
+          corpus: {expr: "'A' if group < 4 else 'B'"}
+          people: {from: pools/words.yaml, count: 3, shared_by: [corpus]}
+          log:
+            shared_by: [corpus]
+            table:
+              rows: 12
+              columns:
+                who: {of: people, balanced: true}
+                item: {from: pools/words.yaml}
+                day: {range: [1, 4], balanced: true}
+                twice: {expr: "index * 2"}
+                label: {expr: "row.who ~ '/' ~ row.item"}
+          probe: {expr: "log[group % 4]"}
+          guess: {of: people}
+        phases:
+          study:
+            messages:
+              - {role: user, text: "{{ log | tojson }}"}
+          question:
+            messages:
+              - {role: user, text: "Who handled {{ probe.item }} ({{ variant.cue }})?"}
+        answer:
+          scorer: exact
+          gold: "{{ probe.who }}"
+        fields:
+          corpus: "{{ corpus }}"
+          guess: "{{ guess }}"
+        """)
+    project = Project(tree)
+    family = Catalog.load(project).family("lab.recall.log")
+    groups = list(FamilyGenerator(family, Renderer(project), seed=11).groups(8))
+    logs = {g[0]["group"]: json.loads(phase_messages(g[0], "study")[0]["content"])
+            for g in groups}
+    assert all(logs[g] == logs[0] for g in range(4))
+    assert all(logs[g] == logs[4] for g in range(4, 8))
+    assert logs[0] != logs[4]
+    for log in (logs[0], logs[4]):
+        people = sorted({row["who"] for row in log})
+        assert len(people) == 3
+        # Balanced in blocks of three rows: every prefix of 3k rows holds each person k times.
+        for k in (1, 2, 3, 4):
+            assert Counter(row["who"] for row in log[:3 * k]) == {p: k for p in people}
+        assert Counter(row["day"] for row in log) == {1: 3, 2: 3, 3: 3, 4: 3}
+        assert len({row["item"] for row in log}) == 12
+        assert [row["twice"] for row in log] == list(range(0, 24, 2))
+        assert all(row["label"] == f"{row['who']}/{row['item']}" for row in log)
+    # Per-group draws still vary from group to group, and only among the shared people.
+    guesses = [g[0]["fields"]["guess"] for g in groups[:4]]
+    assert set(guesses) <= {row["who"] for row in logs[0]}
+    again = list(FamilyGenerator(family, Renderer(project), seed=11).groups(8))
+    assert again == groups
+    other_seed = list(FamilyGenerator(family, Renderer(project), seed=12).groups(8))
+    assert other_seed != groups
+
+
+def _call(args: dict, key: str = "v1") -> TransformCall:
+    return TransformCall("doc", key, 0, args, KeyedRandom(5, ("test", key)))
+
+
+LOG = [{"day": d, "who": w, "where": p, "what": t} for d, w, p, t in [
+    (1, "Ann Lee", "Mill Cafe", "kites"), (1, "Bob Orr", "Dock Yard", "rain"),
+    (2, "Ann Lee", "Dock Yard", "jam"), (3, "Cy Tam", "Mill Cafe", "bees"),
+    (4, "Bob Orr", "Old Library", "fog"), (5, "Cy Tam", "Dock Yard", "tea"),
+    (6, "Ann Lee", "Old Library", "bikes"), (7, "Dee Fox", "Mill Cafe", "snow")]]
+
+
+def test_counterfeit_replaces_every_entity_consistently_and_matches_length() -> None:
+    strangers = ["Eve Roe", "Fay Ng", "Gus Haverford", "Hal Sun", "Ivy Kim", "Jo Pike",
+                 "Kit Moss", "Lu Zhou", "Ann Lee"]
+    venues = ["Salt Pier", "Glass Works", "New Library", "Bay Kiosk", "Hill Barn"]
+    forgeries = []
+    for key in ("v1", "v2", "v3"):
+        context = {"log": [dict(r) for r in LOG], "strangers": strangers, "venues": venues}
+        get_transform("counterfeit").apply(context, _call(
+            {"slot": "log", "fields": {"who": "strangers", "where": "venues"}}, key))
+        fake = context["log"]
+        forgeries.append(fake)
+        assert {r["who"] for r in fake}.isdisjoint({r["who"] for r in LOG})
+        assert {r["where"] for r in fake}.isdisjoint({r["where"] for r in LOG})
+        mapping = {(a["who"], b["who"]) for a, b in zip(LOG, fake, strict=True)}
+        assert len(mapping) == len({r["who"] for r in LOG})  # one to one, consistent
+        assert [(r["day"], r["what"]) for r in fake] == [(r["day"], r["what"]) for r in LOG]
+        assert all(abs(len(a["who"]) - len(b["who"])) <= 1 for a, b in zip(LOG, fake,
+                                                                            strict=True))
+        assert context["log"] is not LOG and LOG[0]["who"] == "Ann Lee"
+    assert len({json.dumps(f) for f in forgeries}) > 1, "another stream, another forgery"
+    with pytest.raises(ValueError, match="candidates unused"):
+        get_transform("counterfeit").apply(
+            {"log": LOG, "few": ["Zed Poe"]}, _call({"slot": "log", "fields": {"who": "few"}}))
+
+
+def test_scramble_and_rebind_break_bindings_and_keep_entries() -> None:
+    context = {"log": [dict(r) for r in LOG]}
+    get_transform("scramble").apply(context, _call(
+        {"slot": "log", "fields": ["who", "where"], "key": ["day", "who", "where"]}))
+    triples = {(r["day"], r["who"], r["where"]) for r in LOG}
+    assert not triples & {(r["day"], r["who"], r["where"]) for r in context["log"]}
+    for column in ("who", "where", "day", "what"):
+        assert Counter(r[column] for r in context["log"]) == Counter(r[column] for r in LOG)
+    context = {"log": [dict(r) for r in LOG], "pair": ["Ann Lee", "Bob Orr"]}
+    get_transform("rebind").apply(context, _call({"slot": "log", "field": "who",
+                                                  "values": "pair"}))
+    swap = {"Ann Lee": "Bob Orr", "Bob Orr": "Ann Lee"}
+    assert [r["who"] for r in context["log"]] == [swap.get(r["who"], r["who"]) for r in LOG]
