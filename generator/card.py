@@ -47,6 +47,16 @@ def render_card(release: ReleaseSpec, counts: Mapping[str, Any], root_sha256: st
     for family_id, info in families.items():
         lines.append(f"| `{family_id}` | `{info['paradigm']}` | {info['version']} | "
                      f"{info['groups']} | {info['instances']} |")
+    partitioned = {f: i for f, i in families.items() if "fields" in i or "splits" in i}
+    if partitioned:
+        lines += ["", "## Partitions and splits", "",
+                  "Fields the release adds to every instance of a family, and instances per "
+                  "split (each instance's `split` field).", "",
+                  "| family | fields | splits |", "| --- | --- | --- |"]
+        for family_id, info in partitioned.items():
+            fields = ", ".join(f"{k}={v}" for k, v in info.get("fields", {}).items())
+            splits = ", ".join(f"{k}: {v}" for k, v in info.get("splits", {}).items())
+            lines.append(f"| `{family_id}` | {fields} | {splits} |")
     lines += ["", "## What each family measures", ""]
     for family_id in families:
         lines += [f"- `{family_id}`: {' '.join(descriptions[family_id].split())}"]

@@ -104,6 +104,14 @@ def plain_messages(instance: Mapping[str, Any], phase: str) -> list[dict[str, st
     return [{"role": m["role"], "content": m["content"]} for m in phase_messages(instance, phase)]
 
 
+def project_records(rows: Any, mapping: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Each record of ``rows`` reshaped to ``{new_key: row[old_key]}`` (keys renamed, the rest
+    dropped): the one reshaping a per-record expression cannot do by itself."""
+    if not isinstance(rows, (list, tuple)) or not all(isinstance(r, Mapping) for r in rows):
+        raise TypeError(f"project needs a list of records, not {rows!r}")
+    return [{new: row[old] for new, old in mapping.items()} for row in rows]
+
+
 def _plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
@@ -118,6 +126,7 @@ def export_release(project: Project, fmt: ExportFormat, manifest: Mapping[str, A
     renderer = Renderer(project)
     renderer.env.globals["phase"] = phase_messages
     renderer.env.globals["messages"] = plain_messages
+    renderer.env.globals["project"] = project_records
     shaper = _Shaper(renderer, fmt.located)
     by_family: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for inst in instances:
@@ -132,20 +141,29 @@ def export_release(project: Project, fmt: ExportFormat, manifest: Mapping[str, A
         where = ("paradigms", paradigm)
         base = {"family": family, "paradigm": paradigm, "seed": manifest["seed"],
                 "release": manifest["release"], "version": manifest["version"]}
-        records = [shaper.build(layout["record"], {**base, **unit, "index": i},
-                                (*where, "record"))
-                   for i, unit in enumerate(_units(members, layout.get("pair")))]
-        document = shaper.build(layout["file"], {**base, "records": records,
-                                                 "instances": members}, (*where, "file"))
-        relative = shaper.text(layout["path"], base, (*where, "path")).strip()
-        pure = PurePosixPath(relative)
-        if pure.is_absolute() or ".." in pure.parts or not relative:
-            raise fmt.located.error(f"export path {relative!r} must stay inside the output "
-                                    "folder", (*where, "path"))
-        if relative in files:
-            raise fmt.located.error(f"two families export to {relative}", (*where, "path"))
-        files[relative] = (json.dumps(document, indent=2, ensure_ascii=False,
-                                      allow_nan=False) + "\n").encode("utf-8")
+        # The path is rendered per record, so one family may fill several files (one per
+        # split, say); the records of each file are numbered from 0.
+        by_path: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for unit in _units(members, layout.get("pair")):
+            relative = shaper.text(layout["path"], {**base, **unit}, (*where, "path")).strip()
+            by_path[relative].append(unit)
+        for relative, units in by_path.items():
+            pure = PurePosixPath(relative)
+            if pure.is_absolute() or ".." in pure.parts or not relative:
+                raise fmt.located.error(f"export path {relative!r} must stay inside the "
+                                        "output folder", (*where, "path"))
+            if relative in files:
+                raise fmt.located.error(f"two families export to {relative}",
+                                        (*where, "path"))
+            records = [shaper.build(layout["record"], {**base, **unit, "index": i},
+                                    (*where, "record")) for i, unit in enumerate(units)]
+            in_file = [inst for unit in units
+                       for inst in (unit["pair"].values() if "pair" in unit
+                                    else [unit["instance"]])]
+            document = shaper.build(layout["file"], {**base, "records": records,
+                                                     "instances": in_file}, (*where, "file"))
+            files[relative] = (json.dumps(document, indent=2, ensure_ascii=False,
+                                          allow_nan=False) + "\n").encode("utf-8")
     written = []
     base = out.resolve()
     for relative, data in sorted(files.items()):

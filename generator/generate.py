@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .canonical import CanonicalJSONError, dumps, normalize
@@ -164,6 +164,20 @@ class FamilyGenerator:
                 + "; ".join(problems), ("answer",))
         return answer
 
+    def _feedback(self, context: dict[str, Any]) -> list[dict[str, Any]]:
+        """The simulated user's implicit feedback: the records the family's expression gives,
+        keeping round, session, action and terminated (defaults: position and last round)."""
+        line, col = self.family.located.text_start(("feedback",))
+        origin = TemplateOrigin(self.family.file, line - 1, col, "feedback expression")
+        rows = self.renderer.expression(self.family.feedback, origin)(context)
+        if not isinstance(rows, (list, tuple)) or not all(isinstance(r, Mapping) for r in rows):
+            raise self.family.located.error(
+                f"feedback must give a list of records, not {rows!r}", ("feedback",))
+        keep = ("round", "session", "action", "terminated")
+        return [{"round": index + 1, "terminated": index == len(rows) - 1,
+                 **{k: row[k] for k in keep if k in row}}
+                for index, row in enumerate(rows)]
+
     def render_variant(self, slots: dict[str, Any], variant: Variant, group: int
                        ) -> RenderedVariant:
         """One instance of a group, rendered and schema-checked (not yet invariant-checked)."""
@@ -193,6 +207,8 @@ class FamilyGenerator:
             "answer": self._answer(context),
             "fields": fields,
         }
+        if self.family.feedback is not None:
+            instance["feedback"] = self._feedback(context)
         if "analysis" in self.family.raw:
             instance["analysis"] = self.family.raw["analysis"]
         try:

@@ -34,7 +34,7 @@ from .manifest import (
     sums_text,
 )
 from .render import Renderer
-from .spec import FamilySpec, ReleaseSpec
+from .spec import FamilySpec, ReleaseFamily, ReleaseSpec
 
 TMP_PREFIX = ".memspec-tmp-"
 Progress = Callable[[str, int], None]
@@ -110,13 +110,18 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
     family_counts: dict[str, dict[str, Any]] = {}
     seen_content: dict[str, str] = {}
     total = 0
-    for family, entry in zip(families, release.families, strict=True):
+    for index, (family, entry) in enumerate(zip(families, release.families, strict=True)):
+        _refuse_field_clash(release, index, family)
         generator = FamilyGenerator(family, renderer, release.seed)
         name = f"data/{family.family_id}.jsonl"
         writer = _HashingWriter(folder / name)
+        splits = _SplitContent(entry, family)
         try:
-            for group in generator.groups(entry.groups):
+            for group_index, group in enumerate(generator.groups(entry.groups)):
                 for instance in group:
+                    instance["fields"] = dict(sorted(
+                        {**instance["fields"], **entry.release_fields(group_index)}.items()))
+                    splits.add(instance)
                     key = _content_key(instance)
                     if key in seen_content:
                         raise CheckFailed.single(
@@ -132,6 +137,8 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
         family_counts[family.family_id] = {
             "groups": entry.groups, "instances": info["records"],
             "paradigm": family.paradigm.paradigm_id, "version": family.version,
+            **({"fields": dict(entry.fields)} if entry.fields else {}),
+            **({"splits": splits.counts} if entry.splits else {}),
         }
         total += info["records"]
     data_hashes = {name: info["sha256"] for name, info in files.items()}
@@ -156,6 +163,53 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
         "inputs": inputs,
         "environment": environment(),
     }
+
+
+def _refuse_field_clash(release: ReleaseSpec, index: int, family: FamilySpec) -> None:
+    entry = release.families[index]
+    added = [*entry.fields, *(["split"] if entry.splits else [])]
+    clash = [name for name in added if name in family.fields]
+    if clash:
+        raise release.located.error(
+            f"the release sets field {clash[0]!r}, which family {family.family_id} sets too",
+            ("families", index))
+
+
+class _SplitContent:
+    """Counts a family's instances per split and refuses overlap between splits: a message of
+    a ``disjoint`` phase (the task, say) may occur in no other split, in any phase (compared
+    by SHA-256 of the content)."""
+
+    def __init__(self, entry: ReleaseFamily, family: FamilySpec) -> None:
+        self.entry = entry
+        self.family = family
+        self.counts: dict[str, int] = {name: 0 for name in entry.splits}
+        self.anywhere: dict[str, dict[str, str]] = {}  # content hash -> split -> instance id
+        self.guarded: dict[str, dict[str, str]] = {}  # the same, for disjoint phases only
+
+    def add(self, instance: dict[str, Any]) -> None:
+        split = instance["fields"].get("split")
+        if split not in self.counts:
+            return
+        self.counts[split] += 1
+        if not self.entry.disjoint:
+            return
+        for phase in instance["phases"]:
+            guarded = phase["phase"] in self.entry.disjoint
+            for message in phase["messages"]:
+                digest = hashlib.sha256(message["content"].encode("utf-8")).hexdigest()
+                clashes = {**self.guarded.get(digest, {}),
+                           **(self.anywhere.get(digest, {}) if guarded else {})}
+                clashes.pop(split, None)
+                if clashes:
+                    other_split, other_id = sorted(clashes.items())[0]
+                    raise CheckFailed.single(
+                        f"split overlap: a {phase['phase']} message of {instance['id']} "
+                        f"({split}) also occurs in {other_id} ({other_split})",
+                        self.family.file)
+                self.anywhere.setdefault(digest, {}).setdefault(split, instance["id"])
+                if guarded:
+                    self.guarded.setdefault(digest, {}).setdefault(split, instance["id"])
 
 
 def _input_hashes(root: Path, release: ReleaseSpec, families: list[FamilySpec],

@@ -101,6 +101,7 @@ class FamilySpec:
     phases: Mapping[str, Any]
     answer: Mapping[str, Any]
     fields: Mapping[str, str]
+    feedback: str | None
     checks: tuple[tuple[Mapping[str, Any], Located, tuple], ...]
     pools: Mapping[str, Pool]
     located: Located
@@ -128,6 +129,23 @@ class FamilySpec:
 class ReleaseFamily:
     family_id: str
     groups: int
+    splits: Mapping[str, int] = field(default_factory=dict)  # name -> groups, in order
+    disjoint: tuple[str, ...] = ()  # phases no message of which may occur in two splits
+    fields: Mapping[str, str] = field(default_factory=dict)  # added to every instance
+
+    def split_of(self, group: int) -> str | None:
+        """The split a group belongs to (splits take consecutive runs of groups, in order)."""
+        end = 0
+        for name, count in self.splits.items():
+            end += count
+            if group < end:
+                return name
+        return None
+
+    def release_fields(self, group: int) -> dict[str, str]:
+        """The fields the release adds to every instance of ``group``."""
+        split = self.split_of(group)
+        return {**self.fields, **({"split": split} if split else {})}
 
 
 @dataclass(frozen=True)
@@ -302,6 +320,7 @@ class FamilyLoader:
             phases=data["phases"],
             answer=data["answer"],
             fields=data.get("fields", {}),
+            feedback=data.get("feedback"),
             checks=tuple(checks),
             pools=pools,
             located=located,
@@ -512,13 +531,29 @@ def load_release(path: Path, project: Project) -> ReleaseSpec:
     located = _load_checked(path, project, "release")
     data = located.data
     _refuse_repeats(located, "families", [f["family"] for f in data["families"]], "family")
+    out = ProblemCollector()
+    for index, entry in enumerate(data["families"]):
+        where = ("families", index)
+        if "splits" in entry and sum(entry["splits"].values()) != entry["groups"]:
+            line, col = located.where((*where, "splits"))
+            out.add(Problem(f"splits add up to {sum(entry['splits'].values())} groups, not the "
+                            f"{entry['groups']} the entry has", located.file, line, col))
+        if "disjoint" in entry and "splits" not in entry:
+            line, col = located.where((*where, "disjoint"))
+            out.add(Problem("'disjoint' needs 'splits'", located.file, line, col))
+        if "split" in entry.get("fields", {}) and "splits" in entry:
+            line, col = located.where((*where, "fields", "split"))
+            out.add(Problem("field 'split' is set from 'splits'", located.file, line, col))
+    out.raise_if_any()
     return ReleaseSpec(
         name=data["name"],
         version=data["version"],
         seed=data["seed"],
         description=data["description"],
         license=data.get("license", "CC-BY-4.0"),
-        families=tuple(ReleaseFamily(f["family"], f["groups"]) for f in data["families"]),
+        families=tuple(ReleaseFamily(f["family"], f["groups"], dict(f.get("splits", {})),
+                                     tuple(f.get("disjoint", ())), dict(f.get("fields", {})))
+                       for f in data["families"]),
         located=located,
         path=path,
     )

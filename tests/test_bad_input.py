@@ -5,6 +5,7 @@ Every test starts from the small valid project the ``project`` fixture writes in
 ``tmp_path``, changes ONE thing in it, and runs the ``memspec`` command line in a subprocess.
 """
 
+import json
 import os
 import re
 import subprocess
@@ -543,3 +544,45 @@ def test_a_scramble_that_cannot_succeed_is_located(project: Path, out: Path) -> 
     assert_every_command_refuses(project, out, FAMILY,
                                  "transform 'scramble' failed on axis 'doc'",
                                  line_of(text, "      doc:"))
+
+
+# ------------------------------------------------------------ release splits and partitions
+
+def test_splits_must_add_up_to_the_groups(project: Path, out: Path) -> None:
+    text = append(project, RELEASE, "    splits: {train: 1, test: 2}\n")
+    result = freeze(project, out)
+    assert_bad_input(result, RELEASE, "splits add up to 3 groups, not the 2",
+                     line_of(text, "splits:"))
+    assert_nothing_written(project, out)
+
+
+def test_a_release_field_may_not_overwrite_a_family_field(project: Path, out: Path) -> None:
+    append(project, FAMILY, "fields:\n  domain: colours\n")
+    text = append(project, RELEASE, "    fields: {domain: legal}\n")
+    result = freeze(project, out)
+    assert_bad_input(result, RELEASE, "the release sets field 'domain', which family "
+                     "demo.recall.colour sets too", line_of(text, "- family:"))
+    assert_nothing_written(project, out)
+
+
+def test_overlap_between_splits_is_refused_and_nothing_written(project: Path,
+                                                               out: Path) -> None:
+    # The setup message is the same in every group; the probe names the group.
+    edit(project, FAMILY, "  colour: {from: pools/colours.yaml}\n", "  colour: {value: red}\n")
+    edit(project, FAMILY, "Which colour did I say I like?", "Which colour ({{ group }})?")
+    append(project, RELEASE, "    splits: {train: 1, test: 1}\n    disjoint: [setup]\n")
+    result = freeze(project, out)
+    assert result.returncode == 1, shown(result)
+    assert "split overlap: a setup message of demo.recall.colour-00001-base (test) also " \
+           "occurs in demo.recall.colour-00000-base (train)" in result.stderr
+    assert_nothing_written(project, out)
+    edit(project, RELEASE, "disjoint: [setup]", "disjoint: [probe]")
+    assert freeze(project, out).returncode == 0
+    lines = (out / "demo-v1" / "data" / f"{FAMILY_ID}.jsonl").read_text().splitlines()
+    assert [json.loads(line)["fields"]["split"] for line in lines] == ["train", "test"]
+
+
+def test_feedback_that_is_not_a_list_of_records_is_located(project: Path, out: Path) -> None:
+    text = append(project, FAMILY, "feedback: \"'like'\"\n")
+    assert_every_command_refuses(project, out, FAMILY, "feedback must give a list of records",
+                                 line_of(text, "feedback:"))
