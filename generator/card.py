@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .spec import ReleaseSpec
@@ -14,7 +14,8 @@ def _yaml_str(text: str) -> str:
 
 
 def render_card(release: ReleaseSpec, counts: Mapping[str, Any], root_sha256: str,
-                descriptions: Mapping[str, str], release_file: str) -> str:
+                descriptions: Mapping[str, str], release_file: str,
+                audit_failures: Sequence[Mapping[str, Any]] = ()) -> str:
     """Markdown with YAML front matter; a pure function of its arguments."""
     families = counts["families"]
     lines = [
@@ -57,6 +58,16 @@ def render_card(release: ReleaseSpec, counts: Mapping[str, Any], root_sha256: st
             fields = ", ".join(f"{k}={v}" for k, v in info.get("fields", {}).items())
             splits = ", ".join(f"{k}: {v}" for k, v in info.get("splits", {}).items())
             lines.append(f"| `{family_id}` | {fields} | {splits} |")
+    if audit_failures:
+        lines += ["", "## Audit failures", "",
+                  "This release was frozen with `--allow-audit-failures`: on these families a "
+                  "system without memory beats chance (`memspec audit`), so their scores may "
+                  "measure plausibility rather than memory.", "",
+                  "| adversary | family | hits | chance | p (Holm) |",
+                  "| --- | --- | --- | --- | --- |"]
+        for f in audit_failures:
+            lines.append(f"| {f['check']} | `{f['family']}` | {f['hits']}/{f['trials']} | "
+                         f"{f['chance']:.3g} | {f['p_holm']:.3g} |")
     lines += ["", "## What each family measures", ""]
     for family_id in families:
         lines += [f"- `{family_id}`: {' '.join(descriptions[family_id].split())}"]

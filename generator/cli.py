@@ -16,9 +16,17 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from .audit import audit_instances
 from .canonical import dump_bytes, dump_pretty_bytes
 from .catalog import Catalog
-from .errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, MemspecError, SpecError
+from .errors import (
+    EXIT_BAD_INPUT,
+    EXIT_CHECK_FAILED,
+    CheckFailed,
+    MemspecError,
+    Problem,
+    SpecError,
+)
 from .generate import FamilyGenerator
 from .judge import build_requests, load_judgments
 from .policies import POLICIES
@@ -26,7 +34,7 @@ from .project import Project, find_project
 from .release import atomic_write_bytes, find_release, freeze
 from .release_data import load_release_instances
 from .render import Renderer
-from .report_format import as_csv, as_json, as_table, as_tests_table
+from .report_format import as_csv, as_json, as_table, as_tests_table, audit_table
 from .responses import load_responses
 from .scaffold import scaffold_family
 from .score import ScoreOptions, attach_judgments, outcome, score_outcomes
@@ -216,10 +224,15 @@ def freeze_cmd(
     release: Annotated[str, typer.Argument(help="Release YAML file (or <name>-<version>).")],
     out_dir: Annotated[Path | None, typer.Option("--out", help="Output folder (default dist/).")]
     = None,
+    allow_audit_failures: Annotated[bool, typer.Option(
+        help="Publish even if a memoryless adversary beats chance; the failures are recorded "
+             "in the manifest and the card.")] = False,
 ) -> None:
     """Build DIR/<name>-<version>/ and write manifests/<name>-<version>.json.
 
-    If the committed manifest exists with different content, refuse and write nothing."""
+    The release is audited first (see `memspec audit`): one a system without memory could
+    pass is refused unless --allow-audit-failures. If the committed manifest exists with
+    different content, refuse and write nothing."""
 
     def action() -> None:
         project = _project()
@@ -228,7 +241,10 @@ def freeze_cmd(
         total = sum(f.groups for f in spec.families)
         with _progress(total, "freezing") as advance:
             built = freeze(catalog, spec, out_dir or project.default_dist, write_manifest=True,
-                           progress=advance)
+                           progress=advance, allow_audit_failures=allow_audit_failures)
+        for failure in built.manifest.get("audit", {}).get("failures", []):
+            err.print(f"warning: audit failure recorded: {failure['check']} beats chance on "
+                      f"{failure['family']}", markup=False)
         out.print(f"froze {spec.full_name}: {built.manifest['counts']['instances']} instances "
                   f"in {built.path}; root sha256 {built.manifest['root_sha256']}", markup=False)
 
@@ -430,6 +446,34 @@ def score(
             tests = as_tests_table(report)
             if tests is not None:
                 out.print(tests)
+
+    _run(action)
+
+
+@app.command()
+def audit(
+    release_dir: Annotated[Path, typer.Argument(help="A built release folder.")],
+    output_format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+    seed: Annotated[int, typer.Option(help="Seed of the one-instance-per-group draw.")] = 0,
+) -> None:
+    """Memoryless adversaries against every choice family: none may beat chance (exit 1)."""
+
+    def action() -> None:
+        if output_format not in ("table", "json"):
+            raise SpecError.single(f"--format must be table or json, not {output_format!r}")
+        _check_seed(seed)
+        _, instances = load_release_instances(release_dir, _catalog_if_any())
+        report = audit_instances(instances, seed)
+        if output_format == "json":
+            sys.stdout.write(json.dumps(report.to_json(), indent=2, sort_keys=True) + "\n")
+        else:
+            out.print(audit_table(report))
+        if not report.ok:
+            failed = [r for r in report.rows if r.failed]
+            raise CheckFailed([Problem(
+                f"audit: {r.check} beats chance on {r.family}: {r.hits}/{r.trials} "
+                f"(chance {r.chance:.3g}, Holm p = {r.p_holm:.3g})", str(release_dir))
+                for r in failed])
 
     _run(action)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import os
 import shutil
 from collections.abc import Callable, Iterator
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .audit import audit_instances
 from .canonical import content_hash, dump_bytes
 from .card import render_card
 from .catalog import Catalog, UnknownFamily
@@ -99,9 +101,12 @@ def _content_key(instance: dict[str, Any]) -> str:
 
 
 def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
-                        progress: Progress | None = None) -> dict[str, Any]:
+                        progress: Progress | None = None, *,
+                        refuse_audit_failures: bool = False) -> dict[str, Any]:
     """Generate and write data files and the card into ``folder``; return the manifest
-    (without writing it). Raises on any spec error or failed check."""
+    (without writing it). Raises on any spec error or failed check, and on a failed audit
+    when ``refuse_audit_failures`` (otherwise audit failures are recorded in the manifest and
+    the card)."""
     project = catalog.project
     families = load_release_families(catalog, release)
     renderer = Renderer(project)
@@ -145,9 +150,17 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
     root = hashlib.sha256(sums_text(data_hashes).encode("utf-8")).hexdigest()
     counts = {"instances": total, "groups": sum(e.groups for e in release.families),
               "families": family_counts}
+    audit_failures = audit_instances(_read_back(folder, list(files))).failures()
+    if audit_failures and refuse_audit_failures:
+        raise CheckFailed([Problem(
+            f"audit: {f['check']} beats chance on {f['family']}: {f['hits']}/{f['trials']} "
+            f"(chance {f['chance']:.3g}, Holm p = {f['p_holm']:.3g}); a system without "
+            "memory could pass. Fix the family, or freeze with --allow-audit-failures to "
+            "publish it with the failure recorded", project.display(release.path))
+            for f in audit_failures])
     card = render_card(release, counts, root,
                        {f.family_id: f.description for f in families},
-                       project.display(release.path))
+                       project.display(release.path), audit_failures)
     (folder / CARD_FILE).write_bytes(card.encode("utf-8"))
     files[CARD_FILE] = {"sha256": sha256_file(folder / CARD_FILE),
                         "bytes": (folder / CARD_FILE).stat().st_size}
@@ -162,7 +175,16 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
         "counts": counts,
         "inputs": inputs,
         "environment": environment(),
+        **({"audit": {"failures": audit_failures}} if audit_failures else {}),
     }
+
+
+def _read_back(folder: Path, names: list[str]) -> Iterator[dict[str, Any]]:
+    """The instances just written, file by file (streamed, for the audit)."""
+    for name in names:
+        with (folder / name).open(encoding="utf-8") as handle:
+            for line in handle:
+                yield json.loads(line)
 
 
 def _refuse_field_clash(release: ReleaseSpec, index: int, family: FamilySpec) -> None:
@@ -317,7 +339,8 @@ def committed_manifest_path(catalog: Catalog, release: ReleaseSpec) -> Path:
 
 
 def freeze(catalog: Catalog, release: ReleaseSpec, out: Path, *, write_manifest: bool,
-           progress: Progress | None = None) -> BuiltRelease:
+           progress: Progress | None = None,
+           allow_audit_failures: bool = False) -> BuiltRelease:
     """Build ``release`` into ``out/<name>-<version>``.
 
     With a committed manifest, the build must match it (else CheckFailed, nothing written) and
@@ -333,8 +356,12 @@ def freeze(catalog: Catalog, release: ReleaseSpec, out: Path, *, write_manifest:
             f"no committed manifest {catalog.project.display(committed_path)}; run "
             f"`memspec freeze {catalog.project.display(release.path)}` and commit it")
     final = out / release.full_name
+    # A release frozen with its audit failures allowed is rebuilt with the same allowance:
+    # the failures are pinned in its manifest like everything else.
+    allowed = allow_audit_failures or bool(committed and committed.get("audit"))
     with _staging(out, release.full_name) as staged:
-        built = write_release_files(catalog, release, staged, progress)
+        built = write_release_files(catalog, release, staged, progress,
+                                    refuse_audit_failures=not allowed)
         if committed is not None:
             differences = manifest_differences(committed, built)
             if differences or content_of(committed) != content_of(built):

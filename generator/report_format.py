@@ -91,3 +91,15 @@ def as_csv(report: dict[str, Any]) -> str:
                 row += ci
         writer.writerow(["" if v is None else v for v in row])
     return buffer.getvalue()
+
+
+def audit_table(report: Any) -> Table:
+    """The audit as a table: one row per adversary and family."""
+    table = Table("check", "family", "hits", "accuracy", "chance", "p", "p (Holm)", "result")
+    for row in report.rows:
+        table.add_row(row.check, row.family, f"{row.hits}/{row.trials}", _fmt(row.accuracy),
+                      _fmt(row.chance), _fmt_p(row.p_value), _fmt_p(row.p_holm),
+                      "FAIL" if row.failed else "ok")
+    for family in report.skipped:
+        table.add_row("(no memory-only choice items)", family, "-", "-", "-", "-", "-", "skipped")
+    return table

