@@ -102,11 +102,15 @@ def _content_key(instance: dict[str, Any]) -> str:
 
 def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
                         progress: Progress | None = None, *,
-                        refuse_audit_failures: bool = False) -> dict[str, Any]:
+                        refuse_audit_failures: bool = False,
+                        pinned_audit: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Generate and write data files and the card into ``folder``; return the manifest
-    (without writing it). Raises on any spec error or failed check, and on a failed audit
-    when ``refuse_audit_failures`` (otherwise audit failures are recorded in the manifest and
-    the card)."""
+    (without writing it). Raises on any spec error or failed check.
+
+    The release is audited unless ``pinned_audit`` gives the failures a committed manifest
+    already records: the manifest pins every data byte, so an audit of the same bytes could
+    only repeat them. A failed audit (one actually run) raises when ``refuse_audit_failures``;
+    otherwise the failures are recorded in the manifest and the card."""
     project = catalog.project
     families = load_release_families(catalog, release)
     renderer = Renderer(project)
@@ -150,8 +154,9 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
     root = hashlib.sha256(sums_text(data_hashes).encode("utf-8")).hexdigest()
     counts = {"instances": total, "groups": sum(e.groups for e in release.families),
               "families": family_counts}
-    audit_failures = audit_instances(_read_back(folder, list(files))).failures()
-    if audit_failures and refuse_audit_failures:
+    audit_failures = (pinned_audit if pinned_audit is not None
+                      else audit_instances(_read_back(folder, list(files))).failures())
+    if audit_failures and refuse_audit_failures and pinned_audit is None:
         raise CheckFailed([Problem(
             f"audit: {f['check']} beats chance on {f['family']}: {f['hits']}/{f['trials']} "
             f"(chance {f['chance']:.3g}, Holm p = {f['p_holm']:.3g}); a system without "
@@ -356,12 +361,13 @@ def freeze(catalog: Catalog, release: ReleaseSpec, out: Path, *, write_manifest:
             f"no committed manifest {catalog.project.display(committed_path)}; run "
             f"`memspec freeze {catalog.project.display(release.path)}` and commit it")
     final = out / release.full_name
-    # A release frozen with its audit failures allowed is rebuilt with the same allowance:
-    # the failures are pinned in its manifest like everything else.
-    allowed = allow_audit_failures or bool(committed and committed.get("audit"))
+    # A committed release was audited when it was first frozen, and its manifest pins both
+    # the data and the audit's outcome (the failures it was allowed to keep, if any).
+    pinned = committed.get("audit", {}).get("failures", []) if committed is not None else None
     with _staging(out, release.full_name) as staged:
         built = write_release_files(catalog, release, staged, progress,
-                                    refuse_audit_failures=not allowed)
+                                    refuse_audit_failures=not allow_audit_failures,
+                                    pinned_audit=pinned)
         if committed is not None:
             differences = manifest_differences(committed, built)
             if differences or content_of(committed) != content_of(built):
