@@ -125,3 +125,16 @@ def test_audit_cli_exits_1_on_a_flawed_release(project_copy: Path, tmp_path: Pat
     result = run_cli("audit", str(out / "flawed-v1"), root=project_copy)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "position_prior beats chance on example.choice.meeting_room: 30/30" in result.stderr
+
+
+def test_without_the_audit_extra_the_embedding_adversary_is_reported_missing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import generator.audit as audit
+
+    monkeypatch.setattr(audit, "_embedding_available", lambda: False)
+    items = [_item("lab.fair", g, "Which one did I lend you?", _options(g), g % 3)
+             for g in range(24)]
+    report = audit.audit_instances(items)
+    assert report.unavailable == ["embedding_nearest (install memspec[audit])"]
+    assert "embedding_nearest" not in {r.check for r in report.rows}
+    assert report.ok and len(report.rows) == 6
