@@ -146,12 +146,12 @@ def probe_classifier(sampled: Mapping[str, Sequence[Item]]) -> dict[str, int]:
              else [items[k::5] for k in range(5)])
     picks: dict[str, int] = {}
     for held_out in folds:
+        if not held_out:
+            continue
         held_ids = {i["id"] for i in held_out}
         train = [i for i in items if i["id"] not in held_ids]
         rows = [(f, float(k == i["answer"]["gold_index"])) for i in train
                 for k, f in enumerate(_option_features(i))]
-        if not held_out:
-            continue
         if len({label for _, label in rows}) < 2:
             picks.update({i["id"]: 0 for i in held_out})
             continue
@@ -238,6 +238,13 @@ class AuditReport:
             {"check": r.check, "family": r.family, "hits": r.hits, "trials": r.trials,
              "accuracy": r.accuracy, "chance": r.chance, "p_value": r.p_value,
              "p_holm": r.p_holm, "failed": r.failed} for r in self.rows]}
+
+
+def describe_failure(failure: Mapping[str, Any]) -> str:
+    """One failed row (as in ``AuditReport.failures``) in words."""
+    return (f"audit: {failure['check']} beats chance on {failure['family']}: "
+            f"{failure['hits']}/{failure['trials']} (chance {failure['chance']:.3g}, "
+            f"Holm p = {failure['p_holm']:.3g})")
 
 
 def sample_per_group(instances: Iterable[Item], seed: int) -> dict[str, list[Item]]:

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .audit import audit_instances
+from .audit import audit_instances, describe_failure
 from .canonical import dump_bytes, dump_pretty_bytes
 from .catalog import Catalog
 from .errors import (
@@ -469,11 +469,8 @@ def audit(
         else:
             out.print(audit_table(report))
         if not report.ok:
-            failed = [r for r in report.rows if r.failed]
-            raise CheckFailed([Problem(
-                f"audit: {r.check} beats chance on {r.family}: {r.hits}/{r.trials} "
-                f"(chance {r.chance:.3g}, Holm p = {r.p_holm:.3g})", str(release_dir))
-                for r in failed])
+            raise CheckFailed([Problem(describe_failure(f), str(release_dir))
+                               for f in report.failures()])
 
     _run(action)
 

@@ -41,6 +41,12 @@ class FamilyGenerator:
         line, col = self.family.located.text_start(where)
         return self.renderer.inline(text, self.family.file, line, col, label)
 
+    def _expression(self, source: str, where: tuple, label: str) -> Any:
+        """A Jinja expression written in the family file at ``where``, errors located there."""
+        line, col = self.family.located.text_start(where)
+        origin = TemplateOrigin(self.family.file, line - 1, col, label)
+        return self.renderer.expression(source, origin)
+
     def _phase_template(self, name: str) -> list[tuple[str, str | None, CompiledTemplate]] | \
             CompiledTemplate:
         phase = self.family.phases[name]
@@ -78,10 +84,9 @@ class FamilyGenerator:
         design = next(d for d in self.family.designs if d.name == design_name)
         if design.when is None:
             return True
-        line, col = self.family.located.text_start(("designs", design_name, "when"))
-        origin = TemplateOrigin(self.family.file, line - 1, col, f"when of design {design_name!r}")
-        return bool(self.renderer.expression(design.when, origin)(
-            {**slots, "group": group, "family": self.family.family_id}))
+        evaluate = self._expression(design.when, ("designs", design_name, "when"),
+                                    f"when of design {design_name!r}")
+        return bool(evaluate({**slots, "group": group, "family": self.family.family_id}))
 
     def _transform_scope(self, ref: TransformRef, context: dict[str, Any], group: int
                          ) -> tuple[str | int, ...]:
@@ -167,9 +172,9 @@ class FamilyGenerator:
     def _feedback(self, context: dict[str, Any]) -> list[dict[str, Any]]:
         """The simulated user's implicit feedback: the records the family's expression gives,
         keeping round, session, action and terminated (defaults: position and last round)."""
-        line, col = self.family.located.text_start(("feedback",))
-        origin = TemplateOrigin(self.family.file, line - 1, col, "feedback expression")
-        rows = self.renderer.expression(self.family.feedback, origin)(context)
+        assert self.family.feedback is not None
+        rows = self._expression(self.family.feedback, ("feedback",),
+                                "feedback expression")(context)
         if not isinstance(rows, (list, tuple)) or not all(isinstance(r, Mapping) for r in rows):
             raise self.family.located.error(
                 f"feedback must give a list of records, not {rows!r}", ("feedback",))

@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
+
+
+def read_instances(path: Path) -> Iterator[dict[str, Any]]:
+    """The instances of one JSONL data file, streamed line by line."""
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            yield json.loads(line)
 
 
 def phase_messages(instance: Mapping[str, Any], phase: str) -> list[dict[str, str]]:

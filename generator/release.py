@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import json
 import os
 import shutil
 from collections.abc import Callable, Iterator
@@ -17,12 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .audit import audit_instances
+from .audit import audit_instances, describe_failure
 from .canonical import content_hash, dump_bytes
 from .card import render_card
 from .catalog import Catalog, UnknownFamily
 from .errors import CheckFailed, MemspecError, Problem, ProblemCollector, SpecError
 from .generate import FamilyGenerator
+from .instances import read_instances
 from .manifest import (
     CARD_FILE,
     MANIFEST_FILE,
@@ -154,15 +154,16 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
     root = hashlib.sha256(sums_text(data_hashes).encode("utf-8")).hexdigest()
     counts = {"instances": total, "groups": sum(e.groups for e in release.families),
               "families": family_counts}
-    audit_failures = (pinned_audit if pinned_audit is not None
-                      else audit_instances(_read_back(folder, list(files))).failures())
-    if audit_failures and refuse_audit_failures and pinned_audit is None:
-        raise CheckFailed([Problem(
-            f"audit: {f['check']} beats chance on {f['family']}: {f['hits']}/{f['trials']} "
-            f"(chance {f['chance']:.3g}, Holm p = {f['p_holm']:.3g}); a system without "
-            "memory could pass. Fix the family, or freeze with --allow-audit-failures to "
-            "publish it with the failure recorded", project.display(release.path))
-            for f in audit_failures])
+    if pinned_audit is not None:
+        audit_failures = pinned_audit
+    else:
+        written = (inst for name in files for inst in read_instances(folder / name))
+        audit_failures = audit_instances(written).failures()
+        if audit_failures and refuse_audit_failures:
+            raise CheckFailed([Problem(
+                f"{describe_failure(f)}; a system without memory could pass. Fix the family, "
+                "or freeze with --allow-audit-failures to publish it with the failure recorded",
+                project.display(release.path)) for f in audit_failures])
     card = render_card(release, counts, root,
                        {f.family_id: f.description for f in families},
                        project.display(release.path), audit_failures)
@@ -183,13 +184,6 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
         **({"audit": {"failures": audit_failures}} if audit_failures else {}),
     }
 
-
-def _read_back(folder: Path, names: list[str]) -> Iterator[dict[str, Any]]:
-    """The instances just written, file by file (streamed, for the audit)."""
-    for name in names:
-        with (folder / name).open(encoding="utf-8") as handle:
-            for line in handle:
-                yield json.loads(line)
 
 
 def _refuse_field_clash(release: ReleaseSpec, index: int, family: FamilySpec) -> None:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from .catalog import Catalog
 from .errors import SpecError
+from .instances import read_instances
 from .manifest import MANIFEST_FILE
 from .verify import verify_release
 
@@ -32,7 +32,7 @@ def load_release_instances(folder: Path, catalog: Catalog | None = None,
         raise SpecError.single(f"cannot read the release manifest: {exc}",
                                str(manifest_path)) from None
     instances = [inst for name in sorted(manifest["files"]) if name.startswith("data/")
-                 for inst in _read_jsonl(folder / name)]
+                 for inst in read_instances(folder / name)]
     return manifest, instances
 
 
@@ -44,9 +44,3 @@ def _committed(folder: Path, catalog: Catalog) -> bool:
     except (OSError, ValueError, KeyError, TypeError):
         return True  # let verification report the broken manifest
     return (catalog.project.manifests / f"{name}.json").is_file()
-
-
-def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            yield json.loads(line)
