@@ -14,34 +14,24 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .instances import phase_messages
+from .audit_spec import spec_findings
+from .audit_structure import Finding, is_memory_choice, probe_text, structure_findings
+from .catalog import Catalog
 from .rng import KeyedRandom
 from .stats import binomial_test, holm
 
 ALPHA = 0.05
+#: The areas of the exact audits, as their checks are named ("balance: cells", ...).
+AREAS = ("balance", "leakage", "counterfeit", "declared")
 _WORD = re.compile(r"\w+")
 
 Item = Mapping[str, Any]
 #: An adversary: given the sampled items of one family and one item, the option it picks.
 Adversary = Callable[[Sequence[Item], Item], int]
-
-
-_OPTION_LINE = re.compile(r"\s*\(?[A-Za-z0-9]{1,2}[).:]\s*(.+?)\s*")
-
-
-def probe_text(instance: Item) -> str:
-    """What a memoryless system reads of the question: the last phase, less the lines that
-    merely list the options ("B) Terrace Room"), so that only the probe's own words count."""
-    last = instance["phases"][-1]["phase"]
-    options = set(instance["answer"]["options"])
-    lines = [line for m in phase_messages(instance, last) for line in m["content"].splitlines()]
-    kept = [line for line in lines
-            if not ((match := _OPTION_LINE.fullmatch(line)) and match.group(1) in options)]
-    return "\n".join(kept)
 
 
 def _words(text: str) -> set[str]:
@@ -220,43 +210,77 @@ class AuditRow:
 @dataclass
 class AuditReport:
     rows: list[AuditRow] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)  # exact audits (audit_structure)
     skipped: list[str] = field(default_factory=list)  # no memory-dependent choice items
     unavailable: list[str] = field(default_factory=list)  # adversaries that could not run
+    specs_skipped: str | None = None  # why the spec audits did not run, if they did not
 
     @property
     def ok(self) -> bool:
-        return not any(row.failed for row in self.rows)
+        return not any(row.failed for row in self.rows) and \
+            all(f.passed for f in self.findings)
 
     def failures(self) -> list[dict[str, Any]]:
-        """The failed rows, as plain data (what a manifest records when they are allowed)."""
+        """What failed, as plain data (what a manifest records when failures are allowed)."""
         return [{"check": r.check, "family": r.family, "hits": r.hits, "trials": r.trials,
-                 "chance": r.chance, "p_holm": r.p_holm} for r in self.rows if r.failed]
+                 "chance": r.chance, "p_holm": r.p_holm} for r in self.rows if r.failed] + \
+            [{"check": f.check, "family": f.family, "detail": f.detail}
+             for f in self.findings if not f.passed]
+
+    def summary(self) -> list[dict[str, Any]]:
+        """One row per family, in words: the strongest adversary, and each area of the exact
+        audits ("ok", "FAIL: <check>" or "-" where nothing applies). What a card shows."""
+        families = sorted({r.family for r in self.rows} | {f.family for f in self.findings}
+                          | set(self.skipped))
+        rows = []
+        for family in families:
+            mine = [r for r in self.rows if r.family == family]
+            if mine:
+                best = max(mine, key=lambda r: (r.hits, r.check))
+                adversaries = (f"{len(mine)} on {best.trials} items; best {best.check} "
+                               f"{best.hits}/{best.trials} (chance {best.chance:.3g}, "
+                               f"Holm p {best.p_holm:.3g})")
+            else:
+                adversaries = "no memory-only choice items"
+            row: dict[str, Any] = {"family": family, "adversaries": adversaries,
+                                   "passed": not any(r.failed for r in mine)}
+            for area in AREAS:
+                found = [f for f in self.findings
+                         if f.family == family and f.check.startswith(area + ":")]
+                failed = [f.check for f in found if not f.passed]
+                row[area] = ("FAIL: " + ", ".join(failed)) if failed else ("ok" if found else "-")
+                row["passed"] = row["passed"] and not failed
+            rows.append(row)
+        return rows
 
     def to_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "alpha": ALPHA, "skipped": self.skipped,
-                "unavailable": self.unavailable, "rows": [
+                "unavailable": self.unavailable, "specs_skipped": self.specs_skipped,
+                "rows": [
             {"check": r.check, "family": r.family, "hits": r.hits, "trials": r.trials,
              "accuracy": r.accuracy, "chance": r.chance, "p_value": r.p_value,
-             "p_holm": r.p_holm, "failed": r.failed} for r in self.rows]}
+             "p_holm": r.p_holm, "failed": r.failed} for r in self.rows],
+                "findings": [f.to_json() for f in self.findings]}
 
 
 def describe_failure(failure: Mapping[str, Any]) -> str:
-    """One failed row (as in ``AuditReport.failures``) in words."""
+    """One failure (as in ``AuditReport.failures``) in words."""
+    if "hits" not in failure:
+        return f"audit: {failure['check']} fails on {failure['family']}: {failure['detail']}"
     return (f"audit: {failure['check']} beats chance on {failure['family']}: "
             f"{failure['hits']}/{failure['trials']} (chance {failure['chance']:.3g}, "
             f"Holm p = {failure['p_holm']:.3g})")
 
 
 def sample_per_group(instances: Iterable[Item], seed: int) -> dict[str, list[Item]]:
-    """One memory-dependent choice instance per group, by family, in one streaming pass: each
-    candidate draws a number from a stream keyed by its id and the group keeps the smallest
-    (a uniform pick that needs neither the group's size nor the other groups)."""
+    """One memory-dependent choice instance per group, by family: each candidate draws a
+    number from a stream keyed by its id and the group keeps the smallest (a uniform pick
+    that needs neither the group's size nor the other groups)."""
     best: dict[tuple[str, int], tuple[int, Item]] = {}
     for inst in instances:
-        answer = inst["answer"]
         # Items that show authoritative evidence (a tool holding the right value) are meant
         # to be solvable without memory; only memory-dependent choice items are audited.
-        if not answer.get("options") or "gold_index" not in answer or "evidence" in answer:
+        if not is_memory_choice(inst):
             continue
         draw = KeyedRandom(seed, ("audit", inst["id"])).next_u64()
         key = (inst["family"], inst["group"])
@@ -268,29 +292,53 @@ def sample_per_group(instances: Iterable[Item], seed: int) -> dict[str, list[Ite
     return sampled
 
 
-def audit_instances(instances: Iterable[Item], seed: int = 0) -> AuditReport:
-    """Run every adversary on every family with choice items; Holm over all the tests."""
+def _units(sampled: Mapping[str, Sequence[Item]]) -> list[tuple[str, list[Item]]]:
+    """What each adversary is tested on: every family, then every paradigm with several
+    families pooled ("<paradigm> (pooled)"), where a bias too small to show in one family's
+    few groups may show across all of them."""
+    units = [(family, list(items)) for family, items in sorted(sampled.items())]
+    by_paradigm: dict[str, list[Item]] = defaultdict(list)
+    families: dict[str, set[str]] = defaultdict(set)
+    for family, items in sorted(sampled.items()):
+        for item in items:
+            by_paradigm[item.get("paradigm", "")].append(item)
+            families[item.get("paradigm", "")].add(family)
+    units += [(f"{paradigm} (pooled)", items) for paradigm, items in sorted(by_paradigm.items())
+              if paradigm and len(families[paradigm]) > 1]
+    return units
+
+
+def audit_instances(instances: Iterable[Item], seed: int = 0, *,
+                    catalog: Catalog | None = None,
+                    manifest: Mapping[str, Any] | None = None) -> AuditReport:
+    """Every audit of a release's instances: the adversaries on every family with choice
+    items (Holm over all their tests), the exact data audits on every family, and, given the
+    release's ``manifest`` and a ``catalog`` holding the specs it was built from, the spec
+    audits."""
     report = AuditReport()
-    families: set[str] = set()
-
-    def seen(stream: Iterable[Item]) -> Iterator[Item]:
-        for inst in stream:
-            families.add(inst["family"])
-            yield inst
-
-    sampled = sample_per_group(seen(instances), seed)
-    report.skipped = sorted(families - set(sampled))
+    by_family: dict[str, list[Item]] = defaultdict(list)
+    for inst in instances:
+        by_family[inst["family"]].append(inst)
+    sampled = sample_per_group((i for f in sorted(by_family) for i in by_family[f]), seed)
+    report.skipped = sorted(set(by_family) - set(sampled))
     if not _embedding_available():
         report.unavailable.append("embedding_nearest (install memspec[audit])")
     picks = {name: predict(sampled) for name, predict in predictors().items()} if sampled \
         else {}
-    for family, items in sorted(sampled.items()):
+    for unit, items in _units(sampled):
         chances = {1 / len(i["answer"]["options"]) for i in items}
         chance = max(chances)  # mixed option counts: the most generous chance level
         for name, chosen in picks.items():
             hits = sum(1 for i in items if chosen[i["id"]] == i["answer"]["gold_index"])
-            report.rows.append(AuditRow(name, family, hits, len(items), chance,
+            report.rows.append(AuditRow(name, unit, hits, len(items), chance,
                                         binomial_test(hits, len(items), chance, "greater")))
     for row, adjusted in zip(report.rows, holm([r.p_value for r in report.rows]), strict=True):
         row.p_holm = adjusted
+    report.findings = structure_findings(by_family)
+    if manifest is None:
+        report.specs_skipped = "no manifest given"
+    else:
+        found, report.specs_skipped = spec_findings(catalog, manifest, by_family)
+        report.findings += found
+    report.findings.sort(key=lambda f: (f.family, f.check))
     return report

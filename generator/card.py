@@ -13,10 +13,20 @@ def _yaml_str(text: str) -> str:
     return f'"{escaped}"'
 
 
+def _failure_outcome(failure: Mapping[str, Any]) -> str:
+    if "hits" in failure:
+        return (f"{failure['hits']}/{failure['trials']} right, chance {failure['chance']:.3g}, "
+                f"Holm p = {failure['p_holm']:.3g}")
+    return str(failure["detail"]).replace("|", "\\|")
+
+
 def render_card(release: ReleaseSpec, counts: Mapping[str, Any], root_sha256: str,
                 descriptions: Mapping[str, str], release_file: str,
-                audit_failures: Sequence[Mapping[str, Any]] = ()) -> str:
-    """Markdown with YAML front matter; a pure function of its arguments."""
+                audit_failures: Sequence[Mapping[str, Any]] = (), *, layout: int = 1,
+                audit_summary: Sequence[Mapping[str, Any]] = (),
+                charts: Sequence[str] = ()) -> str:
+    """Markdown with YAML front matter; a pure function of its arguments. ``layout`` 2 adds
+    the audit summary and the charts (files of the release, linked by relative path)."""
     families = counts["families"]
     lines = [
         "---",
@@ -63,11 +73,11 @@ def render_card(release: ReleaseSpec, counts: Mapping[str, Any], root_sha256: st
                   "This release was frozen with `--allow-audit-failures`: on these families a "
                   "system without memory beats chance (`memspec audit`), so their scores may "
                   "measure plausibility rather than memory.", "",
-                  "| adversary | family | hits | chance | p (Holm) |",
-                  "| --- | --- | --- | --- | --- |"]
+                  "| check | family | outcome |", "| --- | --- | --- |"]
         for f in audit_failures:
-            lines.append(f"| {f['check']} | `{f['family']}` | {f['hits']}/{f['trials']} | "
-                         f"{f['chance']:.3g} | {f['p_holm']:.3g} |")
+            lines.append(f"| {f['check']} | `{f['family']}` | {_failure_outcome(f)} |")
+    if layout >= 2:
+        lines += _audit_section(audit_summary) + _charts_section(charts)
     lines += ["", "## What each family measures", ""]
     for family_id in families:
         lines += [f"- `{family_id}`: {' '.join(descriptions[family_id].split())}"]
@@ -83,6 +93,7 @@ def render_card(release: ReleaseSpec, counts: Mapping[str, Any], root_sha256: st
         "  spec, template and pool used, and the versions of the tools that made it.",
         "- `SHA256SUMS`: every other file's SHA-256; `sha256sum -c --strict SHA256SUMS` checks it.",
         "- `README.md`: this card.",
+        *(["- `plots/`: the charts above, as SVG."] if charts else []),
         "",
         "## Rebuild and verify",
         "",
@@ -93,3 +104,40 @@ def render_card(release: ReleaseSpec, counts: Mapping[str, Any], root_sha256: st
         "",
     ]
     return "\n".join(lines)
+
+
+_AUDIT_INTRO = (
+    "The release was frozen after `memspec audit`. Memoryless adversaries (answer position, "
+    "majority gold, longest and shortest option, word overlap with the probe, a probe-only "
+    "classifier, a pretrained text-embedding model) must not beat chance on any family "
+    "(one-sided exact binomial test, Holm-corrected, alpha 0.05); gold positions, cells and "
+    "the balance the specs declare must hold exactly; no probe, control arm or duplicate may "
+    "leak; every counterfeit must match the record it forges in length within 5% and share "
+    "none of its named entities. `memspec audit` and `memspec report` show every row.")
+
+
+def _cell(text: Any) -> str:
+    return str(text).replace("|", "\\|")
+
+
+def _audit_section(summary: Sequence[Mapping[str, Any]]) -> list[str]:
+    lines = ["", "## Audit", "", _AUDIT_INTRO, "",
+             "| family | adversaries (strongest) | balance | leakage | counterfeit | "
+             "declared checks | result |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for row in summary:
+        lines.append(f"| `{row['family']}` | {_cell(row['adversaries'])} | "
+                     f"{_cell(row['balance'])} | {_cell(row['leakage'])} | "
+                     f"{_cell(row['counterfeit'])} | {_cell(row['declared'])} | "
+                     f"{'pass' if row['passed'] else 'FAIL'} |")
+    return lines
+
+
+def _charts_section(charts: Sequence[str]) -> list[str]:
+    if not charts:
+        return []
+    lines = ["", "## Charts", ""]
+    for chart in charts:
+        name = chart.rsplit("/", 1)[-1].removesuffix(".svg").replace("_", " ")
+        lines += [f"![{name}]({chart})", ""]
+    return lines[:-1]

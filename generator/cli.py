@@ -30,11 +30,13 @@ from .errors import (
 from .generate import FamilyGenerator
 from .judge import build_requests, load_judgments
 from .policies import POLICIES
+from .preview import render_preview
 from .project import Project, find_project
 from .release import atomic_write_bytes, find_release, freeze
 from .release_data import load_release_instances
 from .render import Renderer
-from .report_format import as_csv, as_json, as_table, as_tests_table, audit_table
+from .report import render_report
+from .report_format import as_csv, as_json, as_table, as_tests_table, audit_table, findings_table
 from .responses import load_responses
 from .scaffold import scaffold_family
 from .score import ScoreOptions, attach_judgments, outcome, score_outcomes
@@ -243,8 +245,8 @@ def freeze_cmd(
             built = freeze(catalog, spec, out_dir or project.default_dist, write_manifest=True,
                            progress=advance, allow_audit_failures=allow_audit_failures)
         for failure in built.manifest.get("audit", {}).get("failures", []):
-            err.print(f"warning: audit failure recorded: {failure['check']} beats chance on "
-                      f"{failure['family']}", markup=False)
+            err.print("warning: audit failure recorded: "
+                      + describe_failure(failure).removeprefix("audit: "), markup=False)
         out.print(f"froze {spec.full_name}: {built.manifest['counts']['instances']} instances "
                   f"in {built.path}; root sha256 {built.manifest['root_sha256']}", markup=False)
 
@@ -288,10 +290,14 @@ def verify(
 
 @app.command()
 def build(
+    releases: Annotated[list[str] | None, typer.Argument(
+        help="Releases to build (<name>-<version> or file); default: every bundled one.")]
+    = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Output folder (default dist/).")]
     = None,
 ) -> None:
-    """Freeze and verify every bundled release against its committed manifest.
+    """Freeze and verify every bundled release (or those named) against its committed
+    manifest.
 
     Writes only under the output folder, never into manifests/."""
 
@@ -300,11 +306,13 @@ def build(
         catalog = Catalog.load(project)
         target = out_dir or project.default_dist
         rows, failed = [], False
-        paths = catalog.release_paths()
-        if not paths:
+        if releases:
+            specs = [find_release(catalog, name) for name in releases]
+        else:
+            specs = [catalog.release(path) for path in catalog.release_paths()]
+        if not specs:
             raise SpecError.single("no releases under specs/releases/")
-        for path in paths:
-            spec = catalog.release(path)
+        for spec in specs:
             try:
                 with _progress(sum(f.groups for f in spec.families), spec.full_name) as adv:
                     built = freeze(catalog, spec, target, write_manifest=False, progress=adv)
@@ -456,21 +464,72 @@ def audit(
     output_format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
     seed: Annotated[int, typer.Option(help="Seed of the one-instance-per-group draw.")] = 0,
 ) -> None:
-    """Memoryless adversaries against every choice family: none may beat chance (exit 1)."""
+    """Audit a release (exit 1 on any failure): memoryless adversaries must not beat chance;
+    gold positions, cells and declared balance must hold exactly; no probe, control arm or
+    duplicate may leak; every counterfeit must match its original's length (±5%) and share
+    none of its named entities. The spec audits need the project the release was built
+    from."""
 
     def action() -> None:
         if output_format not in ("table", "json"):
             raise SpecError.single(f"--format must be table or json, not {output_format!r}")
         _check_seed(seed)
-        _, instances = load_release_instances(release_dir, _catalog_if_any())
-        report = audit_instances(instances, seed)
+        catalog = _catalog_if_any()
+        manifest, instances = load_release_instances(release_dir, catalog)
+        report = audit_instances(instances, seed, catalog=catalog, manifest=manifest)
         if output_format == "json":
             sys.stdout.write(json.dumps(report.to_json(), indent=2, sort_keys=True) + "\n")
         else:
             out.print(audit_table(report))
+            out.print(findings_table(report))
+            if report.specs_skipped:
+                err.print(f"note: spec audits skipped: {report.specs_skipped}", markup=False)
         if not report.ok:
             raise CheckFailed([Problem(describe_failure(f), str(release_dir))
                                for f in report.failures()])
+
+    _run(action)
+
+
+@app.command()
+def report(
+    release_dir: Annotated[Path, typer.Argument(help="A built release folder.")],
+    out_file: Annotated[Path, typer.Option("--out", help="HTML file to write.")],
+    seed: Annotated[int, typer.Option(help="Seed of the audit's one-instance-per-group draw.")]
+    = 0,
+) -> None:
+    """One self-contained HTML page: counts, balance and length charts, the audit table and an
+    example group per family. Loads nothing from the network."""
+
+    def action() -> None:
+        _check_seed(seed)
+        catalog = _catalog_if_any()
+        manifest, instances = load_release_instances(release_dir, catalog)
+        audited = audit_instances(instances, seed, catalog=catalog, manifest=manifest)
+        atomic_write_bytes(out_file, render_report(manifest, instances, audited).encode())
+        out.print(f"wrote {out_file}: {len(instances)} instances, audit "
+                  f"{'passed' if audited.ok else 'FAILED'}", markup=False)
+
+    _run(action)
+
+
+@app.command()
+def preview(
+    family: Annotated[str, typer.Argument(help="Family id (or path to its YAML file).")],
+    out_file: Annotated[Path, typer.Option("--out", help="HTML file to write.")],
+    seed: Annotated[int, typer.Option(help="Seed.")] = 0,
+    groups: Annotated[int, typer.Option(min=1, max=50, help="Number of groups.")] = 3,
+) -> None:
+    """A family's first groups as an HTML page, variants side by side with what differs from
+    the first variant marked; failing checks are listed, not fatal."""
+
+    def action() -> None:
+        _check_seed(seed)
+        project = _project()
+        spec = Catalog.load(project).family(family)
+        html = render_preview(spec, Renderer(project), seed, groups)
+        atomic_write_bytes(out_file, html.encode("utf-8"))
+        out.print(f"wrote {out_file}: {groups} groups of {spec.family_id}", markup=False)
 
     _run(action)
 

@@ -227,13 +227,19 @@ class FamilyGenerator:
                 f"(at {'/'.join(map(str, errors[0].absolute_path))})")
         return RenderedVariant(instance, context)
 
+    def render_group(self, group: int) -> tuple[dict[str, Any], list[RenderedVariant]]:
+        """The slot values of one group (before any variant's transforms) and every variant
+        rendered from them, unchecked: what an audit needs to re-run the checks on instances
+        that were shipped."""
+        slots = sample_slots(self.family, self.renderer, self.seed, group)
+        return slots, [self.render_variant(slots, v, group) for v in self.variants
+                       if self._design_applies(v.design, slots, group)]
+
     def group(self, group: int) -> list[dict[str, Any]]:
         """Every variant of one group, checked; raises on any error."""
         try:
             with time_budget(GROUP_SECONDS):
-                slots = sample_slots(self.family, self.renderer, self.seed, group)
-                rendered = [self.render_variant(slots, v, group) for v in self.variants
-                            if self._design_applies(v.design, slots, group)]
+                _, rendered = self.render_group(group)
                 self.checks.check_group(rendered)
         except BudgetExceeded:
             raise self.family.located.error(

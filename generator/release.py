@@ -10,7 +10,7 @@ import fcntl
 import hashlib
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,10 +35,14 @@ from .manifest import (
     sha256_file,
     sums_text,
 )
+from .release_stats import ReleaseStats
 from .render import Renderer
 from .spec import FamilySpec, ReleaseFamily, ReleaseSpec
 
 TMP_PREFIX = ".memspec-tmp-"
+#: The newest release layout (``manifest_version``): what a first freeze writes.
+LATEST_LAYOUT = 2
+PLOTS_DIR = "plots"
 Progress = Callable[[str, int], None]
 
 
@@ -103,21 +107,24 @@ def _content_key(instance: dict[str, Any]) -> str:
 def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
                         progress: Progress | None = None, *,
                         refuse_audit_failures: bool = False,
-                        pinned_audit: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """Generate and write data files and the card into ``folder``; return the manifest
-    (without writing it). Raises on any spec error or failed check.
+                        committed: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Generate and write data files, charts and the card into ``folder``; return the
+    manifest (without writing it). Raises on any spec error or failed check.
 
-    The release is audited unless ``pinned_audit`` gives the failures a committed manifest
-    already records: the manifest pins every data byte, so an audit of the same bytes could
-    only repeat them. A failed audit (one actually run) raises when ``refuse_audit_failures``;
-    otherwise the failures are recorded in the manifest and the card."""
+    A ``committed`` manifest fixes the layout (its ``manifest_version``) and the audit's
+    outcome: the manifest pins every data byte, so an audit of the same bytes could only
+    repeat it. Otherwise the release gets the latest layout and is audited; a failed audit
+    raises when ``refuse_audit_failures``, else its failures are recorded in the manifest and
+    the card."""
     project = catalog.project
+    layout = committed["manifest_version"] if committed is not None else LATEST_LAYOUT
     families = load_release_families(catalog, release)
     renderer = Renderer(project)
     (folder / "data").mkdir(parents=True)
     files: dict[str, dict[str, Any]] = {}
     family_counts: dict[str, dict[str, Any]] = {}
     seen_content: dict[str, str] = {}
+    stats = ReleaseStats()
     total = 0
     for index, (family, entry) in enumerate(zip(families, release.families, strict=True)):
         _refuse_field_clash(release, index, family)
@@ -138,6 +145,8 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
                             f"answer as {seen_content[key]}", family.file)
                     seen_content[key] = instance["id"]
                     writer.write(dump_bytes(instance))
+                    if layout >= 2:
+                        stats.add(instance)
                 if progress:
                     progress(family.family_id, 1)
         finally:
@@ -154,36 +163,57 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
     root = hashlib.sha256(sums_text(data_hashes).encode("utf-8")).hexdigest()
     counts = {"instances": total, "groups": sum(e.groups for e in release.families),
               "families": family_counts}
-    if pinned_audit is not None:
-        audit_failures = pinned_audit
+    inputs = _input_hashes(project.root, release, families, renderer)
+    if committed is not None:
+        audit = dict(committed.get("audit", {"failures": []}))
     else:
-        written = (inst for name in files for inst in read_instances(folder / name))
-        audit_failures = audit_instances(written).failures()
-        if audit_failures and refuse_audit_failures:
-            raise CheckFailed([Problem(
-                f"{describe_failure(f)}; a system without memory could pass. Fix the family, "
-                "or freeze with --allow-audit-failures to publish it with the failure recorded",
-                project.display(release.path)) for f in audit_failures])
+        audit = _audit(catalog, release, folder, files,
+                       {"seed": release.seed, "counts": counts, "inputs": inputs}, layout,
+                       refuse_audit_failures)
+    charts = stats.charts() if layout >= 2 else {}
+    if charts:
+        (folder / PLOTS_DIR).mkdir()
+    for chart_name, svg in charts.items():
+        files[f"{PLOTS_DIR}/{chart_name}"] = _write_file(folder / PLOTS_DIR / chart_name,
+                                                         svg.encode("utf-8"))
     card = render_card(release, counts, root,
                        {f.family_id: f.description for f in families},
-                       project.display(release.path), audit_failures)
-    (folder / CARD_FILE).write_bytes(card.encode("utf-8"))
-    files[CARD_FILE] = {"sha256": sha256_file(folder / CARD_FILE),
-                        "bytes": (folder / CARD_FILE).stat().st_size}
-    inputs = _input_hashes(project.root, release, families, renderer)
+                       project.display(release.path), audit["failures"], layout=layout,
+                       audit_summary=audit.get("summary", ()),
+                       charts=[f"{PLOTS_DIR}/{name}" for name in charts])
+    files[CARD_FILE] = _write_file(folder / CARD_FILE, card.encode("utf-8"))
     return {
-        "manifest_version": 1,
+        "manifest_version": layout,
         "release": release.name,
         "version": release.version,
         "seed": release.seed,
         "root_sha256": root,
-        "files": files,
+        "files": dict(sorted(files.items())),
         "counts": counts,
         "inputs": inputs,
         "environment": environment(),
-        **({"audit": {"failures": audit_failures}} if audit_failures else {}),
+        **({"audit": audit} if layout >= 2 or audit["failures"] else {}),
     }
 
+
+def _write_file(path: Path, data: bytes) -> dict[str, Any]:
+    path.write_bytes(data)
+    return {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+
+
+def _audit(catalog: Catalog, release: ReleaseSpec, folder: Path,
+           files: Mapping[str, Any], manifest: Mapping[str, Any], layout: int,
+           refuse_failures: bool) -> dict[str, Any]:
+    """Audit the data files just written; what the manifest records of the outcome."""
+    written = (inst for name in files for inst in read_instances(folder / name))
+    report = audit_instances(written, catalog=catalog, manifest=manifest)
+    failures = report.failures()
+    if failures and refuse_failures:
+        raise CheckFailed([Problem(
+            f"{describe_failure(f)}; a system without memory could pass. Fix the family, "
+            "or freeze with --allow-audit-failures to publish it with the failure recorded",
+            catalog.project.display(release.path)) for f in failures])
+    return {"failures": failures, **({"summary": report.summary()} if layout >= 2 else {})}
 
 
 def _refuse_field_clash(release: ReleaseSpec, index: int, family: FamilySpec) -> None:
@@ -357,11 +387,10 @@ def freeze(catalog: Catalog, release: ReleaseSpec, out: Path, *, write_manifest:
     final = out / release.full_name
     # A committed release was audited when it was first frozen, and its manifest pins both
     # the data and the audit's outcome (the failures it was allowed to keep, if any).
-    pinned = committed.get("audit", {}).get("failures", []) if committed is not None else None
     with _staging(out, release.full_name) as staged:
         built = write_release_files(catalog, release, staged, progress,
                                     refuse_audit_failures=not allow_audit_failures,
-                                    pinned_audit=pinned)
+                                    committed=committed)
         if committed is not None:
             differences = manifest_differences(committed, built)
             if differences or content_of(committed) != content_of(built):

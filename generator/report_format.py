@@ -103,3 +103,11 @@ def audit_table(report: Any) -> Table:
     for family in report.skipped:
         table.add_row("(no memory-only choice items)", family, "-", "-", "-", "-", "-", "skipped")
     return table
+
+
+def findings_table(report: Any) -> Table:
+    """The exact audits as a table: one row per check and family."""
+    table = Table("check", "family", "measured", "result", "detail")
+    for f in report.findings:
+        table.add_row(f.check, f.family, f.measured, "ok" if f.passed else "FAIL", f.detail)
+    return table

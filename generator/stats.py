@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-from scipy import stats as scipy_stats
 
 #: Resamples drawn by default for a bootstrap interval.
 BOOTSTRAP_RESAMPLES = 2000
@@ -49,6 +48,8 @@ def binomial_test(successes: int, trials: int, chance: float,
     ``greater`` for "better than chance")."""
     if trials == 0:
         return None
+    from scipy import stats as scipy_stats  # imported on use: it costs a second at start-up
+
     return float(scipy_stats.binomtest(successes, trials, chance,
                                        alternative=alternative).pvalue)
 
@@ -58,6 +59,8 @@ def mcnemar_exact(only_a: int, only_b: int) -> float | None:
     discordant = only_a + only_b
     if discordant == 0:
         return 1.0
+    from scipy import stats as scipy_stats
+
     return float(scipy_stats.binomtest(only_a, discordant, 0.5).pvalue)
 
 

@@ -42,19 +42,29 @@ class Transform:
     apply: ApplyFn
     check_args: ArgsCheckFn
     description: str
+    #: Which columns of which slot the transform forges, given the spec's args: a counterfeit
+    #: memory that the audit measures against the record it forges (None: not a forgery).
+    forges: Callable[[Mapping[str, Any]], tuple[str, list[str]]] | None = None
+    #: Whether the forged values are strangers (none of the originals may survive in the
+    #: text) rather than the originals rearranged.
+    foreign: bool = False
 
 
 _REGISTRY: dict[str, Transform] = {}
 _ENTRY_POINTS_LOADED = False
 
 
-def register_transform(name: str, check_args: ArgsCheckFn) -> Callable[[ApplyFn], ApplyFn]:
-    """Decorator registering ``fn`` as the transform ``name``."""
+def register_transform(name: str, check_args: ArgsCheckFn, *,
+                       forges: Callable[[Mapping[str, Any]], tuple[str, list[str]]] | None
+                       = None, foreign: bool = False) -> Callable[[ApplyFn], ApplyFn]:
+    """Decorator registering ``fn`` as the transform ``name`` (``forges`` and ``foreign``:
+    see ``Transform``)."""
 
     def decorate(fn: ApplyFn) -> ApplyFn:
         if name in _REGISTRY and _REGISTRY[name].apply is not fn:
             raise ValueError(f"transform {name!r} is already registered")
-        _REGISTRY[name] = Transform(name, fn, check_args, (fn.__doc__ or "").strip())
+        _REGISTRY[name] = Transform(name, fn, check_args, (fn.__doc__ or "").strip(),
+                                    forges, foreign)
         return fn
 
     return decorate
@@ -203,7 +213,8 @@ def rebind(context: dict[str, Any], call: TransformCall) -> None:
 _SCRAMBLE_ATTEMPTS = 200
 
 
-@register_transform("scramble", _check_table_args({"slot": str, "fields": list, "key": list}))
+@register_transform("scramble", _check_table_args({"slot": str, "fields": list, "key": list}),
+                    forges=lambda args: (args["slot"], list(args["fields"])))
 def scramble(context: dict[str, Any], call: TransformCall) -> None:
     """Permute the ``fields`` columns across records, each independently, until no record
     carries any of the original ``key`` tuples (say who, where and when): the same entries,
@@ -245,7 +256,8 @@ def _repair(rows: list[dict[str, Any]], fields: list[str], survives: Callable[[A
                     break
 
 
-@register_transform("counterfeit", _check_table_args({"slot": str, "fields": dict}))
+@register_transform("counterfeit", _check_table_args({"slot": str, "fields": dict}),
+                    forges=lambda args: (args["slot"], list(args["fields"])), foreign=True)
 def counterfeit(context: dict[str, Any], call: TransformCall) -> None:
     """Replace every value of the named columns by a stranger: ``fields`` maps a column to a
     list slot of candidates. The mapping is one to one and consistent across records, never

@@ -32,6 +32,19 @@ def tree_bytes(folder: Path) -> dict[str, bytes]:
             for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+def _version_key(stem: str) -> tuple[str, tuple[int, ...]]:
+    name, _, version = stem.rpartition("-v")
+    return name, tuple(int(part) for part in version.split("."))
+
+
+#: Every bundled release by <name>-<version>, and the newest version of each name (later
+#: versions of a release hold the same data as the earlier ones unless they say otherwise, so
+#: the slow whole-release checks run on the newest only).
+ALL_RELEASES = sorted((p.stem for p in (REPO / "specs" / "releases").glob("*.yaml")),
+                      key=_version_key)
+LATEST_RELEASES = sorted({_version_key(stem)[0]: stem for stem in ALL_RELEASES}.values())
+
+
 @pytest.fixture
 def project_copy(tmp_path: Path) -> Path:
     """A private copy of the bundled project (specs, templates, manifests)."""

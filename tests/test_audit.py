@@ -9,22 +9,40 @@ from pathlib import Path
 import pytest
 from scipy.stats import binomtest
 
-from conftest import REPO, run_cli
+from conftest import ALL_RELEASES, LATEST_RELEASES, run_cli
 from generator.audit import audit_instances
 
-RELEASES = sorted(p.stem for p in (REPO / "specs" / "releases").glob("*.yaml"))
+
+def _data_files(built_dist: Path, name: str) -> dict[str, str]:
+    files = json.loads((built_dist / name / "manifest.json").read_text())["files"]
+    return {path: info["sha256"] for path, info in files.items() if path.startswith("data/")}
 
 
-@pytest.mark.parametrize("name", RELEASES)
+@pytest.mark.parametrize("name", LATEST_RELEASES)
 def test_every_bundled_release_passes_its_audit(built_dist: Path, name: str) -> None:
+    # Earlier versions of the release hold the very same data files (their cards differ), so
+    # this audit covers them too.
+    for older in ALL_RELEASES:
+        if older.rpartition("-v")[0] == name.rpartition("-v")[0] and older != name:
+            assert _data_files(built_dist, older) == _data_files(built_dist, name), older
     result = run_cli("audit", str(built_dist / name), "--format", "json")
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads(result.stdout)
     assert report["ok"] and not any(row["failed"] for row in report["rows"])
+    assert report["specs_skipped"] is None
+    assert report["findings"] and all(f["passed"] for f in report["findings"])
+    # The card shows the same verdicts, family by family.
+    card = (built_dist / name / "README.md").read_text()
+    families = json.loads((built_dist / name / "manifest.json").read_text())["counts"]
+    for family in families["families"]:
+        row = next(line for line in card.splitlines() if line.startswith(f"| `{family}` |")
+                   and line.endswith("| pass |"))
+        assert "FAIL" not in row
 
 
 def _item(family: str, group: int, probe: str, options: list[str], gold: int) -> dict:
     return {"id": f"{family}-{group:05d}-base", "family": family, "group": group,
+            "design": "main", "variant": "base", "axes": {},
             "phases": [{"phase": "probe", "messages": [{"role": "user", "content": probe}]}],
             "answer": {"scorer": "choice", "options": options, "gold": options[gold],
                        "gold_index": gold}}
@@ -138,3 +156,154 @@ def test_without_the_audit_extra_the_embedding_adversary_is_reported_missing(
     assert report.unavailable == ["embedding_nearest (install memspec[audit])"]
     assert "embedding_nearest" not in {r.check for r in report.rows}
     assert report.ok and len(report.rows) == 6
+
+
+def _judged(family: str, group: int, arm: str, priming: str) -> dict:
+    rubric = ("Rate from 1 to 10 how strongly the poem carries the imagery of a harbour: "
+              "gulls, fog horns, rope, tides and moored boats.")
+    return {"id": f"{family}-{group:05d}-{arm}", "family": family, "group": group,
+            "design": "main", "variant": arm, "axes": {"arm": arm},
+            "analysis": {"judge_pairs": {"axis": "arm", "treatment": "experimental",
+                                         "control": "control"}},
+            "phases": [{"phase": "priming", "messages": [{"role": "user", "content": priming}]},
+                       {"phase": "probe", "messages": [
+                           {"role": "user", "content": f"Write a poem about item {group}."}]}],
+            "answer": {"scorer": "judge", "rubric": rubric}}
+
+
+def _priming_family(family: str, control_text: str) -> list[dict]:
+    items = []
+    for g in range(6):
+        items.append(_judged(family, g, "experimental",
+                             f"Gulls wheeled over the moored boats while the fog horns sounded "
+                             f"and wet rope creaked with the tide ({g})."))
+        items.append(_judged(family, g, "control", control_text.format(g=g)))
+    return items
+
+
+def _finding(report, check: str, family: str):
+    return next(f for f in report.findings if f.check == check and f.family == family)
+
+
+def test_a_control_arm_that_leaks_the_theme_is_caught() -> None:
+    clean = _priming_family("lab.clean", "Set the calendar to start weeks on Monday ({g}).")
+    leaky = _priming_family("lab.leaky", "Set the calendar to start weeks on Monday; the tide "
+                                         "table shows the moored boats ({g}).")
+    report = audit_instances(clean + leaky)
+    assert _finding(report, "leakage: control arm", "lab.clean").passed
+    found = _finding(report, "leakage: control arm", "lab.leaky")
+    assert not found.passed and not report.ok
+    assert found.measured == "6 of 6 control arms"
+    assert "lab.leaky-00000-control (boat, moored, tide)" in found.detail
+    assert {"check": "leakage: control arm", "family": "lab.leaky",
+            "detail": found.detail} in report.failures()
+
+
+def test_a_probe_that_names_the_answer_is_a_leak_whatever_the_statistics() -> None:
+    items = [_item("lab.named", g, "Which one did I lend you?", _options(g), g % 3)
+             for g in range(24)]
+    options = items[5]["answer"]["options"]
+    items[5]["phases"][0]["messages"][0]["content"] = f"Was it the {options[5 % 3]}?"
+    found = _finding(audit_instances(items), "leakage: gold in probe", "lab.named")
+    assert not found.passed and found.measured == "1 of 24 probes"
+    assert "lab.named-00005-base" in found.detail
+
+
+def test_duplicates_across_families_and_missing_cells_are_caught() -> None:
+    first = [_item("lab.one", g, "Which one did I lend you?", _options(g), g % 3)
+             for g in range(6)]
+    second = [dict(i, family="lab.two", id=i["id"].replace("lab.one", "lab.two"))
+              for i in first[:2]]
+    report = audit_instances(first + second)
+    found = _finding(report, "leakage: duplicates", "lab.two")
+    assert not found.passed and "lab.two-00000-base repeats lab.one-00000-base" in found.detail
+    assert _finding(report, "leakage: duplicates", "lab.one").passed
+
+    arms = [dict(i, variant=v, id=f"{i['id']}-{v}") for i in first for v in ("a", "b")]
+    del arms[3]
+    found = _finding(audit_instances(arms), "balance: cells", "lab.one")
+    assert not found.passed and found.detail == "group 1 of design 'main' lacks b"
+
+
+def test_gold_positions_are_counted_exactly() -> None:
+    items = [_item("lab.skew", g, "Which one did I lend you?", _options(g), [0, 1, 2, 0][g % 4])
+             for g in range(24)]
+    found = _finding(audit_instances(items), "balance: gold position", "lab.skew")
+    assert found.measured == "3 options: 0:12 1:6 2:6" and not found.passed
+
+
+def test_a_counterfeit_20_percent_longer_or_naming_a_real_person_is_refused(
+        project_copy: Path, tmp_path: Path) -> None:
+    family = project_copy / "specs/families/memorychecks/altered_detail.yaml"
+    text = family.read_text()
+    # The forged life's people get a middle name, and the length check is gone: nothing but
+    # the audit stands between this counterfeit and a release.
+    text = text.replace(
+        "  strangers: {from: pools/memorychecks/people.yaml, count: 40, distinct_from: [cast], "
+        "shared_by: [corpus]}",
+        "  stranger_names: {from: pools/memorychecks/people.yaml, count: 40, distinct_from: "
+        "[cast], shared_by: [corpus]}\n"
+        "  strangers: {expr: \"stranger_names | map('replace', ' ', ' Fitzwilliam-Hartley ') "
+        "| list\"}")
+    start = text.index("  - kind: length_ratio")
+    text = text[:start] + text[text.index("  - kind: expr", start):]
+    family.write_text(text)
+    # And every document, forged or not, says whose it is: the agent's first encounter.
+    template = project_copy / "templates/memorychecks/document.j2"
+    template.write_text(template.read_text().replace(
+        "{{ document_title }}", "{{ document_title }} Kept since meeting {{ life[0].person }}."))
+    release = project_copy / "specs/releases/forged-v1.yaml"
+    release.write_text("name: forged\nversion: v1\nseed: 5\ndescription: long counterfeits\n"
+                       "families:\n  - family: memorychecks.recognition.altered_detail\n"
+                       "    groups: 24\n")
+    out = tmp_path / "out"
+    refused = run_cli("freeze", str(release), "--out", str(out), root=project_copy)
+    assert refused.returncode == 1, refused.stderr
+    lines = refused.stderr.splitlines()
+    length = next(line for line in lines if "audit: counterfeit: length fails on "
+                  "memorychecks.recognition.altered_detail" in line)
+    ratio = float(length.split(" is ")[1].split("x the length")[0])
+    assert 1.15 < ratio < 1.35, length
+    entities = next(line for line in lines if "audit: counterfeit: shared entities fails on "
+                    "memorychecks.recognition.altered_detail" in line)
+    assert "altered_detail-00000-foreign_1 keeps" in entities
+    assert not any("position_prior" in line or "leakage" in line for line in lines)
+    assert not out.exists() and not (project_copy / "manifests/forged-v1.json").exists()
+
+
+def test_a_release_whose_control_arm_leaks_the_theme_is_refused_and_reported(
+        project_copy: Path, tmp_path: Path) -> None:
+    # The author forgot the paradigm's guard on the control arm, and the control's reply
+    # drifts into the theme: only the audit is left to notice.
+    paradigm = project_copy / "specs/paradigms/implicitmem/priming.yaml"
+    text = paradigm.read_text()
+    start = text.index("  - kind: forbidden_words\n    when: {arm: control}")
+    paradigm.write_text(text[:start] + text[text.index("scaffold:", start):])
+    template = project_copy / "templates/implicitmem/priming/alchemy/priming.j2"
+    template.write_text(template.read_text().replace(
+        "It's a practical note.", "It reads like a recipe for an elixir of quicksilver."))
+    release = project_copy / "specs/releases/leaky-v1.yaml"
+    release.write_text("name: leaky\nversion: v1\nseed: 8\ndescription: a leaky control\n"
+                       "families:\n  - family: implicitmem.priming.alchemy\n    groups: 12\n")
+    out = tmp_path / "out"
+    refused = run_cli("freeze", str(release), "--out", str(out), root=project_copy)
+    assert refused.returncode == 1, refused.stderr
+    assert "audit: leakage: control arm fails on implicitmem.priming.alchemy: the control arm " \
+           "uses the theme's words: implicitmem.priming.alchemy-" in refused.stderr
+    assert "(elixir, quicksilver)" in refused.stderr
+    assert not out.exists()
+
+    allowed = run_cli("freeze", str(release), "--out", str(out), "--allow-audit-failures",
+                      root=project_copy)
+    assert allowed.returncode == 0, allowed.stderr
+    assert "warning: audit failure recorded: leakage: control arm fails on" in allowed.stderr
+    card = (out / "leaky-v1" / "README.md").read_text()
+    assert "| leakage: control arm | `implicitmem.priming.alchemy` | the control arm uses" in card
+    assert "| leakage: FAIL: leakage: control arm |" not in card  # the summary says it its way
+    assert "FAIL: leakage: control arm" in card
+    audited = run_cli("audit", str(out / "leaky-v1"), root=project_copy)
+    assert audited.returncode == 1
+    report = tmp_path / "report.html"
+    made = run_cli("report", str(out / "leaky-v1"), "--out", str(report), root=project_copy)
+    assert made.returncode == 0 and "audit FAILED" in made.stdout
+    assert '<span class="fail">FAILED</span>' in report.read_text()

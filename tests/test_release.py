@@ -4,12 +4,14 @@ version is never overwritten, and writes are atomic."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
@@ -41,6 +43,37 @@ def test_release_folder_layout(built_example: Path) -> None:
     card = (built_example / "README.md").read_text()
     assert manifest["root_sha256"] in card
     assert "memspec freeze specs/releases/example-v1.yaml" in card
+
+
+@pytest.mark.parametrize("name", ["example-v2", "memorychecks-v2"])
+def test_a_version_2_release_carries_its_audit_and_charts(built_dist: Path, name: str) -> None:
+    release = built_dist / name
+    result = subprocess.run(["sha256sum", "-c", "--strict", "SHA256SUMS"], cwd=release,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    charts = sorted(p.relative_to(release).as_posix() for p in (release / "plots").iterdir())
+    assert "plots/tokens_probe.svg" in charts
+    for chart in charts:
+        assert f"{chart}: OK" in result.stdout
+        root = ElementTree.parse(release / chart).getroot()  # well-formed SVG
+        assert root.tag == "{http://www.w3.org/2000/svg}svg"
+        assert root.find("{http://www.w3.org/2000/svg}title").text
+    manifest = json.loads((release / "manifest.json").read_text())
+    assert manifest["manifest_version"] == 2
+    families = sorted(manifest["counts"]["families"])
+    summary = manifest["audit"]["summary"]
+    assert {row["family"] for row in summary} >= set(families)
+    assert manifest["audit"]["failures"] == [] and all(row["passed"] for row in summary)
+    card = (release / "README.md").read_text()
+    assert "## Audit" in card and "## Charts" in card
+    linked = re.findall(r"!\[[^\]]*\]\((plots/[^)]+)\)", card)
+    assert linked == charts
+    for family in families:
+        assert f"| `{family}` | " in card.split("## Audit", 1)[1]
+    # Version 1 of the same release keeps the card it was frozen with.
+    older = built_dist / name.replace("-v2", "-v1")
+    assert "## Audit" not in (older / "README.md").read_text()
+    assert not (older / "plots").exists()
 
 
 def _copy(built: Path, tmp_path: Path) -> Path:
@@ -124,25 +157,30 @@ def test_freeze_refuses_to_change_a_frozen_release(project_copy: Path) -> None:
 
 def test_freeze_writes_manifest_for_a_new_release(project_copy: Path) -> None:
     release = project_copy / "specs" / "releases" / "example-v1.yaml"
-    text = release.read_text().replace("version: v1", "version: v2")
-    (project_copy / "specs" / "releases" / "example-v2.yaml").write_text(text)
-    result = run_cli("freeze", "example-v2", root=project_copy)
+    text = release.read_text().replace("version: v1", "version: v8")
+    (project_copy / "specs" / "releases" / "example-v8.yaml").write_text(text)
+    result = run_cli("freeze", "example-v8", root=project_copy)
     assert result.returncode == 0, result.stderr
-    manifest = project_copy / "manifests" / "example-v2.json"
+    manifest = project_copy / "manifests" / "example-v8.json"
     assert manifest.is_file()
-    assert (project_copy / "dist" / "example-v2" / "manifest.json").read_bytes() == \
+    assert (project_copy / "dist" / "example-v8" / "manifest.json").read_bytes() == \
         manifest.read_bytes()
-    verify = run_cli("verify", str(project_copy / "dist" / "example-v2"), root=project_copy)
+    verify = run_cli("verify", str(project_copy / "dist" / "example-v8"), root=project_copy)
     assert verify.returncode == 0, verify.stderr
+    # A first freeze writes the newest layout: the audit summary and the charts.
+    data = json.loads(manifest.read_text())
+    assert data["manifest_version"] == 2 and data["audit"]["summary"]
+    assert any(name.startswith("plots/") for name in data["files"])
 
 
 def test_build_never_writes_manifests(project_copy: Path) -> None:
     (project_copy / "manifests" / "example-v1.json").unlink()
     before = tree_bytes(project_copy / "manifests")
     out = project_copy / "out"
-    result = run_cli("build", "--out", str(out), root=project_copy)
+    result = run_cli("build", "example-v1", "example-v2", "--out", str(out), root=project_copy)
     assert result.returncode == 1
     assert "no committed manifest" in result.stderr
+    assert (out / "example-v2" / "manifest.json").is_file()  # the others are still built
     assert tree_bytes(project_copy / "manifests") == before
     assert not (project_copy / "manifests" / "example-v1.json").exists()
 

@@ -1,0 +1,226 @@
+"""Audits that read the specs a release was built from.
+
+Each group is rendered again from the specs (the same seed gives the same slot values), and
+every check the family and its paradigm declare is run on the instances that were shipped,
+with those slot values: balance, forbidden lexicon, arms identical where they must be. The
+variants the designs declare are compared with the ones shipped, and every counterfeit memory
+is measured against the record it forges: its length, and the named entities it must not
+share. The specs must be the very files the release was built from (their SHA-256 is in the
+manifest); otherwise these audits are skipped, and the report says why.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from .audit_structure import Finding
+from .catalog import Catalog
+from .checks import CheckRunner, RenderedVariant
+from .errors import CheckFailed, MemspecError
+from .generate import FamilyGenerator
+from .instances import phase_messages
+from .manifest import sha256_file
+from .render import Renderer
+from .spec import FamilySpec, TransformRef, Variant
+from .transforms import Transform, get_transform
+
+Item = Mapping[str, Any]
+
+#: A counterfeit's length may differ from the record it forges by this share at most.
+LENGTH_TOLERANCE = 0.05
+
+#: The area each kind of declared check belongs to in the audit table.
+_AREAS = {"balanced": "balance: declared", "forbidden_words": "leakage: lexicon"}
+_OTHER_AREA = "declared: other checks"
+
+
+def specs_mismatch(catalog: Catalog, manifest: Mapping[str, Any]) -> str | None:
+    """Why the project's specs cannot stand for the release's, or None if they can."""
+    root = catalog.project.root
+    for relative, digest in sorted(manifest.get("inputs", {}).items()):
+        path = root / relative
+        if not path.is_file():
+            return f"{relative} is not in this project"
+        if sha256_file(path) != digest:
+            return f"{relative} differs from the file the release was built from"
+    if not manifest.get("inputs"):
+        return "the manifest records no inputs"
+    return None
+
+
+def _runner(family: FamilySpec, renderer: Renderer, area: str) -> CheckRunner | None:
+    chosen = tuple(c for c in family.checks if _AREAS.get(c[0]["kind"], _OTHER_AREA) == area)
+    return CheckRunner(chosen, renderer, family.file) if chosen else None
+
+
+def _first_problems(err: MemspecError, limit: int = 2) -> str:
+    return "; ".join(p.message for p in err.problems[:limit]) + (
+        f"; and {len(err.problems) - limit} more" if len(err.problems) > limit else "")
+
+
+def _phase_chars(item: Item, phases: Iterable[str]) -> int:
+    return sum(len(m["content"]) for p in phases for m in phase_messages(item, p))
+
+
+def _reference(family: FamilySpec, variants: Iterable[Variant], variant: Variant,
+               axis: str) -> str | None:
+    """The name of the variant a forgery on ``axis`` is measured against: the same values on
+    the other axes, and on ``axis`` the first value that forges nothing."""
+    design = next(d for d in family.designs if d.name == variant.design)
+    spec = next(a for a in design.axes if a.name == axis)
+    plain = [v for v in spec.values if v not in spec.value_transforms]
+    if spec.transform is not None or not plain:
+        return None
+    wanted = {**variant.axes, axis: plain[0]}
+    return next((v.name for v in variants
+                 if v.design == variant.design and dict(v.axes) == wanted), None)
+
+
+def _entities(values: Iterable[Any]) -> set[str]:
+    """The named entities among forged values: each non-empty value, whole. (Their words
+    alone would flag "Mill Lane" for forging "Harbour Lane".)"""
+    return {v for v in values if isinstance(v, str) and v.strip()}
+
+
+class _Forgeries:
+    """Length ratios and surviving entities of one family's counterfeits."""
+
+    def __init__(self, family: FamilySpec) -> None:
+        self.family = family
+        self.variants = {(v.design, v.name): v for v in family.variants()}
+        self.ratios: list[tuple[float, str, str]] = []
+        self.shared: list[str] = []
+        self.count = 0
+
+    def _forgeries(self, variant: Variant) -> Iterator[tuple[str, TransformRef, Transform]]:
+        """The axes on which ``variant`` takes a forging transform, with the transform."""
+        design = next(d for d in self.family.designs if d.name == variant.design)
+        for axis in design.axes:
+            ref = axis.value_transforms.get(variant.axes[axis.name])
+            transform = get_transform(ref.name) if ref else None
+            if ref is not None and transform is not None and transform.forges is not None:
+                yield axis.name, ref, transform
+
+    def measure(self, slots: Mapping[str, Any], rendered: Sequence[RenderedVariant],
+                shipped: Mapping[str, Item]) -> None:
+        ids = {r.instance["variant"]: r.instance["id"] for r in rendered}
+        for r in rendered:
+            variant = self.variants[(r.instance["design"], r.instance["variant"])]
+            for axis, ref, transform in self._forgeries(variant):
+                reference = _reference(self.family, self.variants.values(), variant, axis)
+                forged = shipped.get(r.instance["id"])
+                original = shipped.get(ids.get(reference, ""))
+                if forged is not None and original is not None:
+                    assert transform.forges is not None
+                    self._compare(forged, original, transform.foreign,
+                                  transform.forges(ref.args), slots)
+
+    def _compare(self, forged: Item, original: Item, foreign: bool,
+                 forges: tuple[str, list[str]], slots: Mapping[str, Any]) -> None:
+        names = [p["phase"] for p in forged["phases"]]
+        differing = [n for n in names
+                     if phase_messages(forged, n) != phase_messages(original, n)]
+        if not differing:
+            return
+        self.count += 1
+        base = _phase_chars(original, differing)
+        ratio = _phase_chars(forged, differing) / base if base else float("inf")
+        self.ratios.append((ratio, forged["id"], original["id"]))
+        if not foreign:
+            return
+        slot, columns = forges
+        rows = slots.get(slot, [])
+        originals = _entities(row.get(c) for row in rows if isinstance(row, Mapping)
+                              for c in columns)
+        text = "\n".join(m["content"] for n in differing for m in phase_messages(forged, n))
+        survivors = sorted(e for e in originals
+                           if re.search(rf"(?<!\w){re.escape(e)}(?!\w)", text))
+        if survivors:
+            self.shared.append(f"{forged['id']} keeps {', '.join(survivors[:3])}")
+
+    def findings(self, family: str) -> list[Finding]:
+        if not self.count:
+            return []
+        worst = max(self.ratios, key=lambda r: abs(r[0] - 1))
+        far = [r for r in self.ratios if abs(r[0] - 1) > LENGTH_TOLERANCE]
+        low, high = min(r[0] for r in self.ratios), max(r[0] for r in self.ratios)
+        detail = (f"{len(far)} counterfeits outside ±{LENGTH_TOLERANCE:.0%}; worst: "
+                  f"{worst[1]} is {worst[0]:.3f}x the length of {worst[2]}") if far else ""
+        return [
+            Finding("counterfeit: length", family, not far,
+                    f"{self.count} counterfeits, length ratio {low:.3f} to {high:.3f}",
+                    detail),
+            Finding("counterfeit: shared entities", family, not self.shared,
+                    f"{len(self.shared)} of {self.count} keep an original entity",
+                    "; ".join(self.shared[:3])),
+        ]
+
+
+def _family_findings(family: FamilySpec, renderer: Renderer, seed: int, groups: int,
+                     items: Sequence[Item]) -> list[Finding]:
+    shipped = {i["id"]: i for i in items}
+    generator = FamilyGenerator(family, renderer, seed)
+    areas = sorted({_AREAS.get(c[0]["kind"], _OTHER_AREA) for c in family.checks})
+    runners = {area: _runner(family, renderer, area) for area in areas}
+    failures: dict[str, str] = {}
+    declared: set[str] = set()
+    forgeries = _Forgeries(family)
+    for group in range(groups):
+        slots, rendered = generator.render_group(group)
+        declared.update(r.instance["id"] for r in rendered)
+        present = [RenderedVariant(shipped[r.instance["id"]], r.context) for r in rendered
+                   if r.instance["id"] in shipped]
+        for area, runner in runners.items():
+            if area in failures or runner is None:
+                continue
+            try:
+                runner.check_group(present)
+            except CheckFailed as err:
+                failures[area] = _first_problems(err)
+        forgeries.measure(slots, rendered, shipped)
+    for area, runner in runners.items():
+        if area not in failures and runner is not None:
+            try:
+                runner.finish()
+            except CheckFailed as err:
+                failures[area] = _first_problems(err)
+    findings = [Finding(area, family.family_id, area not in failures,
+                        f"{len(runners[area].checks)} checks on {len(items)} instances",
+                        failures.get(area, ""))
+                for area in areas if runners[area] is not None]
+    missing = sorted(declared - set(shipped))
+    extra = sorted(set(shipped) - declared)
+    problems = ([f"{len(missing)} declared variants missing, e.g. {missing[0]}"] if missing
+                else []) + ([f"{len(extra)} undeclared instances, e.g. {extra[0]}"] if extra
+                            else [])
+    findings.append(Finding("balance: declared cells", family.family_id, not problems,
+                            f"{len(declared)} declared, {len(shipped)} shipped",
+                            "; ".join(problems)))
+    return findings + forgeries.findings(family.family_id)
+
+
+def spec_findings(catalog: Catalog | None, manifest: Mapping[str, Any],
+                  by_family: Mapping[str, Sequence[Item]]) -> tuple[list[Finding], str | None]:
+    """The spec audits of every family, or none and the reason they cannot run."""
+    if catalog is None:
+        return [], "no project with the release's specs is at hand"
+    reason = specs_mismatch(catalog, manifest)
+    if reason is not None:
+        return [], reason
+    families = manifest.get("counts", {}).get("families", {})
+    renderer = Renderer(catalog.project)
+    loader = catalog.loader()
+    findings: list[Finding] = []
+    for family_id in sorted(by_family):
+        info = families.get(family_id)
+        if info is None:
+            return [], f"the manifest does not count family {family_id}"
+        try:
+            family = catalog.family(family_id, loader)
+            findings += _family_findings(family, renderer, manifest["seed"], info["groups"],
+                                         by_family[family_id])
+        except MemspecError as err:
+            return [], f"family {family_id} cannot be rendered again: {_first_problems(err)}"
+    return findings, None

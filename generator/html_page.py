@@ -1,0 +1,127 @@
+"""The pieces the HTML report and preview share: a self-contained page, instances as HTML and
+word-level highlighting of what differs between two texts.
+
+Pages load nothing from the network: styles are inline, charts are inline SVG, and there is
+no script.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping, Sequence
+from html import escape
+from typing import Any
+
+_STYLE = """
+body { font-family: sans-serif; margin: 1.5rem; color: #222; max-width: 110rem; }
+h1 { font-size: 1.5rem; } h2 { font-size: 1.2rem; margin-top: 2rem; }
+h3 { font-size: 1rem; }
+table { border-collapse: collapse; margin: 0.5rem 0; font-size: 0.85rem; }
+th, td { border: 1px solid #ccc; padding: 0.2rem 0.45rem; text-align: left; vertical-align: top; }
+th { background: #f2f2f2; }
+td.fail, span.fail { color: #b00020; font-weight: bold; }
+td.ok, span.ok { color: #1b5e20; }
+code { font-size: 0.85rem; }
+.charts { display: flex; flex-wrap: wrap; gap: 1rem; }
+.variants { display: flex; gap: 0.75rem; overflow-x: auto; align-items: flex-start; }
+.instance { border: 1px solid #bbb; border-radius: 4px; padding: 0.4rem 0.6rem;
+            min-width: 22rem; max-width: 34rem; flex: 0 0 auto; background: #fcfcfc; }
+.instance h4 { margin: 0.2rem 0; font-size: 0.9rem; }
+.phase { margin: 0.4rem 0; }
+.phase-name { font-size: 0.75rem; text-transform: uppercase; color: #666; }
+.message { white-space: pre-wrap; font-size: 0.8rem; border-left: 3px solid #ddd;
+           padding: 0.15rem 0.4rem; margin: 0.2rem 0; }
+.message.user { border-color: #4c72b0; } .message.assistant { border-color: #55a868; }
+.message.system, .message.tool { border-color: #937860; }
+.role { font-weight: bold; font-size: 0.7rem; color: #555; }
+.answer { font-size: 0.8rem; background: #f6f6f6; padding: 0.3rem; }
+mark { background: #ffe08a; }
+.note { color: #555; font-size: 0.85rem; }
+"""
+
+
+def page(title: str, body: Sequence[str]) -> str:
+    """A whole HTML document, nothing fetched from anywhere."""
+    return "\n".join([
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        f"<title>{escape(title)}</title>",
+        f"<style>{_STYLE}</style>",
+        "</head>",
+        "<body>",
+        f"<h1>{escape(title)}</h1>",
+        *body,
+        "</body>",
+        "</html>",
+        "",
+    ])
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[Any]],
+          classes: Sequence[Sequence[str]] | None = None) -> str:
+    """An HTML table; cell values are escaped, ``classes`` gives a class per cell."""
+    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    body = []
+    for r, row in enumerate(rows):
+        cells = []
+        for c, value in enumerate(row):
+            css = classes[r][c] if classes else ""
+            attr = f' class="{css}"' if css else ""
+            cells.append(f"<td{attr}>{escape(str(value))}</td>")
+        body.append(f"<tr>{''.join(cells)}</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+_TOKEN = re.compile(r"\s+|\w+|[^\w\s]")
+
+
+def highlight(text: str, reference: str | None) -> str:
+    """``text`` as HTML with the words that differ from ``reference`` marked (all of it is
+    plain when there is no reference or nothing differs)."""
+    if reference is None or text == reference:
+        return escape(text)
+    mine, theirs = _TOKEN.findall(text), _TOKEN.findall(reference)
+    matcher = difflib.SequenceMatcher(a=theirs, b=mine, autojunk=False)
+    out = []
+    for tag, _, _, start, end in matcher.get_opcodes():
+        chunk = escape("".join(mine[start:end]))
+        if tag == "equal" or not chunk.strip():
+            out.append(chunk)
+        else:
+            out.append(f"<mark>{chunk}</mark>")
+    return "".join(out)
+
+
+def _message_texts(instance: Mapping[str, Any]) -> dict[tuple[str, int], str]:
+    return {(phase["phase"], k): m["content"] for phase in instance["phases"]
+            for k, m in enumerate(phase["messages"])}
+
+
+def instance_html(instance: Mapping[str, Any], reference: Mapping[str, Any] | None = None,
+                  label: str = "") -> str:
+    """One instance as a card: its phases and messages (what differs from ``reference``
+    marked), then its answer."""
+    theirs = _message_texts(reference) if reference is not None else {}
+    parts = [f'<div class="instance" data-id="{escape(instance["id"])}">',
+             f"<h4>{escape(instance['variant'])}{escape(label)}</h4>",
+             f'<div class="note"><code>{escape(instance["id"])}</code></div>']
+    for phase in instance["phases"]:
+        parts.append(f'<div class="phase"><div class="phase-name">{escape(phase["phase"])}'
+                     f"{'' if phase['messages'] else ' (empty)'}</div>")
+        for k, message in enumerate(phase["messages"]):
+            role = message["role"]
+            other = theirs.get((phase["phase"], k)) if reference is not None else None
+            if reference is not None and other is None:
+                other = ""  # a message the reference lacks: all of it differs
+            parts.append(f'<div class="message {escape(role)}"><span class="role">'
+                         f"{escape(role)}</span>\n{highlight(message['content'], other)}</div>")
+        parts.append("</div>")
+    answer = instance["answer"]
+    shown = {k: answer[k] for k in ("scorer", "gold", "options", "rubric") if k in answer}
+    parts.append('<div class="answer">' + "<br>".join(
+        f"<b>{escape(k)}</b>: {escape(str(v))}" for k, v in shown.items()) + "</div>")
+    parts.append("</div>")
+    return "\n".join(parts)

@@ -1,0 +1,58 @@
+"""What a release's charts show, gathered in one streaming pass over its instances."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .audit_structure import is_memory_choice
+from .charts import histogram, stacked_bars
+from .checks import approx_tokens
+
+
+@dataclass
+class ReleaseStats:
+    """Gold positions per family, variants per family and token lengths per phase."""
+
+    gold_positions: dict[str, Counter[int]] = field(default_factory=lambda: defaultdict(Counter))
+    option_counts: dict[str, int] = field(default_factory=dict)
+    variants: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+    phase_tokens: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+
+    def add(self, instance: Mapping[str, Any]) -> None:
+        family = instance["family"]
+        self.variants[family][instance["variant"]] += 1
+        if is_memory_choice(instance):
+            answer = instance["answer"]
+            self.gold_positions[family][answer["gold_index"]] += 1
+            self.option_counts[family] = max(self.option_counts.get(family, 0),
+                                             len(answer["options"]))
+        for phase in instance["phases"]:
+            if phase["messages"]:
+                text = "\n".join(m["content"] for m in phase["messages"])
+                self.phase_tokens[phase["phase"]].append(approx_tokens(text))
+
+    @classmethod
+    def of(cls, instances: Iterable[Mapping[str, Any]]) -> ReleaseStats:
+        stats = cls()
+        for instance in instances:
+            stats.add(instance)
+        return stats
+
+    def charts(self) -> dict[str, str]:
+        """SVG charts by file name: the gold's position per family (where there are choice
+        items that need memory) and a token-length histogram per phase."""
+        charts: dict[str, str] = {}
+        if self.gold_positions:
+            width = max(self.option_counts.values())
+            rows = [(family, [counts.get(k, 0) for k in range(width)])
+                    for family, counts in sorted(self.gold_positions.items())]
+            charts["gold_position.svg"] = stacked_bars(
+                "Position of the right option, per family", rows,
+                [f"position {k}" for k in range(width)])
+        for phase, tokens in sorted(self.phase_tokens.items()):
+            charts[f"tokens_{phase}.svg"] = histogram(
+                f"Length of phase {phase!r} (approximate tokens)", tokens, unit=" tok")
+        return charts

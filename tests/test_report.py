@@ -1,0 +1,138 @@
+"""``memspec report`` and ``memspec preview`` in a real headless browser (Debian's chromium,
+driven by Playwright): the pages load with no console error and no request beyond the file
+itself, and show what they should."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, bundled_release, release_instances, run_cli
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARTIFACTS = REPO / "tests" / "artifacts"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    assert Path(CHROMIUM).exists(), "chromium is missing: apt-get install -y chromium"
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run"])
+        yield launched
+        launched.close()
+
+
+class Loaded:
+    """A page opened from a file, with everything it logged and requested."""
+
+    def __init__(self, browser, path: Path, screenshot: str) -> None:
+        self.page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        self.console: list[str] = []
+        self.requests: list[str] = []
+        self.page.on("console", lambda m: self.console.append(f"{m.type}: {m.text}"))
+        self.page.on("pageerror", lambda e: self.console.append(f"pageerror: {e}"))
+        self.page.on("request", lambda r: self.requests.append(r.url))
+        self.page.goto(path.as_uri())
+        self.page.wait_for_load_state("load")
+        ARTIFACTS.mkdir(exist_ok=True)
+        self.screenshot = ARTIFACTS / screenshot
+        self.page.screenshot(path=str(self.screenshot), full_page=False)
+
+    def count(self, selector: str) -> int:
+        return self.page.locator(selector).count()
+
+
+def test_the_report_loads_clean_and_shows_every_family(browser, built_dist: Path,
+                                                        tmp_path: Path) -> None:
+    release = bundled_release(built_dist, "memorychecks-v1")
+    out = tmp_path / "report.html"
+    result = run_cli("report", str(release), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "audit passed" in result.stdout
+    instances = release_instances(release)
+    manifest = json.loads((release / "manifest.json").read_text())
+
+    loaded = Loaded(browser, out, "report-memorychecks-v1.png")
+    assert loaded.console == []
+    assert loaded.requests == [out.as_uri()], "the page fetched something"
+    assert loaded.screenshot.stat().st_size > 10_000
+    families = manifest["counts"]["families"]
+    assert loaded.count("section.family") == len(families)
+    first_group = Counter(i["family"] for i in instances if i["group"] == 0)
+    assert loaded.count(".instance") == sum(min(n, 12) for n in first_group.values())
+    # One row per adversary and family, and every chart drawn: gold positions, and a length
+    # histogram per phase.
+    adversary_rows = loaded.page.locator("table").nth(1).locator("tbody tr")
+    assert adversary_rows.count() == 7 * (len(families) + 1)  # and the paradigm pooled
+    assert loaded.count("svg") == 1 + len({p["phase"] for i in instances for p in i["phases"]
+                                           if p["messages"]})
+    assert "The audit passed." in loaded.page.inner_text("body")
+    bars = loaded.page.locator("svg rect title").all_text_contents()
+    assert "memorychecks.binding.topic_partner: position 0 72" in bars
+
+
+def test_the_report_is_the_same_bytes_every_time(built_dist: Path, tmp_path: Path) -> None:
+    release = bundled_release(built_dist, "example-v1")
+    first, second = tmp_path / "a.html", tmp_path / "b.html"
+    for out in (first, second):
+        assert run_cli("report", str(release), "--out", str(out)).returncode == 0
+    assert first.read_bytes() == second.read_bytes()
+
+
+def test_the_preview_sets_arms_side_by_side_and_marks_only_what_differs(
+        browser, tmp_path: Path) -> None:
+    out = tmp_path / "preview.html"
+    result = run_cli("preview", "implicitmem.priming.alchemy", "--groups", "2", "--out",
+                     str(out))
+    assert result.returncode == 0, result.stderr
+    loaded = Loaded(browser, out, "preview-implicitmem-priming-alchemy.png")
+    assert loaded.console == [] and loaded.requests == [out.as_uri()]
+    assert loaded.count("section.group") == 2
+    for group in range(2):
+        row = loaded.page.locator(f'section.group[data-group="{group}"] .variants')
+        ids = [row.locator(".instance").nth(k).get_attribute("data-id") for k in range(2)]
+        assert ids == [f"implicitmem.priming.alchemy-{group:05d}-experimental",
+                       f"implicitmem.priming.alchemy-{group:05d}-control"]
+        # Side by side: the control's card starts to the right of the experimental one.
+        boxes = [row.locator(".instance").nth(k).bounding_box() for k in range(2)]
+        assert boxes[1]["x"] >= boxes[0]["x"] + boxes[0]["width"]
+        assert abs(boxes[1]["y"] - boxes[0]["y"]) < 1
+        control = row.locator(".instance").nth(1)
+        # The priming differs between the arms; the interference and probe are identical.
+        phases = control.locator(".phase")
+        assert phases.nth(0).locator("mark").count() > 0
+        assert phases.nth(1).locator("mark").count() == 0
+        assert phases.nth(2).locator("mark").count() == 0
+        assert row.locator(".instance").nth(0).locator("mark").count() == 0
+    assert loaded.count(".problems") == 0
+
+
+def test_the_preview_lists_failing_checks_instead_of_stopping(project_copy: Path,
+                                                              tmp_path: Path) -> None:
+    family = project_copy / "specs/families/implicitmem/priming/alchemy.yaml"
+    text = family.read_text().replace("tolerance: 0.3", "tolerance: 0.001")
+    family.write_text(text)
+    out = tmp_path / "preview.html"
+    result = run_cli("preview", "implicitmem.priming.alchemy", "--out", str(out),
+                     root=project_copy)
+    assert result.returncode == 0, result.stderr
+    html = out.read_text()
+    assert '<div class="problems">' in html and "check length_ratio failed" in html
+    assert html.count('<section class="group"') == 3
+
+
+def test_report_and_preview_refuse_bad_input_with_exit_2(tmp_path: Path) -> None:
+    missing = run_cli("report", str(tmp_path / "nowhere"), "--out", str(tmp_path / "r.html"))
+    assert missing.returncode == 2 and "release folder not found" in missing.stderr
+    unknown = run_cli("preview", "no.such.family", "--out", str(tmp_path / "p.html"))
+    assert unknown.returncode == 2 and "no.such.family" in unknown.stderr
+    assert not (tmp_path / "r.html").exists() and not (tmp_path / "p.html").exists()
