@@ -50,9 +50,10 @@ def specs_mismatch(catalog: Catalog, manifest: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _runner(family: FamilySpec, renderer: Renderer, area: str) -> CheckRunner | None:
+def _runner(family: FamilySpec, renderer: Renderer, area: str) -> CheckRunner:
+    """The family's checks of one area, to run on their own."""
     chosen = tuple(c for c in family.checks if _AREAS.get(c[0]["kind"], _OTHER_AREA) == area)
-    return CheckRunner(chosen, renderer, family.file) if chosen else None
+    return CheckRunner(chosen, renderer, family.file)
 
 
 def _first_problems(err: MemspecError, limit: int = 2) -> str:
@@ -173,7 +174,7 @@ def _family_findings(family: FamilySpec, renderer: Renderer, seed: int, groups: 
         present = [RenderedVariant(shipped[r.instance["id"]], r.context) for r in rendered
                    if r.instance["id"] in shipped]
         for area, runner in runners.items():
-            if area in failures or runner is None:
+            if area in failures:
                 continue
             try:
                 runner.check_group(present)
@@ -181,7 +182,7 @@ def _family_findings(family: FamilySpec, renderer: Renderer, seed: int, groups: 
                 failures[area] = _first_problems(err)
         forgeries.measure(slots, rendered, shipped)
     for area, runner in runners.items():
-        if area not in failures and runner is not None:
+        if area not in failures:
             try:
                 runner.finish()
             except CheckFailed as err:
@@ -189,7 +190,7 @@ def _family_findings(family: FamilySpec, renderer: Renderer, seed: int, groups: 
     findings = [Finding(area, family.family_id, area not in failures,
                         f"{len(runners[area].checks)} checks on {len(items)} instances",
                         failures.get(area, ""))
-                for area in areas if runners[area] is not None]
+                for area in areas]
     missing = sorted(declared - set(shipped))
     extra = sorted(set(shipped) - declared)
     problems = ([f"{len(missing)} declared variants missing, e.g. {missing[0]}"] if missing

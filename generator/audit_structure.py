@@ -25,6 +25,9 @@ _WORD = re.compile(r"[^\W\d_]+")
 #: alone is often a coincidence of plain prose (a backup note that runs "every night" beside a
 #: rubric's "starlit desert nights"); two are a pattern.
 LEAK_WORDS = 2
+#: Text both arms share counts as framing (neither arm's own words) from this many words in a
+#: row: shorter runs in common are the same words used, which a leak is made of.
+FRAMING_WORDS = 4
 
 
 @dataclass(frozen=True)
@@ -155,7 +158,8 @@ def _own_words(treatment: Item, control: Item) -> tuple[set[str], set[str]]:
     matcher = difflib.SequenceMatcher(a=mine, b=theirs, autojunk=False)
     only_mine, only_theirs = [], []
     for tag, a0, a1, b0, b1 in matcher.get_opcodes():
-        if tag != "equal":
+        # A short run in common ("the moored boats") is not framing but the same words.
+        if tag != "equal" or a1 - a0 < FRAMING_WORDS:
             only_mine += mine[a0:a1]
             only_theirs += theirs[b0:b1]
     return _content_words(" ".join(only_mine)), _content_words(" ".join(only_theirs))

@@ -125,6 +125,10 @@ def test_audit_cli_exits_1_on_a_flawed_release(project_copy: Path, tmp_path: Pat
     assert "audit: position_prior beats chance on example.choice.meeting_room: 30/30" in \
         refused.stderr
     assert "--allow-audit-failures" in refused.stderr
+    # The exact count says the same without any statistics.
+    assert "audit: balance: gold position fails on example.choice.meeting_room: with 3 " \
+           "options the right answer is at position 0 90 times but at position 1 0 times" in \
+        refused.stderr
     assert not out.exists() and not (project_copy / "manifests/flawed-v1.json").exists()
 
     allowed = run_cli("freeze", str(release), "--out", str(out), "--allow-audit-failures",
