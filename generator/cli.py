@@ -594,14 +594,17 @@ def rho_star_cmd(
 def export(
     release: Annotated[str, typer.Argument(
         help="A built release folder, or <name>-<version> to read from dist/.")],
-    export_format: Annotated[str, typer.Option("--format", help="An export under "
+    export_format: Annotated[str, typer.Option("--format", help="`inspect` (an inspect_ai "
+                                               "dataset and task), or an export under "
                                                "specs/exports/ (its `export:` name).")],
     out_dir: Annotated[Path, typer.Option("--out", help="Folder to write into.")],
 ) -> None:
-    """Write a built release in another tool's layout (declared in specs/exports/)."""
+    """Write a built release in another tool's layout: `inspect`, or one declared in
+    specs/exports/."""
 
     def action() -> None:
         from .export import export_release, find_export
+        from .export_inspect import write_inspect
 
         project = _project()
         folder = Path(release)
@@ -611,8 +614,11 @@ def export(
             raise SpecError.single(f"no built release at {release} or {folder}; run "
                                    "`memspec build` first")
         manifest, instances = load_release_instances(folder, Catalog.load(project))
-        written = export_release(project, find_export(project, export_format), manifest,
-                                 instances, out_dir)
+        if export_format == "inspect":
+            written = write_inspect(manifest, instances, out_dir)
+        else:
+            written = export_release(project, find_export(project, export_format), manifest,
+                                     instances, out_dir)
         out.print(f"wrote {len(written)} files under {out_dir}", markup=False)
 
     _run(action)

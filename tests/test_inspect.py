@@ -1,0 +1,96 @@
+"""``memspec export --format inspect`` runs in inspect_ai itself, offline, with its mockllm
+model answering for a reference policy: every family of every bundled release, every scorer
+(``memspec score`` covers every instance; here the first few of each family go through
+inspect_ai's own dataset loader, task and scorer machinery)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import LATEST_RELEASES, release_instances, run_cli
+from generator.policies import POLICIES
+
+PER_FAMILY = 6  # the first instances of every family (memspec score covers them all)
+
+
+def _key(messages: list[Any]) -> str:
+    return json.dumps([[m["role"], m["content"]] if isinstance(m, Mapping) else [m.role, m.text]
+                       for m in messages])
+
+
+def _mock(answers: Mapping[str, str], rating: str = "7") -> Callable[..., Any]:
+    """mockllm's custom output: the policy's answer to the instance whose messages these are,
+    or a rating when it is asked to grade (usage preset, so no tokenizer is fetched)."""
+    from inspect_ai.model import ModelOutput, ModelUsage
+
+    def respond(messages, tools, tool_choice, config):  # noqa: ANN001 (mockllm's signature)
+        first = messages[0].text
+        text = rating if first.startswith("You are rating") else answers[_key(messages)]
+        output = ModelOutput.from_content(model="mockllm/model", content=text)
+        output.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
+        return output
+
+    return respond
+
+
+def _wrong(instance: Mapping[str, Any]) -> str:
+    """A plausible wrong answer: a distractor the answer names, or nothing at all."""
+    distractors = instance["answer"].get("distractors", {})
+    return next(iter(distractors.values()), "")
+
+
+def _eval(task: str, ids: list[str], answers: Mapping[str, str], log_dir: Path) -> Any:
+    from inspect_ai import eval as inspect_eval
+
+    logs = inspect_eval(task, model="mockllm/model", model_args={"custom_outputs": _mock(answers)},
+                        sample_id=ids, log_dir=str(log_dir), display="none")
+    assert logs[0].status == "success", logs[0].error
+    assert logs[0].results.total_samples == len(ids)
+    return logs[0].results.scores[0].metrics
+
+
+@pytest.mark.parametrize("name", LATEST_RELEASES)
+def test_inspect_scores_oracle_1_and_wrong_answers_0(built_dist: Path, tmp_path: Path,
+                                                     name: str, monkeypatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    out = tmp_path / "inspect"
+    result = run_cli("export", str(built_dist / name), "--format", "inspect", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    instances = release_instances(built_dist / name)
+    samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    assert [s["id"] for s in samples] == [i["id"] for i in instances]
+    assert all(not isinstance(v, (dict, list)) for s in samples for v in s["metadata"].values())
+
+    seen: dict[str, int] = {}
+    chosen = []
+    for instance in instances:
+        seen[instance["family"]] = seen.get(instance["family"], 0) + 1
+        if seen[instance["family"]] <= PER_FAMILY:
+            chosen.append(instance)
+    scored = [i["id"] for i in chosen if i["answer"]["scorer"] != "judge"]
+    judged = [i["id"] for i in chosen if i["answer"]["scorer"] == "judge"]
+    families = {i["id"]: i["family"] for i in instances}
+    assert {families[i] for i in scored + judged} == set(families.values())
+    inputs = {s["id"]: _key(s["input"]) for s in samples}
+    by_id = {i["id"]: i for i in instances}
+
+    def answers(ids: list[str], policy: Callable[[Mapping[str, Any]], str]) -> dict[str, str]:
+        return {inputs[i]: policy(by_id[i]) for i in ids}
+
+    task = str(out / "task.py")
+    if scored:
+        oracle = answers(scored, lambda i: POLICIES["oracle"](i, 0))
+        metrics = _eval(f"{task}@memspec_release", scored, oracle, tmp_path / "a")
+        assert metrics["accuracy"].value == 1.0
+        metrics = _eval(f"{task}@memspec_release", scored, answers(scored, _wrong),
+                        tmp_path / "b")
+        assert metrics["accuracy"].value == 0.0
+    if judged:
+        anything = answers(judged, lambda i: "A reply to rate.")
+        assert _eval(f"{task}@memspec_judged", judged, anything, tmp_path / "c")[
+            "mean"].value == 7.0
