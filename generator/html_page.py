@@ -11,6 +11,7 @@ import difflib
 import re
 from collections.abc import Mapping, Sequence
 from html import escape
+from itertools import groupby
 from typing import Any
 
 _STYLE = """
@@ -80,18 +81,23 @@ _TOKEN = re.compile(r"\s+|\w+|[^\w\s]")
 
 def highlight(text: str, reference: str | None) -> str:
     """``text`` as HTML with the words that differ from ``reference`` marked (all of it is
-    plain when there is no reference or nothing differs)."""
+    plain when there is no reference or nothing differs); the spaces between two marked words
+    are marked too, so that a changed phrase reads as one span."""
     if reference is None or text == reference:
         return escape(text)
     mine, theirs = _TOKEN.findall(text), _TOKEN.findall(reference)
+    changed = [False] * len(mine)
     matcher = difflib.SequenceMatcher(a=theirs, b=mine, autojunk=False)
-    out = []
     for tag, _, _, start, end in matcher.get_opcodes():
-        chunk = escape("".join(mine[start:end]))
-        if tag == "equal" or not chunk.strip():
-            out.append(chunk)
-        else:
-            out.append(f"<mark>{chunk}</mark>")
+        if tag != "equal":
+            changed[start:end] = [True] * (end - start)
+    for k, token in enumerate(mine):
+        if not token.strip():  # whitespace: marked only inside a marked phrase
+            changed[k] = 0 < k < len(mine) - 1 and changed[k - 1] and changed[k + 1]
+    out = []
+    for marked, run in groupby(zip(mine, changed, strict=True), key=lambda pair: pair[1]):
+        chunk = escape("".join(token for token, _ in run))
+        out.append(f"<mark>{chunk}</mark>" if marked else chunk)
     return "".join(out)
 
 

@@ -136,3 +136,14 @@ def test_report_and_preview_refuse_bad_input_with_exit_2(tmp_path: Path) -> None
     unknown = run_cli("preview", "no.such.family", "--out", str(tmp_path / "p.html"))
     assert unknown.returncode == 2 and "no.such.family" in unknown.stderr
     assert not (tmp_path / "r.html").exists() and not (tmp_path / "p.html").exists()
+
+
+def test_highlight_marks_changed_phrases_whole_and_escapes() -> None:
+    from generator.html_page import highlight
+
+    assert highlight("the cat sat on the mat", "the dog sat on a mat") == \
+        "the <mark>cat</mark> sat on <mark>the</mark> mat"
+    assert highlight("a new <b> phrase here.", "a <b> here.") == \
+        "a <mark>new</mark> &lt;b&gt; <mark>phrase</mark> here."
+    assert highlight("one two three", "zero") == "<mark>one two three</mark>"
+    assert highlight("same", "same") == "same" and highlight("x & y", None) == "x &amp; y"
