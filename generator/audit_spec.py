@@ -11,13 +11,12 @@ manifest); otherwise these audits are skipped, and the report says why.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from .audit_structure import Finding
 from .catalog import Catalog
-from .checks import CheckRunner, RenderedVariant
+from .checks import CheckRunner, RenderedVariant, mentions
 from .errors import CheckFailed, MemspecError
 from .generate import FamilyGenerator
 from .instances import phase_messages
@@ -81,7 +80,7 @@ def _reference(family: FamilySpec, variants: Iterable[Variant], variant: Variant
 
 def _entities(values: Iterable[Any]) -> set[str]:
     """The named entities among forged values: each non-empty value, whole. (Their words
-    alone would flag "Mill Lane" for forging "Harbour Lane".)"""
+    alone would flag "Mill Lane" for forging "Station Lane".)"""
     return {v for v in values if isinstance(v, str) and v.strip()}
 
 
@@ -137,7 +136,7 @@ class _Forgeries:
                               for c in columns)
         text = "\n".join(m["content"] for n in differing for m in phase_messages(forged, n))
         survivors = sorted(e for e in originals
-                           if re.search(rf"(?<!\w){re.escape(e)}(?!\w)", text))
+                           if mentions(text, e, ignore_case=False))
         if survivors:
             self.shared.append(f"{forged['id']} keeps {', '.join(survivors[:3])}")
 

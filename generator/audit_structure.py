@@ -17,13 +17,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from .canonical import content_hash, dumps
+from .checks import mentions
 from .instances import phase_messages
 
 Item = Mapping[str, Any]
 _WORD = re.compile(r"[^\W\d_]+")
 #: A control arm leaks the theme when it says this many of the theme's words on its own: one
 #: alone is often a coincidence of plain prose (a backup note that runs "every night" beside a
-#: rubric's "starlit desert nights"); two are a pattern.
+#: rubric that names "nights" among its imagery); two are a pattern.
 LEAK_WORDS = 2
 #: Text both arms share counts as framing (neither arm's own words) from this many words in a
 #: row: shorter runs in common are the same words used, which a leak is made of.
@@ -107,10 +108,6 @@ def probe_text(instance: Item) -> str:
     return "\n".join(kept)
 
 
-def _mentions(text: str, phrase: str) -> bool:
-    return re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", text, re.IGNORECASE) is not None
-
-
 def gold_in_probe(family: str, items: Sequence[Item]) -> Finding | None:
     """No probe spells out its right answer while leaving a wrong one unsaid."""
     audited = [i for i in items if is_memory_choice(i)]
@@ -119,8 +116,8 @@ def gold_in_probe(family: str, items: Sequence[Item]) -> Finding | None:
     leaks = []
     for item in audited:
         text, answer = probe_text(item), item["answer"]
-        if _mentions(text, answer["gold"]) and not all(
-                _mentions(text, o) for o in answer["options"]):
+        if mentions(text, answer["gold"]) and not all(
+                mentions(text, o) for o in answer["options"]):
             leaks.append(item["id"])
     detail = (f"the probe names the right answer in {', '.join(leaks[:3])}"
               + (f" and {len(leaks) - 3} more" if len(leaks) > 3 else "")) if leaks else ""

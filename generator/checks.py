@@ -21,6 +21,12 @@ from .yamlsafe import Located
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]")
 
 
+def mentions(text: str, phrase: str, ignore_case: bool = True) -> bool:
+    """Whether ``phrase`` occurs in ``text`` as a whole word or words (not inside another)."""
+    flags = re.IGNORECASE if ignore_case else 0
+    return re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", text, flags) is not None
+
+
 def approx_tokens(text: str) -> int:
     """Approximate token count: one token per run of word characters or per punctuation mark.
 
@@ -130,7 +136,7 @@ class CheckRunner:
                                     f"{words!r}", (*where, "words"))
             text = phase_text(inst, check["phases"])
             for word in words:
-                if re.search(rf"(?<!\w){re.escape(str(word))}(?!\w)", text, re.IGNORECASE):
+                if mentions(text, str(word)):
                     return f"forbidden word {word!r} appears in {', '.join(check['phases'])}"
         elif kind == "expr":
             value = self._expr(index, "test")({**rendered.context, "instance": inst})

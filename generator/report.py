@@ -10,6 +10,7 @@ from typing import Any
 from .audit import AuditReport
 from .html_page import instance_html, page, table
 from .release_stats import ReleaseStats
+from .report_format import format_p, format_value
 
 #: At most this many variants of a family's example group are shown (the rest are counted).
 SHOWN_VARIANTS = 12
@@ -40,19 +41,13 @@ def _charts_section(stats: ReleaseStats) -> list[str]:
             "<h2>Lengths per phase</h2>", f'<div class="charts">{"".join(lengths)}</div>']
 
 
-def _fmt(value: float | None, p: bool = False) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.3g}" if p else f"{value:.3f}"
-
-
 def _audit_section(report: AuditReport) -> list[str]:
     verdict = ('<span class="ok">passed</span>' if report.ok
                else '<span class="fail">FAILED</span>')
     rows, classes = [], []
     for r in report.rows:
-        rows.append([r.check, r.family, f"{r.hits}/{r.trials}", _fmt(r.accuracy),
-                     _fmt(r.chance), _fmt(r.p_value, True), _fmt(r.p_holm, True),
+        rows.append([r.check, r.family, f"{r.hits}/{r.trials}", format_value(r.accuracy),
+                     format_value(r.chance), format_p(r.p_value), format_p(r.p_holm),
                      "FAIL" if r.failed else "ok"])
         classes.append([""] * 7 + ["fail" if r.failed else "ok"])
     findings, finding_classes = [], []

@@ -22,7 +22,8 @@ def _present(report: dict[str, Any]) -> list[str]:
     return [c for c in COLUMNS if any(m.get(c) is not None for _, m in _rows(report))]
 
 
-def _fmt(value: Any) -> str:
+def format_value(value: Any) -> str:
+    """A cell: '-' for none, three decimals for a float."""
     if value is None:
         return "-"
     if isinstance(value, float):
@@ -30,7 +31,8 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def _fmt_p(value: float | None) -> str:
+def format_p(value: float | None) -> str:
+    """A p-value to three significant digits, '-' for none."""
     return "-" if value is None else f"{value:.3g}"
 
 
@@ -41,7 +43,7 @@ def as_table(report: dict[str, Any]) -> Table:
         label = ", ".join(f"{k}={v}" for k, v in key.items()) or "overall"
         cells = []
         for column in columns:
-            text = _fmt(m.get(column))
+            text = format_value(m.get(column))
             ci = m.get(f"{column}_ci")
             if ci:
                 text += f" [{ci[0]:.3f}, {ci[1]:.3f}]"
@@ -62,8 +64,8 @@ def as_tests_table(report: dict[str, Any]) -> Table | None:
                       f"discordant {test['only_a']}/{test['only_b']}")
         else:
             detail = f"{test['successes']}/{test['trials']} vs chance {test['chance']:.3f}"
-        table.add_row(label, test["test"], detail, _fmt_p(test["p_value"]),
-                      _fmt_p(test["p_holm"]))
+        table.add_row(label, test["test"], detail, format_p(test["p_value"]),
+                      format_p(test["p_holm"]))
     return table
 
 
@@ -97,8 +99,8 @@ def audit_table(report: Any) -> Table:
     """The audit as a table: one row per adversary and family."""
     table = Table("check", "family", "hits", "accuracy", "chance", "p", "p (Holm)", "result")
     for row in report.rows:
-        table.add_row(row.check, row.family, f"{row.hits}/{row.trials}", _fmt(row.accuracy),
-                      _fmt(row.chance), _fmt_p(row.p_value), _fmt_p(row.p_holm),
+        table.add_row(row.check, row.family, f"{row.hits}/{row.trials}", format_value(row.accuracy),
+                      format_value(row.chance), format_p(row.p_value), format_p(row.p_holm),
                       "FAIL" if row.failed else "ok")
     for family in report.skipped:
         table.add_row("(no memory-only choice items)", family, "-", "-", "-", "-", "-", "skipped")
