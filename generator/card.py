@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .croissant import design_citation, release_citation
+from .dataset_configs import Config, size_category
 from .spec import ReleaseSpec
 
 
@@ -24,21 +26,23 @@ def render_card(release: ReleaseSpec, counts: Mapping[str, Any], root_sha256: st
                 descriptions: Mapping[str, str], release_file: str,
                 audit_failures: Sequence[Mapping[str, Any]] = (), *, layout: int = 1,
                 audit_summary: Sequence[Mapping[str, Any]] = (),
-                charts: Sequence[str] = ()) -> str:
+                charts: Sequence[str] = (), configs: Sequence[Config] = ()) -> str:
     """Markdown with YAML front matter; a pure function of its arguments. ``layout`` 2 adds
-    the audit summary and the charts (files of the release, linked by relative path)."""
+    the audit summary and the charts (files of the release, linked by relative path);
+    ``layout`` 3 the loader ``configs`` over the Parquet files, the card metadata, the designs
+    the release follows with their citations, and how to load it."""
     families = counts["families"]
-    lines = [
-        "---",
-        f"license: {release.license.lower()}",
-        f"pretty_name: {_yaml_str(release.full_name)}",
-        "configs:",
-    ]
-    for family_id in families:
-        lines += [
-            f"- config_name: {_yaml_str(family_id)}",
-            f"  data_files: {_yaml_str('data/' + family_id + '.jsonl')}",
-        ]
+    lines = ["---", f"license: {release.license.lower()}",
+             f"pretty_name: {_yaml_str(release.full_name)}"]
+    if layout >= 3:
+        lines += _metadata_lines(release, counts) + _config_lines(configs)
+    else:
+        lines += ["configs:"]
+        for family_id in families:
+            lines += [
+                f"- config_name: {_yaml_str(family_id)}",
+                f"  data_files: {_yaml_str('data/' + family_id + '.jsonl')}",
+            ]
     lines += [
         "---",
         "",
@@ -81,7 +85,16 @@ def render_card(release: ReleaseSpec, counts: Mapping[str, Any], root_sha256: st
     lines += ["", "## What each family measures", ""]
     for family_id in families:
         lines += [f"- `{family_id}`: {' '.join(descriptions[family_id].split())}"]
-    lines += [
+    if layout >= 3:
+        lines += _designs_section(release, root_sha256) + _loading_section(release, configs)
+        return "\n".join(lines + _files_section(charts, parquet=True)
+                         + _rebuild_section(release, f"memspec build {release.full_name}"))
+    return "\n".join(lines + _files_section(charts, parquet=False)
+                     + _rebuild_section(release, f"memspec freeze {release_file}"))
+
+
+def _files_section(charts: Sequence[str], parquet: bool) -> list[str]:
+    return [
         "",
         "## Files",
         "",
@@ -94,16 +107,94 @@ def render_card(release: ReleaseSpec, counts: Mapping[str, Any], root_sha256: st
         "- `SHA256SUMS`: every other file's SHA-256; `sha256sum -c --strict SHA256SUMS` checks it.",
         "- `README.md`: this card.",
         *(["- `plots/`: the charts above, as SVG."] if charts else []),
+        *([_PARQUET_FILES, "- `croissant.json`: the release described in Croissant 1.0 "
+           "(the JSONL files with their SHA-256, one record set per family)."]
+          if parquet else []),
+    ]
+
+
+def _rebuild_section(release: ReleaseSpec, command: str) -> list[str]:
+    return [
         "",
         "## Rebuild and verify",
         "",
         "```",
-        f"memspec freeze {release_file}",
+        command,
         f"memspec verify dist/{release.full_name} --regenerate",
         "```",
         "",
     ]
-    return "\n".join(lines)
+
+
+_PARQUET_FILES = (
+    "- `parquet/<family>/<split>….parquet`: the same rows in one Parquet schema for every "
+    "family (the\n  conversation nested, varying objects as JSON text), for dataset loaders. "
+    "pyarrow writes its\n  version into each file, so the manifest pins these bytes with the "
+    "pyarrow that wrote them and,\n  for any other pyarrow, the rows (`content_sha256`).")
+
+
+def _metadata_lines(release: ReleaseSpec, counts: Mapping[str, Any]) -> list[str]:
+    lines: list[str] = []
+    for key, values in (("language", release.language),
+                        ("task_categories", release.task_categories), ("tags", release.tags),
+                        ("size_categories", (size_category(counts["instances"]),))):
+        if values:
+            lines += [f"{key}:", *(f"- {_yaml_str(v)}" for v in values)]
+    return lines
+
+
+def _config_lines(configs: Sequence[Config]) -> list[str]:
+    lines = ["configs:"]
+    for index, config in enumerate(configs):
+        lines.append(f"- config_name: {_yaml_str(config.name)}")
+        if index == 0:
+            lines.append("  default: true")
+        lines.append("  data_files:")
+        for split, paths in config.splits.items():
+            lines += [f"  - split: {_yaml_str(split)}", "    path:",
+                      *(f"    - {_yaml_str(path)}" for path in paths)]
+    return lines
+
+
+def _designs_section(release: ReleaseSpec, root_sha256: str) -> list[str]:
+    lines = ["", "## Designs and citation", ""]
+    if release.designs:
+        lines += ["The release follows these published designs; the text of every instance "
+                  "is memspec's own.", ""]
+        for design in release.designs:
+            where = "".join(f", {part}" for part in (design.venue, design.url and
+                                                      f"<{design.url}>") if part)
+            lines.append(f"- {_authors(design.authors)} ({design.year or 'n.d.'}). "
+                         f"*{design.title}*{where}. {' '.join(design.how.split())}")
+        lines.append("")
+    lines += ["Cite the release as", "", "```bibtex", release_citation(release, root_sha256),
+              "```"]
+    if release.designs:
+        lines += ["", "and the designs as", "", "```bibtex",
+                  "\n\n".join(design_citation(d) for d in release.designs), "```"]
+    return lines
+
+
+def _authors(names: Sequence[str]) -> str:
+    """Authors as a reader expects them; BibTeX's trailing "others" reads "et al."."""
+    if names[-1] == "others":
+        return f"{', '.join(names[:-1])} et al."
+    return ", ".join(names)
+
+
+def _loading_section(release: ReleaseSpec, configs: Sequence[Config]) -> list[str]:
+    names = ", ".join(f"`{c.name}`" for c in configs[:8])
+    more = f" and {len(configs) - 8} more" if len(configs) > 8 else ""
+    return [
+        "", "## Loading", "",
+        f"Configs: {names}{more} (every family, paradigm and subset; `all` is the default).",
+        "", "```python", "from datasets import load_dataset", "",
+        f'ds = load_dataset("path/to/{release.full_name}", "{configs[0].name}")',
+        "```", "",
+        "Croissant: `mlcroissant.Dataset(jsonld=\"croissant.json\").records(\"<family>\")`. "
+        "inspect_ai: `memspec export " + release.full_name + " --format inspect --out DIR` "
+        "writes its samples and a task.",
+    ]
 
 
 _AUDIT_INTRO = (

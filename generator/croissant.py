@@ -1,0 +1,195 @@
+"""``croissant.json``: an MLCommons Croissant 1.0 description of a release.
+
+It describes the canonical JSONL data files, whose SHA-256 the manifest pins, so the
+description is pinned with them (the Parquet copies' bytes depend on the pyarrow that wrote
+them; see ``parquet_export``). One record set per family gives the typed columns a loader
+filters on: the ids, the variant's axes, the fields, the answer and the names of the phases.
+Croissant loaders read nested lists one level deep, so the messages themselves are left to
+the JSONL lines and the Parquet files, which keep the whole conversation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .spec import PublishedDesign, ReleaseSpec
+
+CONFORMS_TO = "http://mlcommons.org/croissant/1.0"
+
+#: The standard Croissant 1.0 JSON-LD context.
+CONTEXT: dict[str, Any] = {
+    "@language": "en",
+    "@vocab": "https://schema.org/",
+    "citeAs": "cr:citeAs",
+    "column": "cr:column",
+    "conformsTo": "dct:conformsTo",
+    "cr": "http://mlcommons.org/croissant/",
+    "rai": "http://mlcommons.org/croissant/RAI/",
+    "data": {"@id": "cr:data", "@type": "@json"},
+    "dataType": {"@id": "cr:dataType", "@type": "@vocab"},
+    "dct": "http://purl.org/dc/terms/",
+    "equivalentProperty": "cr:equivalentProperty",
+    "examples": {"@id": "cr:examples", "@type": "@json"},
+    "extract": "cr:extract",
+    "field": "cr:field",
+    "fileProperty": "cr:fileProperty",
+    "fileObject": "cr:fileObject",
+    "fileSet": "cr:fileSet",
+    "format": "cr:format",
+    "includes": "cr:includes",
+    "isLiveDataset": "cr:isLiveDataset",
+    "jsonPath": "cr:jsonPath",
+    "key": "cr:key",
+    "md5": "cr:md5",
+    "parentField": "cr:parentField",
+    "path": "cr:path",
+    "recordSet": "cr:recordSet",
+    "references": "cr:references",
+    "regex": "cr:regex",
+    "repeated": "cr:repeated",
+    "replace": "cr:replace",
+    "samplingRate": "cr:samplingRate",
+    "sc": "https://schema.org/",
+    "separator": "cr:separator",
+    "source": "cr:source",
+    "subField": "cr:subField",
+    "transform": "cr:transform",
+}
+
+_TOP_COLUMNS = (("id", "sc:Text"), ("family", "sc:Text"), ("family_version", "sc:Integer"),
+                ("paradigm", "sc:Text"), ("group", "sc:Integer"), ("design", "sc:Text"),
+                ("variant", "sc:Text"))
+#: Answer keys with a Croissant type; the others (distractor maps) stay in the JSONL.
+_ANSWER_TYPES = {"scorer": "sc:Text", "gold": "sc:Text", "gold_index": "sc:Integer",
+                 "options": "sc:Text", "rubric": "sc:Text", "example": "sc:Text",
+                 "first": "sc:Text", "remembered": "sc:Text", "evidence": "sc:Text",
+                 "prior": "sc:Text", "abstain": "sc:Text"}
+_REPEATED_ANSWER_KEYS = frozenset({"options", "abstain"})
+
+
+class FamilyShape:
+    """The axes, fields and answer keys a family's instances use, gathered as they are
+    written: what its record set describes."""
+
+    def __init__(self) -> None:
+        self.axes: set[str] = set()
+        self.fields: set[str] = set()
+        self.answer: set[str] = set()
+
+    def observe(self, instance: Mapping[str, Any]) -> None:
+        self.axes.update(instance["axes"])
+        self.fields.update(instance["fields"])
+        self.answer.update(key for key in instance["answer"] if key in _ANSWER_TYPES)
+
+
+def spdx_url(license_id: str) -> str:
+    """The SPDX page of a licence identifier (e.g. CC-BY-4.0)."""
+    return f"https://spdx.org/licenses/{license_id}.html"
+
+
+def semantic_version(version: str) -> str:
+    """A release version as MAJOR.MINOR.PATCH (v3 is 3.0.0, v1.2 is 1.2.0)."""
+    parts = version.removeprefix("v").split(".")
+    return ".".join([*parts, "0", "0"][:max(3, len(parts))])
+
+
+def _field(family: str, name: str, data_type: str, file: str, column: str,
+           json_path: str | None = None, repeated: bool = False) -> dict[str, Any]:
+    source: dict[str, Any] = {"fileObject": {"@id": file}, "extract": {"column": column}}
+    if json_path is not None:
+        source["transform"] = {"jsonPath": json_path}
+    return {"@type": "cr:Field", "@id": f"{family}/{name}", "name": name.rsplit("/", 1)[-1],
+            "dataType": data_type, "source": source, **({"repeated": True} if repeated else {})}
+
+
+def _group(family: str, name: str, sub_fields: list[dict[str, Any]], description: str,
+           repeated: bool = False) -> dict[str, Any]:
+    return {"@type": "cr:Field", "@id": f"{family}/{name}", "name": name,
+            "description": description, "subField": sub_fields,
+            **({"repeated": True} if repeated else {})}
+
+
+def _record_set(family: str, file: str, shape: FamilyShape, description: str
+                ) -> dict[str, Any]:
+    fields = [_field(family, name, kind, file, name) for name, kind in _TOP_COLUMNS]
+    if shape.axes:
+        fields.append(_group(family, "axes", [
+            _field(family, f"axes/{axis}", "sc:Text", file, "axes", axis)
+            for axis in sorted(shape.axes)], "the values of the variant's axes"))
+    if shape.fields:
+        fields.append(_group(family, "fields", [
+            _field(family, f"fields/{name}", "sc:Text", file, "fields", name)
+            for name in sorted(shape.fields)], "fields of the instance (split, partition)"))
+    fields.append(_group(family, "answer", [
+        _field(family, f"answer/{key}", _ANSWER_TYPES[key], file, "answer", key,
+               repeated=key in _REPEATED_ANSWER_KEYS)
+        for key in sorted(shape.answer)], "the gold and how a response is scored"))
+    fields.append(_group(family, "phases", [
+        _field(family, "phases/phase", "sc:Text", file, "phases", "phase")],
+        "the phases in order (their messages are in the JSONL line and the Parquet row)",
+        repeated=True))
+    return {"@type": "cr:RecordSet", "@id": family, "name": family,
+            "description": " ".join(description.split()), "key": {"@id": f"{family}/id"},
+            "field": fields}
+
+
+def release_citation(release: ReleaseSpec, root_sha256: str) -> str:
+    """BibTeX for the release itself."""
+    key = f"memspec_{release.name}_{release.version}".replace("-", "_").replace(".", "_")
+    year = f"  year = {{{release.published[:4]}}},\n" if release.published else ""
+    return (f"@misc{{{key},\n  title = {{{release.full_name}}},\n{year}"
+            f"  howpublished = {{memspec release, data root SHA-256 {root_sha256}}},\n"
+            f"  note = {{seed {release.seed}}}\n}}")
+
+
+def design_citation(design: PublishedDesign) -> str:
+    """BibTeX for a published design a release follows."""
+    lines = [f"@misc{{{design.key},", f"  title = {{{design.title}}},",
+             f"  author = {{{' and '.join(design.authors)}}},"]
+    if design.year is not None:
+        lines.append(f"  year = {{{design.year}}},")
+    if design.venue:
+        lines.append(f"  howpublished = {{{design.venue}}},")
+    if design.url:
+        lines.append(f"  url = {{{design.url}}},")
+    lines[-1] = lines[-1].rstrip(",")
+    return "\n".join([*lines, "}"])
+
+
+def croissant_document(release: ReleaseSpec, root_sha256: str,
+                       data_files: Mapping[str, Mapping[str, Any]],
+                       shapes: Mapping[str, FamilyShape],
+                       descriptions: Mapping[str, str]) -> dict[str, Any]:
+    """The Croissant description of a release: ``data_files`` maps each family's JSONL path
+    (``data/<family>.jsonl``) to what the manifest records of it."""
+    distribution = [
+        {"@type": "cr:FileObject", "@id": name, "name": name, "contentUrl": name,
+         "encodingFormat": "application/jsonlines", "sha256": info["sha256"],
+         "contentSize": f"{info['bytes']} B"}
+        for name, info in sorted(data_files.items())]
+    record_sets = []
+    for name in sorted(data_files):
+        family = name.removeprefix("data/").removesuffix(".jsonl")
+        record_sets.append(_record_set(family, name, shapes[family], descriptions[family]))
+    document: dict[str, Any] = {
+        "@context": CONTEXT,
+        "@type": "sc:Dataset",
+        "name": release.full_name,
+        "description": " ".join(release.description.split()),
+        "conformsTo": CONFORMS_TO,
+        "license": spdx_url(release.license),
+        "version": semantic_version(release.version),
+        "citeAs": release_citation(release, root_sha256),
+        "distribution": distribution,
+        "recordSet": record_sets,
+    }
+    if release.published:
+        document["datePublished"] = release.published
+    if release.tags:
+        document["keywords"] = list(release.tags)
+    if release.language:
+        document["inLanguage"] = list(release.language)
+    if release.designs:
+        document["citation"] = [design_citation(d) for d in release.designs]
+    return document

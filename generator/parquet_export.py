@@ -1,0 +1,179 @@
+"""Parquet copies of a release's data, for dataset loaders (one file per family, split and
+subset), written with pyarrow.
+
+Every family shares one Arrow schema, so any set of files loads as one table: the columns a
+loader filters on are plain, the conversation keeps its nesting (phases of role-tagged
+messages), and the objects whose keys vary by family (axes, fields, the answer, analysis,
+feedback) are canonical JSON text.
+
+pyarrow writes the same bytes for the same rows and options, but it writes its own version
+into every file's footer ("created_by"), which no option changes. So a manifest pins a Parquet
+file's bytes together with the writer that made them, and, for any other writer, the rows:
+``content_sha256`` is the SHA-256 of the rows as canonical JSON lines, which does not depend
+on how they are encoded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+from .canonical import dump_bytes, dumps
+from .errors import CheckFailed
+
+#: Rows per row group: fixed, so that the bytes do not depend on how rows arrive.
+ROW_GROUP_ROWS = 1000
+#: The split of a family the release does not split.
+DEFAULT_SPLIT = "test"
+PARQUET_DIR = "parquet"
+_PLAIN = re.compile(r"[A-Za-z0-9_]+")
+_JSON_COLUMNS = ("axes", "fields", "answer", "analysis", "feedback")
+
+
+def writer_name() -> str:
+    """The writer recorded beside pinned Parquet bytes: the installed pyarrow."""
+    return f"pyarrow {version('pyarrow')}"
+
+
+def _schema() -> Any:
+    import pyarrow as pa
+
+    message = pa.struct([("role", pa.string()), ("name", pa.string()),
+                         ("content", pa.string())])
+    phase = pa.struct([("phase", pa.string()), ("messages", pa.list_(message))])
+    return pa.schema([
+        ("id", pa.string()), ("family", pa.string()), ("family_version", pa.int64()),
+        ("paradigm", pa.string()), ("group", pa.int64()), ("design", pa.string()),
+        ("variant", pa.string()), ("split", pa.string()),
+        ("phases", pa.list_(phase)),
+        ("scorer", pa.string()), ("gold", pa.string()), ("options", pa.list_(pa.string())),
+        ("gold_index", pa.int64()),
+        *((name, pa.string()) for name in _JSON_COLUMNS),
+    ])
+
+
+def split_of(instance: Mapping[str, Any]) -> str:
+    """The split an instance is in (its ``split`` field, else the default)."""
+    return instance["fields"].get("split", DEFAULT_SPLIT)
+
+
+def row_of(instance: Mapping[str, Any]) -> dict[str, Any]:
+    """One instance as a row of the shared schema."""
+    answer = instance["answer"]
+    return {
+        "id": instance["id"], "family": instance["family"],
+        "family_version": instance["family_version"], "paradigm": instance["paradigm"],
+        "group": instance["group"], "design": instance["design"],
+        "variant": instance["variant"], "split": split_of(instance),
+        "phases": [{"phase": p["phase"],
+                    "messages": [{"role": m["role"], "name": m.get("name"),
+                                  "content": m["content"]} for m in p["messages"]]}
+                   for p in instance["phases"]],
+        "scorer": answer["scorer"], "gold": answer.get("gold"),
+        "options": answer.get("options"), "gold_index": answer.get("gold_index"),
+        **{name: dumps(instance[name]) if name in instance else None
+           for name in _JSON_COLUMNS},
+    }
+
+
+def shard_name(family: str, split: str, subsets: Sequence[tuple[str, str]]) -> str:
+    """The release path of the Parquet file holding one family's rows of one split (and one
+    value of each subset field)."""
+    suffix = "".join(f".{name}-{value}" for name, value in subsets)
+    return f"{PARQUET_DIR}/{family}/{split}{suffix}.parquet"
+
+
+class _Shard:
+    """One Parquet file being written, a row group at a time, while its rows are hashed."""
+
+    def __init__(self, path: Path) -> None:
+        import pyarrow.parquet as pq
+
+        self.schema = _schema()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        # Every option that shapes the bytes is set here rather than left to defaults that a
+        # later pyarrow might change.
+        self.writer = pq.ParquetWriter(
+            path, self.schema, version="2.6", compression="zstd", compression_level=3,
+            use_dictionary=True, write_statistics=True, data_page_version="1.0",
+            store_schema=True, write_page_index=False, write_page_checksum=False)
+        self.pending: list[dict[str, Any]] = []
+        self.content = hashlib.sha256()
+        self.rows = 0
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.pending.append(row)
+        self.content.update(dump_bytes(row))
+        self.rows += 1
+        if len(self.pending) == ROW_GROUP_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+
+        if self.pending:
+            self.writer.write_table(pa.Table.from_pylist(self.pending, schema=self.schema),
+                                    row_group_size=ROW_GROUP_ROWS)
+            self.pending = []
+
+    def close(self) -> dict[str, Any]:
+        from .manifest import sha256_file
+
+        self._flush()
+        self.writer.close()
+        return {"sha256": sha256_file(self.path), "bytes": self.path.stat().st_size,
+                "rows": self.rows, "content_sha256": self.content.hexdigest(),
+                "writer": writer_name()}
+
+
+class ParquetShards:
+    """The Parquet files of one family, filled instance by instance in file order."""
+
+    def __init__(self, folder: Path, family: str, subsets: Sequence[str], file: str) -> None:
+        self.folder = folder
+        self.family = family
+        self.subsets = tuple(subsets)
+        self.file = file
+        self.shards: dict[str, _Shard] = {}
+
+    def add(self, instance: Mapping[str, Any]) -> str:
+        """Write one instance; the name of the file it went to."""
+        values = tuple((name, self._subset_value(instance, name)) for name in self.subsets)
+        name = shard_name(self.family, split_of(instance), values)
+        if name not in self.shards:
+            self.shards[name] = _Shard(self.folder / name)
+        self.shards[name].add(row_of(instance))
+        return name
+
+    def _subset_value(self, instance: Mapping[str, Any], name: str) -> str:
+        # The value becomes part of a file name and of a loader's config name.
+        value = instance["fields"].get(name)
+        if value is None or not _PLAIN.fullmatch(value):
+            raise CheckFailed.single(
+                f"subset field {name!r} of {instance['id']} is "
+                + ("missing" if value is None else f"{value!r}, not a plain word")
+                + "; every instance needs a value of letters, digits and _", self.file)
+        return value
+
+    def close(self) -> dict[str, dict[str, Any]]:
+        """Finish every file; what the manifest records of each, by release path."""
+        return {name: shard.close() for name, shard in sorted(self.shards.items())}
+
+
+def content_sha256(path: Path) -> tuple[int, str]:
+    """The rows of a Parquet file and the SHA-256 of them as canonical JSON lines: what a
+    manifest pins when the file's bytes came from another writer."""
+    import pyarrow.parquet as pq
+
+    digest = hashlib.sha256()
+    rows = 0
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=ROW_GROUP_ROWS):
+        for row in batch.to_pylist():
+            digest.update(dump_bytes(row))
+            rows += 1
+    return rows, digest.hexdigest()

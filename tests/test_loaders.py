@@ -1,0 +1,319 @@
+"""Every bundled release loads, as it is, in the dataset tools people already use: Hugging
+Face ``datasets`` (offline, every config the card declares), ``mlcroissant`` (validate, then
+every record set), and coreutils for the Parquet and Croissant files' sums."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import (
+    ALL_RELEASES,
+    LATEST_RELEASES,
+    REPO,
+    bundled_release,
+    release_instances,
+    run_cli,
+)
+
+OFFLINE = {"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
+
+_LOAD_EVERY_CONFIG = """
+import json, sys
+from datasets import get_dataset_config_names, load_dataset
+folder = sys.argv[1]
+out = {}
+for name in get_dataset_config_names(folder):
+    loaded = load_dataset(folder, name)
+    out[name] = {split: len(rows) for split, rows in loaded.items()}
+if sys.argv[2:] == ["rows"]:
+    rows = load_dataset(folder)  # the default config
+    out["(default rows)"] = {split: [dict(r) for r in data] for split, data in rows.items()}
+print(json.dumps(out))
+"""
+
+
+def _card_header(release: Path) -> dict:
+    text = (release / "README.md").read_text(encoding="utf-8")
+    assert text.startswith("---\n")
+    return yaml.safe_load(text.split("---\n", 2)[1])
+
+
+def _expected_config_counts(instances: list[dict], subsets: list[str]) -> dict[str, Counter]:
+    """Rows per config and split, worked out from the JSONL files alone."""
+    expected: dict[str, Counter] = {}
+    for inst in instances:
+        split = inst["fields"].get("split", "test")
+        names = ["all", inst["paradigm"], inst["family"],
+                 *(f"{field}-{inst['fields'][field]}" for field in subsets)]
+        for name in names:
+            expected.setdefault(name, Counter())[split] += 1
+    return expected
+
+
+def _release_spec(name: str) -> dict:
+    return yaml.safe_load((REPO / "specs" / "releases" / f"{name}.yaml").read_text())
+
+
+@pytest.mark.parametrize("name", LATEST_RELEASES)
+def test_datasets_loads_every_config_with_the_right_rows(built_dist: Path, tmp_path: Path,
+                                                        name: str) -> None:
+    release = bundled_release(built_dist, name)
+    header = _card_header(release)
+    instances = release_instances(release)
+    expected = _expected_config_counts(instances, _release_spec(name).get("subsets", []))
+    declared = [c["config_name"] for c in header["configs"]]
+    assert sorted(declared) == sorted(expected)
+    assert [c["config_name"] for c in header["configs"] if c.get("default")] == ["all"]
+
+    env = {**os.environ, **OFFLINE, "HF_HOME": str(tmp_path / "hf")}
+    result = subprocess.run([sys.executable, "-c", _LOAD_EVERY_CONFIG, str(release), "rows"],
+                            capture_output=True, text=True, env=env, timeout=900,
+                            stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stderr[-3000:]
+    loaded = json.loads(result.stdout.strip().splitlines()[-1])
+    rows = loaded.pop("(default rows)")
+    assert list(loaded) == declared  # the loader sees the card's configs, in its order
+    for config, counts in loaded.items():
+        assert counts == dict(expected[config]), config
+
+    # Every row the loader returns is its JSONL instance: same conversation, same answer.
+    by_id = {inst["id"]: inst for inst in instances}
+    seen = 0
+    for split, split_rows in rows.items():
+        for row in split_rows:
+            inst = by_id[row["id"]]
+            assert row["split"] == split == inst["fields"].get("split", "test")
+            assert json.loads(row["answer"]) == inst["answer"]
+            assert json.loads(row["axes"]) == inst["axes"]
+            assert json.loads(row["fields"]) == inst["fields"]
+            assert row["phases"] == [
+                {"phase": p["phase"], "messages": [
+                    {"role": m["role"], "name": m.get("name"), "content": m["content"]}
+                    for m in p["messages"]]} for p in inst["phases"]]
+            assert (row["feedback"] is None) == ("feedback" not in inst)
+            seen += 1
+    assert seen == len(instances)
+
+
+@pytest.mark.parametrize("name", sorted(set(ALL_RELEASES) - set(LATEST_RELEASES)))
+def test_datasets_loads_the_families_of_an_earlier_layout(built_dist: Path, tmp_path: Path,
+                                                           name: str) -> None:
+    # Frozen layouts 1 and 2 have no Parquet: their cards point one config per family at its
+    # JSONL file, which the loader reads as JSON lines.
+    release = bundled_release(built_dist, name)
+    manifest = json.loads((release / "manifest.json").read_text())
+    env = {**os.environ, **OFFLINE, "HF_HOME": str(tmp_path / "hf")}
+    result = subprocess.run([sys.executable, "-c", _LOAD_EVERY_CONFIG, str(release)],
+                            capture_output=True, text=True, env=env, timeout=900,
+                            stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stderr[-3000:]
+    loaded = json.loads(result.stdout.strip().splitlines()[-1])
+    families = manifest["counts"]["families"]
+    assert {config: sum(counts.values()) for config, counts in loaded.items()} == \
+        {family: info["instances"] for family, info in families.items()}
+
+
+def _croissant_records(release: Path) -> dict[str, list[dict]]:
+    script = """
+import json, sys
+import mlcroissant as mlc
+ds = mlc.Dataset(jsonld=sys.argv[1])
+out = {}
+for record_set in ds.metadata.record_sets:
+    out[record_set.name] = [
+        {k.split("/", 1)[1]: v.decode() if isinstance(v, bytes) else v
+         for k, v in record.items() if isinstance(v, (bytes, int, str))}
+        for record in ds.records(record_set=record_set.uuid)]
+print(json.dumps(out))
+"""
+    result = subprocess.run([sys.executable, "-c", script, str(release / "croissant.json")],
+                            capture_output=True, text=True, timeout=900, cwd=release,
+                            stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("name", LATEST_RELEASES)
+def test_mlcroissant_validates_the_description_and_reads_every_record(built_dist: Path,
+                                                                       name: str) -> None:
+    release = bundled_release(built_dist, name)
+    validate = subprocess.run(["mlcroissant", "validate", "--jsonld", "croissant.json"],
+                              cwd=release, capture_output=True, text=True, timeout=300,
+                              stdin=subprocess.DEVNULL)
+    assert validate.returncode == 0, validate.stderr[-3000:]
+    complaints = [line for line in validate.stderr.splitlines()
+                  if "error" in line.lower() or "warning" in line.lower()]
+    assert not complaints, "\n".join(complaints)
+
+    document = json.loads((release / "croissant.json").read_text())
+    manifest = json.loads((release / "manifest.json").read_text())
+    assert document["conformsTo"] == "http://mlcommons.org/croissant/1.0"
+    # Every file object is a data file the manifest pins, with the manifest's SHA-256.
+    objects = {d["contentUrl"]: d["sha256"] for d in document["distribution"]}
+    data = {n: i["sha256"] for n, i in manifest["files"].items() if n.startswith("data/")}
+    assert objects == data
+
+    records = _croissant_records(release)
+    instances = release_instances(release)
+    assert sorted(records) == sorted(manifest["counts"]["families"])
+    for family, rows in records.items():
+        mine = [inst for inst in instances if inst["family"] == family]
+        assert [r["id"] for r in rows] == [inst["id"] for inst in mine]
+        assert [r["group"] for r in rows] == [inst["group"] for inst in mine]
+        assert [r["variant"] for r in rows] == [inst["variant"] for inst in mine]
+
+
+@pytest.mark.parametrize("name", LATEST_RELEASES)
+def test_parquet_and_croissant_are_pinned_and_hold_the_release(built_dist: Path,
+                                                               name: str) -> None:
+    import pyarrow.parquet as pq
+
+    release = bundled_release(built_dist, name)
+    check = subprocess.run(["sha256sum", "-c", "--strict", "SHA256SUMS"], cwd=release,
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "croissant.json: OK" in check.stdout
+    manifest = json.loads((release / "manifest.json").read_text())
+    assert manifest["manifest_version"] == 3
+    parquet = {n: i for n, i in manifest["files"].items() if n.endswith(".parquet")}
+    assert parquet and all(f"{n}: OK" in check.stdout for n in parquet)
+    installed = f"pyarrow {__import__('pyarrow').__version__}"
+    ids = []
+    for file_name, info in parquet.items():
+        assert info["writer"] == installed
+        table = pq.read_table(release / file_name)
+        assert table.num_rows == info["rows"]
+        ids += table.column("id").to_pylist()
+    assert sorted(ids) == sorted(inst["id"] for inst in release_instances(release))
+
+
+@pytest.mark.parametrize("name", LATEST_RELEASES)
+def test_card_cites_its_designs_and_says_how_to_rebuild(built_dist: Path, name: str) -> None:
+    release = bundled_release(built_dist, name)
+    card = (release / "README.md").read_text()
+    header = _card_header(release)
+    spec = _release_spec(name)
+    manifest = json.loads((release / "manifest.json").read_text())
+    assert header["license"] == spec["license"].lower()
+    assert header["task_categories"] == spec["task_categories"]
+    assert header["tags"] == spec["tags"]
+    assert f"seed: `{spec['seed']}`" in card
+    assert manifest["root_sha256"] in card
+    assert f"memspec build {name}\n" in card
+    assert "## Audit" in card
+    for design in spec.get("designs", []):
+        assert f"@misc{{{design['key']}," in card
+        assert design["title"] in card
+    document = json.loads((release / "croissant.json").read_text())
+    assert len(document.get("citation", [])) == len(spec.get("designs", []))
+
+
+def test_version_3_releases_hold_the_data_of_version_2() -> None:
+    for name in LATEST_RELEASES:
+        base = name.rsplit("-", 1)[0]
+        older = json.loads((REPO / "manifests" / f"{base}-v2.json").read_text())
+        newer = json.loads((REPO / "manifests" / f"{name}.json").read_text())
+        data = {n: i for n, i in older["files"].items() if n.startswith("data/")}
+        assert {n: i for n, i in newer["files"].items() if n.startswith("data/")} == data
+        assert newer["root_sha256"] == older["root_sha256"]
+
+
+def _rewrite_committed(project: Path, name: str, change) -> None:
+    from generator.canonical import dump_pretty_bytes
+
+    path = project / "manifests" / f"{name}.json"
+    manifest = json.loads(path.read_text())
+    for file_name, info in manifest["files"].items():
+        if "writer" in info:
+            change(file_name, info)
+    path.write_bytes(dump_pretty_bytes(manifest))
+
+
+def test_a_manifest_from_another_pyarrow_is_checked_by_rows(project_copy: Path,
+                                                             tmp_path: Path) -> None:
+    # As if the committed manifest had been frozen with another pyarrow: its Parquet bytes
+    # cannot be made here, so the build compares rows and says so.
+    def other_writer(_: str, info: dict) -> None:
+        info["writer"] = "pyarrow 1.0.0"
+        info["sha256"] = "0" * 64
+
+    _rewrite_committed(project_copy, "example-v3", other_writer)
+    out = tmp_path / "out"
+    result = run_cli("build", "example-v3", "--out", str(out), root=project_copy)
+    assert result.returncode == 0, result.stderr
+    assert "3 Parquet files were written by pyarrow" in result.stderr
+    assert "pyarrow 1.0.0" in result.stderr
+    release = out / "example-v3"
+    check = subprocess.run(["sha256sum", "-c", "--strict", "SHA256SUMS"], cwd=release,
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout
+
+    # Rows changed behind a rewritten SHA256SUMS are still caught, by content.
+    import pyarrow.parquet as pq
+
+    target = "parquet/example.choice.meeting_room/test.parquet"
+    table = pq.read_table(release / target)
+    pq.write_table(table.slice(1), release / target)
+    _resum(release)
+    verify = run_cli("verify", str(release), root=project_copy)
+    assert verify.returncode == 1
+    assert f"{target}: rows differ from manifest.json's content_sha256" in verify.stderr
+
+
+def test_parquet_written_by_this_pyarrow_is_pinned_by_bytes(project_copy: Path,
+                                                            tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert run_cli("build", "example-v3", "--out", str(out), root=project_copy).returncode == 0
+    release = out / "example-v3"
+    target = "parquet/example.procedural.reversed_copy/test.parquet"
+    import pyarrow.parquet as pq
+
+    # The same rows in other bytes (another compression) are a change when this pyarrow is
+    # the one the manifest names.
+    pq.write_table(pq.read_table(release / target), release / target, compression="none")
+    _resum(release)
+    verify = run_cli("verify", str(release), root=project_copy)
+    assert verify.returncode == 1
+    assert f"{target}: file differs from manifest.json" in verify.stderr
+
+
+def _resum(release: Path) -> None:
+    from generator.manifest import sha256_file, sums_text
+
+    hashes = {p.relative_to(release).as_posix(): sha256_file(p)
+              for p in release.rglob("*") if p.is_file() and p.name != "SHA256SUMS"}
+    (release / "SHA256SUMS").write_text(sums_text(hashes))
+
+
+def test_loader_config_names_must_not_collide() -> None:
+    from generator.dataset_configs import ParquetPart, loader_configs
+    from generator.errors import SpecError
+
+    parts = [ParquetPart("parquet/all/test.parquet", "all", "p", "test")]
+    with pytest.raises(SpecError) as caught:
+        loader_configs(parts, ["test"], "specs/releases/r-v1.yaml")
+    assert "'all' would be both the whole release and a family" in str(caught.value)
+
+
+def test_a_subset_field_every_instance_lacks_is_refused(project_copy: Path,
+                                                         tmp_path: Path) -> None:
+    spec = project_copy / "specs" / "releases" / "subset-v1.yaml"
+    spec.write_text(
+        "name: subset\nversion: v1\nseed: 1\ndescription: a subset nobody has\n"
+        "subsets: [suite]\n"
+        "families:\n  - family: example.procedural.reversed_copy\n    groups: 2\n")
+    result = run_cli("freeze", "subset-v1", "--out", str(tmp_path / "out"), root=project_copy)
+    assert result.returncode == 1
+    assert "subset field 'suite' of example.procedural.reversed_copy-00000-base is missing" \
+        in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (project_copy / "manifests" / "subset-v1.json").exists()
+    assert not (tmp_path / "out").exists()
