@@ -20,11 +20,10 @@ from .audit import audit_instances, describe_failure
 from .canonical import content_hash, dump_bytes, dump_pretty_bytes
 from .card import render_card
 from .catalog import Catalog, UnknownFamily
-from .croissant import FamilyShape, croissant_document
-from .dataset_configs import Config, ParquetPart, loader_configs, split_order
 from .errors import CheckFailed, MemspecError, Problem, ProblemCollector, SpecError
 from .generate import FamilyGenerator
 from .instances import read_instances
+from .loader_exports import LoaderExports
 from .manifest import (
     CARD_FILE,
     CROISSANT_FILE,
@@ -40,7 +39,7 @@ from .manifest import (
     sha256_file,
     sums_text,
 )
-from .parquet_export import DEFAULT_SPLIT, ParquetShards, split_of, writer_name
+from .parquet_export import writer_name
 from .release_stats import ReleaseStats
 from .render import Renderer
 from .spec import FamilySpec, ReleaseFamily, ReleaseSpec
@@ -132,7 +131,7 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
     family_counts: dict[str, dict[str, Any]] = {}
     seen_content: dict[str, str] = {}
     stats = ReleaseStats()
-    exports = _LoaderExports(folder, release) if layout >= 3 else None
+    exports = LoaderExports(folder, release) if layout >= 3 else None
     total = 0
     for index, (family, entry) in enumerate(zip(families, release.families, strict=True)):
         _refuse_field_clash(release, index, family)
@@ -193,10 +192,10 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
     descriptions = {f.family_id: f.description for f in families}
     configs = []
     if exports:
+        data_files = {name: files[name] for name in data_hashes}
         files.update(exports.files)
         configs = exports.configs(project.display(release.path))
-        document = croissant_document(release, root, data_hashes_info(files),
-                                      exports.shapes, descriptions)
+        document = exports.croissant(root, data_files, descriptions)
         files[CROISSANT_FILE] = _write_file(folder / CROISSANT_FILE,
                                             dump_pretty_bytes(document))
     card = render_card(release, counts, root, descriptions,
@@ -216,54 +215,6 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
         "environment": environment(),
         **({"audit": audit} if layout >= 2 or audit["failures"] else {}),
     }
-
-
-def data_hashes_info(files: Mapping[str, Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
-    """The data files (``data/*.jsonl``) among a release's files."""
-    return {name: info for name, info in files.items() if name.startswith("data/")}
-
-
-class _LoaderExports:
-    """What a layout-3 release adds for dataset loaders while its instances are written: the
-    Parquet files, and each family's shape for the Croissant description."""
-
-    def __init__(self, folder: Path, release: ReleaseSpec) -> None:
-        self.folder = folder
-        self.release = release
-        self.files: dict[str, dict[str, Any]] = {}
-        self.parts: list[ParquetPart] = []
-        self.shapes: dict[str, FamilyShape] = {}
-        self._family: FamilySpec | None = None
-        self._shards: ParquetShards | None = None
-        self._keys: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {}
-
-    def start(self, family: FamilySpec) -> None:
-        self._family = family
-        self._shards = ParquetShards(self.folder, family.family_id, self.release.subsets,
-                                     family.file)
-        self._keys = {}
-        self.shapes[family.family_id] = FamilyShape()
-
-    def add(self, instance: dict[str, Any]) -> None:
-        assert self._shards is not None and self._family is not None
-        name = self._shards.add(instance)
-        if name not in self._keys:
-            self._keys[name] = (split_of(instance), tuple(
-                (field, instance["fields"][field]) for field in self.release.subsets))
-        self.shapes[self._family.family_id].observe(instance)
-
-    def finish(self) -> None:
-        assert self._shards is not None and self._family is not None
-        family = self._family
-        self.files.update(self._shards.close())
-        for name, (split, subsets) in sorted(self._keys.items()):
-            self.parts.append(ParquetPart(name, family.family_id, family.paradigm.paradigm_id,
-                                          split, subsets))
-        self._shards = None
-
-    def configs(self, where: str) -> list[Config]:
-        order = split_order((entry.splits for entry in self.release.families), DEFAULT_SPLIT)
-        return loader_configs(self.parts, order, where)
 
 
 def _write_file(path: Path, data: bytes) -> dict[str, Any]:
