@@ -21,15 +21,12 @@ class CanonicalJSONError(ValueError):
 
 def normalize(value: Any) -> Any:
     """Return ``value`` with every string NFC-normalised and every line ending ``\\n``."""
+    # The common cases first, and plain ASCII (always NFC) without a call into unicodedata:
+    # every generated instance passes through here twice.
     if isinstance(value, str):
-        text = value.replace("\r\n", "\n").replace("\r", "\n")
-        return unicodedata.normalize("NFC", text)
-    if isinstance(value, bool) or value is None or isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise CanonicalJSONError(f"{value!r} has no JSON form")
-        return value
+        if "\r" in value:
+            value = value.replace("\r\n", "\n").replace("\r", "\n")
+        return value if value.isascii() else unicodedata.normalize("NFC", value)
     if isinstance(value, dict):
         out: dict[str, Any] = {}
         for key, item in value.items():
@@ -42,6 +39,12 @@ def normalize(value: Any) -> Any:
         return out
     if isinstance(value, (list, tuple)):
         return [normalize(item) for item in value]
+    if isinstance(value, bool) or value is None or isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise CanonicalJSONError(f"{value!r} has no JSON form")
+        return value
     raise CanonicalJSONError(f"value of type {type(value).__name__} has no JSON form")
 
 

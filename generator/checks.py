@@ -189,6 +189,17 @@ class CheckRunner:
                     f"(tolerance ±{check['tolerance']})"))
         return problems
 
+    def take_tallies(self) -> dict[int, Counter]:
+        """The family-scope tallies so far, which then start again from zero: one chunk's
+        share, to be added to the others' (``add_tallies``) where the family is finished."""
+        taken, self._tallies = dict(self._tallies), defaultdict(Counter)
+        return taken
+
+    def add_tallies(self, tallies: Mapping[int, Counter]) -> None:
+        """Count tallies taken from another runner of the same family."""
+        for index, counts in tallies.items():
+            self._tallies[index].update(counts)
+
     def finish(self) -> None:
         """Family-scope checks over everything tallied; raises on failure."""
         problems = []

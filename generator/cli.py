@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, BinaryIO, TypeVar
 
 import typer
 from rich.console import Console
@@ -29,10 +29,18 @@ from .errors import (
 )
 from .generate import FamilyGenerator
 from .judge import build_requests, load_judgments
+from .parallel import (
+    InProcess,
+    chunk_jobs,
+    executor_for,
+    parse_shard,
+    shard_groups,
+    tree_fingerprint,
+)
 from .policies import POLICIES
 from .preview import render_preview
 from .project import Project, find_project
-from .release import atomic_write_bytes, find_release, freeze
+from .release import atomic_write_bytes, atomic_writer, find_release, freeze
 from .release_data import load_release_instances
 from .render import Renderer
 from .report import render_report
@@ -175,6 +183,16 @@ def _check_seed(seed: int) -> None:
         raise SpecError.single(f"--seed must be in [0, 2**63), got {seed}")
 
 
+#: Options of every command that renders groups.
+Workers = Annotated[int, typer.Option(
+    help="Worker processes; the output is the same bytes for any number.")]
+Engine = Annotated[str, typer.Option(
+    help="Where groups are rendered: local (this machine's processes) or dask (a Dask "
+         "cluster; a local one of --workers processes without --scheduler).")]
+Scheduler = Annotated[str | None, typer.Option(
+    help="Address of a Dask scheduler (tcp://host:8786) for --engine dask.")]
+
+
 @app.command()
 def generate(
     family: Annotated[str, typer.Argument(help="Family id (or path to its YAML file).")],
@@ -182,18 +200,40 @@ def generate(
     groups: Annotated[int, typer.Option(min=1, help="Number of groups.")] = 4,
     start: Annotated[int, typer.Option(min=0, help="First group index.")] = 0,
     out_file: Annotated[str, typer.Option("--out", help="Output file, or - for stdout.")] = "-",
+    workers: Workers = 1,
+    engine: Engine = "local",
+    scheduler: Scheduler = None,
+    shard: Annotated[str | None, typer.Option(
+        help="Only shard I/N of the groups (a contiguous run; the shards' outputs, "
+             "concatenated in order, are the whole output).")] = None,
 ) -> None:
-    """Generate instances of one family as JSONL."""
+    """Generate instances of one family as JSONL, streamed as they are rendered."""
 
     def action() -> None:
         _check_seed(seed)
-        generator = _generator(family, seed)
-        chunks: list[bytes] = []
-        with _progress(groups, "generating") as advance:
-            for group in generator.groups(groups, start):
-                chunks.extend(dump_bytes(inst) for inst in group)
-                advance(generator.family.family_id, 1)
-        _write_output(out_file, b"".join(chunks))
+        project = _project()
+        spec = Catalog.load(project).family(family)
+        first, count = (start, groups) if shard is None else \
+            shard_groups(start, groups, parse_shard(shard))
+        local = FamilyGenerator(spec, Renderer(project), seed)
+        checks = local.checks
+        executor = executor_for(workers, engine, scheduler)
+        fingerprint = "" if isinstance(executor, InProcess) else tree_fingerprint(project.root)
+        jobs = chunk_jobs(project.root, str(spec.path), seed, first, count,
+                          fingerprint=fingerprint)
+        try:
+            with _output(out_file) as sink, _progress(count, "generating") as advance:
+                for job, chunk in zip(jobs, executor.map(jobs, local), strict=True):
+                    sink.write(b"".join(chunk.lines))
+                    checks.add_tallies(chunk.tallies)
+                    advance(spec.family_id, job.count)
+                if shard is None:
+                    checks.finish()
+        finally:
+            executor.close()
+        if shard is not None and any(c["kind"] == "balanced" for c, _, _ in checks.checks):
+            err.print("note: family-scope checks (balanced) need every group; they were not "
+                      "run on one shard", markup=False)
 
     _run(action)
 
@@ -229,6 +269,9 @@ def freeze_cmd(
     allow_audit_failures: Annotated[bool, typer.Option(
         help="Publish even if a memoryless adversary beats chance; the failures are recorded "
              "in the manifest and the card.")] = False,
+    workers: Workers = 1,
+    engine: Engine = "local",
+    scheduler: Scheduler = None,
 ) -> None:
     """Build DIR/<name>-<version>/ and write manifests/<name>-<version>.json.
 
@@ -243,7 +286,8 @@ def freeze_cmd(
         total = sum(f.groups for f in spec.families)
         with _progress(total, "freezing") as advance:
             built = freeze(catalog, spec, out_dir or project.default_dist, write_manifest=True,
-                           progress=advance, allow_audit_failures=allow_audit_failures)
+                           progress=advance, allow_audit_failures=allow_audit_failures,
+                           workers=workers, engine=engine, scheduler=scheduler)
         for note in built.notes:
             err.print(f"note: {note}", markup=False)
         for failure in built.manifest.get("audit", {}).get("failures", []):
@@ -299,6 +343,9 @@ def build(
     = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Output folder (default dist/).")]
     = None,
+    workers: Workers = 1,
+    engine: Engine = "local",
+    scheduler: Scheduler = None,
 ) -> None:
     """Freeze and verify every bundled release (or those named) against its committed
     manifest.
@@ -319,7 +366,8 @@ def build(
         for spec in specs:
             try:
                 with _progress(sum(f.groups for f in spec.families), spec.full_name) as adv:
-                    built = freeze(catalog, spec, target, write_manifest=False, progress=adv)
+                    built = freeze(catalog, spec, target, write_manifest=False, progress=adv,
+                                   workers=workers, engine=engine, scheduler=scheduler)
             except MemspecError as exc:
                 for line in exc.render().splitlines():
                     err.print(f"error: {line}", markup=False)
@@ -638,6 +686,17 @@ def _catalog_if_any() -> Catalog | None:
         if _state["root"] is not None:
             raise
         return None
+
+
+@contextmanager
+def _output(out_file: str) -> Iterator[BinaryIO]:
+    """Where output is streamed: stdout, or a file that appears whole or not at all."""
+    if out_file == "-":
+        yield sys.stdout.buffer
+        sys.stdout.buffer.flush()
+        return
+    with atomic_writer(Path(out_file)) as handle:
+        yield handle
 
 
 def _write_output(out_file: str, data: bytes) -> None:

@@ -70,6 +70,20 @@ class MemspecError(Exception):
     def __str__(self) -> str:
         return self.render()
 
+    def __reduce__(self) -> tuple:
+        # Errors raised in a worker process travel back pickled: keep the problems and the
+        # exit status, whatever the subclass's constructor takes.
+        return (_rebuild_error, (type(self), list(self.problems), self.exit_code))
+
+
+def _rebuild_error(kind: type[MemspecError], problems: list[Problem],
+                   exit_code: int) -> MemspecError:
+    error = Exception.__new__(kind)
+    error.problems = problems
+    error.exit_code = exit_code
+    Exception.__init__(error, error.render())
+    return error
+
 
 class SpecError(MemspecError):
     """Bad input: a spec, template, pool, release or argument that cannot be used (exit 2)."""

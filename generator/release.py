@@ -14,10 +14,10 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from .audit import audit_instances, describe_failure
-from .canonical import content_hash, dump_bytes, dump_pretty_bytes
+from .canonical import content_hash, dump_pretty_bytes
 from .card import render_card
 from .catalog import Catalog, UnknownFamily
 from .errors import CheckFailed, MemspecError, Problem, ProblemCollector, SpecError
@@ -39,6 +39,7 @@ from .manifest import (
     sha256_file,
     sums_text,
 )
+from .parallel import Executor, InProcess, chunk_jobs, executor_for, tree_fingerprint
 from .parquet_export import writer_name
 from .release_stats import ReleaseStats
 from .render import Renderer
@@ -113,7 +114,8 @@ def _content_key(instance: dict[str, Any]) -> str:
 def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
                         progress: Progress | None = None, *,
                         refuse_audit_failures: bool = False,
-                        committed: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                        committed: Mapping[str, Any] | None = None,
+                        executor: Executor | None = None) -> dict[str, Any]:
     """Generate and write data files, charts and the card into ``folder``; return the
     manifest (without writing it). Raises on any spec error or failed check.
 
@@ -123,6 +125,8 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
     raises when ``refuse_audit_failures``, else its failures are recorded in the manifest and
     the card."""
     project = catalog.project
+    executor = executor or InProcess()
+    fingerprint = "" if isinstance(executor, InProcess) else tree_fingerprint(project.root)
     layout = committed["manifest_version"] if committed is not None else LATEST_LAYOUT
     families = load_release_families(catalog, release)
     renderer = Renderer(project)
@@ -141,11 +145,12 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
         splits = _SplitContent(entry, family)
         if exports:
             exports.start(family)
+        jobs = chunk_jobs(project.root, str(family.path), release.seed, 0, entry.groups, entry,
+                          fingerprint)
         try:
-            for group_index, group in enumerate(generator.groups(entry.groups)):
-                for instance in group:
-                    instance["fields"] = dict(sorted(
-                        {**instance["fields"], **entry.release_fields(group_index)}.items()))
+            for job, chunk in zip(jobs, executor.map(jobs, generator), strict=True):
+                generator.checks.add_tallies(chunk.tallies)
+                for line, instance in chunk.records():
                     splits.add(instance)
                     key = _content_key(instance)
                     if key in seen_content:
@@ -153,13 +158,14 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
                             f"duplicate content: {instance['id']} has the same phases and "
                             f"answer as {seen_content[key]}", family.file)
                     seen_content[key] = instance["id"]
-                    writer.write(dump_bytes(instance))
+                    writer.write(line)
                     if layout >= 2:
                         stats.add(instance)
                     if exports:
                         exports.add(instance)
                 if progress:
-                    progress(family.family_id, 1)
+                    progress(family.family_id, job.count)
+            generator.checks.finish()
         finally:
             info = writer.close()
             if exports:
@@ -368,14 +374,16 @@ def _move_into_place(staged: Path, final: Path) -> None:
         os.close(dir_fd)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write a file by writing a temporary sibling and renaming it over the target."""
+@contextmanager
+def atomic_writer(path: Path) -> Iterator[BinaryIO]:
+    """A file opened for writing that appears at ``path`` whole or not at all: written as a
+    hidden sibling and renamed over the target when the block ends without an error."""
     if path.is_dir():
         raise SpecError.single("is a folder; give a file name", str(path))
     tmp = path.with_name(f"{TMP_PREFIX}{path.name}-{os.getpid()}")
     try:
         with tmp.open("wb") as handle:
-            handle.write(data)
+            yield handle
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
@@ -384,13 +392,20 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             tmp.unlink()
 
 
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write a file by writing a temporary sibling and renaming it over the target."""
+    with atomic_writer(path) as handle:
+        handle.write(data)
+
+
 def committed_manifest_path(catalog: Catalog, release: ReleaseSpec) -> Path:
     return catalog.project.manifests / f"{release.full_name}.json"
 
 
 def freeze(catalog: Catalog, release: ReleaseSpec, out: Path, *, write_manifest: bool,
-           progress: Progress | None = None,
-           allow_audit_failures: bool = False) -> BuiltRelease:
+           progress: Progress | None = None, allow_audit_failures: bool = False,
+           workers: int = 1, engine: str = "local",
+           scheduler: str | None = None) -> BuiltRelease:
     """Build ``release`` into ``out/<name>-<version>``.
 
     With a committed manifest, the build must match it (else CheckFailed, nothing written) and
@@ -408,10 +423,14 @@ def freeze(catalog: Catalog, release: ReleaseSpec, out: Path, *, write_manifest:
     final = out / release.full_name
     # A committed release was audited when it was first frozen, and its manifest pins both
     # the data and the audit's outcome (the failures it was allowed to keep, if any).
+    executor = executor_for(workers, engine, scheduler)
     with _staging(out, release.full_name) as staged:
-        built = write_release_files(catalog, release, staged, progress,
-                                    refuse_audit_failures=not allow_audit_failures,
-                                    committed=committed)
+        try:
+            built = write_release_files(catalog, release, staged, progress,
+                                        refuse_audit_failures=not allow_audit_failures,
+                                        committed=committed, executor=executor)
+        finally:
+            executor.close()
         notes: tuple[str, ...] = ()
         if committed is not None:
             writer = writer_name()

@@ -1,0 +1,222 @@
+"""memspec's speed and memory on the machine at hand, measured in one run.
+
+    python bench/bench.py                 # every measurement, a table, bench/results.json
+    python bench/bench.py --only a,e      # some of them
+    python bench/bench.py --rss-max 100000  # peak memory up to 10^5 instances only
+
+(a) generation rate against the floor of this stack: the same compiled Jinja templates
+    rendered with the same values and json-dumped, with nothing else (target >= 0.75);
+(b) speed-up of `memspec generate` from 1 to 2 worker processes (target >= 1.7x);
+(c) peak RSS of `memspec generate` at 10^4, 10^5 and 10^6 instances (target: flat within
+    20% and under 200 MB);
+(d) `memspec verify` throughput against coreutils `sha256sum -c` on the same release
+    (target >= 0.9x);
+(e) `memspec validate` of every bundled spec (target under 2 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+#: A procedural family: a rule with worked examples, 15 unrelated turns, a probe.
+PROCEDURAL = "implicitmem.procedural.cache_key_prefix"
+#: One variant per group, so groups = instances for the memory runs.
+SMALL = "example.procedural.reversed_copy"
+RELEASE = "trustgap-v3"
+
+
+def _peak_rss_kib(*args: str) -> tuple[float, int]:
+    """Wall seconds and the peak RSS (KiB) of a `memspec` run and its children, measured by
+    the kernel (getrusage of a fresh child process tree)."""
+    code = ("import resource, subprocess, sys, time;"
+            "t = time.perf_counter();"
+            "r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL);"
+            "e = time.perf_counter() - t;"
+            "print(r.returncode, e, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    result = subprocess.run([sys.executable, "-c", code, sys.executable, "-m",
+                             "generator.cli", *args], cwd=REPO, capture_output=True, text=True,
+                            stdin=subprocess.DEVNULL, check=True)
+    returncode, elapsed, rss = result.stdout.split()
+    if returncode != "0":
+        raise SystemExit(f"memspec {' '.join(args)} failed: {result.stderr[-2000:]}")
+    return float(elapsed), int(rss)
+
+
+def bench_floor(groups: int) -> dict[str, Any]:
+    """(a) memspec's own loop against rendering the same templates and dumping JSON."""
+    from generator.canonical import dump_bytes
+    from generator.catalog import Catalog
+    from generator.generate import FamilyGenerator
+    from generator.project import Project
+    from generator.render import Renderer
+    from generator.sampling import sample_slots
+
+    project = Project(REPO)
+    generator = FamilyGenerator(Catalog.load(project).family(PROCEDURAL), Renderer(project), 7)
+    generator.group(0)  # warm the template caches for both loops
+
+    start = time.perf_counter()
+    instances = 0
+    for g in range(groups):
+        for instance in generator.group(g):
+            dump_bytes(instance)
+            instances += 1
+    memspec_seconds = time.perf_counter() - start
+
+    # The same values: the contexts memspec renders from, worked out before the clock starts.
+    contexts = []
+    for g in range(groups):
+        slots = sample_slots(generator.family, generator.renderer, generator.seed, g)
+        contexts += [generator._variant_context(slots, v, g) for v in generator.variants]
+    phases = generator._phase_templates
+    start = time.perf_counter()
+    for context in contexts:
+        rendered = {"phases": [], "id": context["family"], "group": context["group"]}
+        for name, template in phases.items():
+            if isinstance(template, list):
+                messages = [{"role": role, "content": compiled.template.render(context)}
+                            for role, _, compiled in template]
+            else:
+                messages = [{"text": template.template.render(context)}]
+            rendered["phases"].append({"phase": name, "messages": messages})
+        json.dumps(rendered, sort_keys=True, ensure_ascii=False)
+    floor_seconds = time.perf_counter() - start
+    memspec_rate = instances / memspec_seconds
+    floor_rate = len(contexts) / floor_seconds
+    return {"family": PROCEDURAL, "instances": instances,
+            "memspec_per_s": round(memspec_rate, 1), "floor_per_s": round(floor_rate, 1),
+            "ratio": round(memspec_rate / floor_rate, 3), "target": ">= 0.75"}
+
+
+def bench_workers(groups: int, tmp: Path) -> dict[str, Any]:
+    """(b) wall time of `memspec generate` on 1 and 2 worker processes."""
+    times = {}
+    for workers in (1, 2):
+        out = tmp / f"workers{workers}.jsonl"
+        times[workers], _ = _peak_rss_kib("generate", PROCEDURAL, "--groups", str(groups),
+                                          "--workers", str(workers), "--out", str(out))
+    same = (tmp / "workers1.jsonl").read_bytes() == (tmp / "workers2.jsonl").read_bytes()
+    return {"family": PROCEDURAL, "groups": groups, "seconds_1": round(times[1], 2),
+            "seconds_2": round(times[2], 2), "speedup": round(times[1] / times[2], 3),
+            "identical_bytes": same, "target": ">= 1.7"}
+
+
+def bench_rss(sizes: list[int], tmp: Path) -> dict[str, Any]:
+    """(c) peak RSS of `memspec generate` as the number of instances grows."""
+    rows = {}
+    for size in sizes:
+        out = tmp / f"rss{size}.jsonl"
+        seconds, rss = _peak_rss_kib("generate", SMALL, "--groups", str(size), "--out",
+                                     str(out))
+        rows[str(size)] = {"seconds": round(seconds, 1), "peak_rss_mib": round(rss / 1024, 1),
+                           "bytes": out.stat().st_size}
+        out.unlink()
+    peaks = [row["peak_rss_mib"] for row in rows.values()]
+    return {"family": SMALL, "sizes": rows, "growth": round(max(peaks) / min(peaks) - 1, 3),
+            "target": "growth <= 0.20 and peak < 200 MiB"}
+
+
+def bench_verify(tmp: Path) -> dict[str, Any]:
+    """(d) `memspec verify` against `sha256sum -c` on the largest bundled release."""
+    _peak_rss_kib("build", RELEASE, "--out", str(tmp))
+    folder = tmp / RELEASE
+    size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    start = time.perf_counter()
+    subprocess.run(["sha256sum", "-c", "--strict", "--quiet", "SHA256SUMS"], cwd=folder,
+                   check=True, stdout=subprocess.DEVNULL)
+    coreutils = time.perf_counter() - start
+    cli, _ = _peak_rss_kib("verify", str(folder))
+    from generator.catalog import Catalog
+    from generator.project import Project
+    from generator.verify import verify_release
+
+    catalog = Catalog.load(Project(REPO))
+    start = time.perf_counter()
+    assert verify_release(folder, catalog).ok
+    in_process = time.perf_counter() - start
+    return {"release": RELEASE, "bytes": size, "sha256sum_s": round(coreutils, 3),
+            "memspec_verify_s": round(cli, 3), "ratio_cli": round(coreutils / cli, 3),
+            "verify_in_process_s": round(in_process, 3),
+            "ratio_in_process": round(coreutils / in_process, 3), "target": ">= 0.9"}
+
+
+def bench_validate() -> dict[str, Any]:
+    """(e) `memspec validate` of every bundled spec, best of three runs."""
+    runs = [_peak_rss_kib("validate")[0] for _ in range(3)]
+    return {"seconds": round(min(runs), 2), "target": "< 2 s"}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", default="a,b,c,d,e", help="which measurements, e.g. a,c")
+    parser.add_argument("--floor-groups", type=int, default=400)
+    parser.add_argument("--worker-groups", type=int, default=4000)
+    parser.add_argument("--rss-max", type=int, default=1_000_000,
+                        help="largest instance count for (c)")
+    parser.add_argument("--json", type=Path, default=REPO / "bench" / "results.json")
+    args = parser.parse_args()
+    wanted = set(args.only.split(","))
+    results: dict[str, Any] = {"machine": {
+        "python": platform.python_version(), "cpus": os.cpu_count(),
+        "platform": platform.platform(), "processor": platform.processor() or "unknown",
+        "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30,
+                            1)}}
+    with tempfile.TemporaryDirectory(prefix="memspec-bench-") as name:
+        tmp = Path(name)
+        if "a" in wanted:
+            results["a_floor"] = bench_floor(args.floor_groups)
+        if "b" in wanted:
+            results["b_workers"] = bench_workers(args.worker_groups, tmp)
+        if "c" in wanted:
+            sizes = [n for n in (10_000, 100_000, 1_000_000) if n <= args.rss_max]
+            results["c_rss"] = bench_rss(sizes, tmp)
+        if "d" in wanted:
+            results["d_verify"] = bench_verify(tmp)
+        if "e" in wanted:
+            results["e_validate"] = bench_validate()
+        shutil.rmtree(tmp, ignore_errors=True)
+    args.json.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    _print_table(results)
+
+
+def _print_table(results: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("measurement", "result", "target")
+    rows = {
+        "a_floor": lambda r: (f"(a) {r['memspec_per_s']}/s vs floor {r['floor_per_s']}/s",
+                              f"ratio {r['ratio']}"),
+        "b_workers": lambda r: (f"(b) 1 worker {r['seconds_1']} s, 2 workers {r['seconds_2']} s",
+                                f"speed-up {r['speedup']}x"),
+        "c_rss": lambda r: ("(c) peak RSS " + ", ".join(
+            f"{n}: {v['peak_rss_mib']} MiB" for n, v in r["sizes"].items()),
+            f"growth {r['growth']:.1%}"),
+        "d_verify": lambda r: (f"(d) sha256sum {r['sha256sum_s']} s, verify "
+                               f"{r['memspec_verify_s']} s ({r['verify_in_process_s']} s "
+                               "in process)",
+                               f"{r['ratio_cli']}x ({r['ratio_in_process']}x)"),
+        "e_validate": lambda r: ("(e) memspec validate", f"{r['seconds']} s"),
+    }
+    for key, describe in rows.items():
+        if key in results:
+            text, value = describe(results[key])
+            table.add_row(text, value, results[key]["target"])
+    Console().print(table)
+
+
+if __name__ == "__main__":
+    main()

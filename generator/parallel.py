@@ -1,0 +1,246 @@
+"""Rendering a family's groups on several processes, byte-identical to one.
+
+Groups are independent: each draws from a random stream keyed by the seed, the family and its
+own index, never from what came before. So a family's groups can be cut into chunks, rendered
+anywhere, and joined in order. Only the family-scope checks (``balanced``) need every group;
+their tallies are counts, and counts add up.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .canonical import dump_bytes
+from .errors import SpecError
+from .spec import ReleaseFamily
+
+#: Groups per chunk: large enough that a chunk's pickling and hand-over cost little next to
+#: rendering it, small enough that a few chunks per worker keep every worker busy.
+CHUNK_GROUPS = 16
+
+
+@dataclass(frozen=True)
+class ChunkJob:
+    """Groups ``start .. start+count-1`` of one family, with the fields a release adds."""
+
+    root: str
+    family: str
+    seed: int
+    start: int
+    count: int
+    entry: ReleaseFamily | None = None
+    fingerprint: str = ""  # of the project's specs and templates, as the submitter sees them
+
+
+@dataclass
+class ChunkResult:
+    """One chunk rendered: its instances as canonical JSON lines, and the family-scope check
+    tallies of its groups; rendered in this process, the instances themselves too."""
+
+    lines: list[bytes]
+    tallies: dict[int, Counter]
+    instances: list[dict[str, Any]] | None = None
+
+    def records(self) -> Iterator[tuple[bytes, dict[str, Any]]]:
+        """Each instance's line with the instance (parsed back if it came from elsewhere)."""
+        if self.instances is not None:
+            return zip(self.lines, self.instances, strict=True)
+        return ((line, json.loads(line)) for line in self.lines)
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``I/N`` (shard I of N, counting from 0) as a pair; a clear error otherwise."""
+    index, sep, total = text.partition("/")
+    if not sep or not index.isdigit() or not total.isdigit() or int(total) < 1 or \
+            int(index) >= int(total):
+        raise SpecError.single(f"--shard must be I/N with 0 <= I < N, got {text!r}")
+    return int(index), int(total)
+
+
+def shard_groups(start: int, count: int, shard: tuple[int, int]) -> tuple[int, int]:
+    """The contiguous run of groups shard ``I/N`` of ``count`` groups from ``start`` takes:
+    the shards in order cover every group once."""
+    index, total = shard
+    first = start + count * index // total
+    last = start + count * (index + 1) // total
+    return first, last - first
+
+
+def chunk_jobs(root: Path, family: str, seed: int, start: int, count: int,
+               entry: ReleaseFamily | None = None, fingerprint: str = "") -> list[ChunkJob]:
+    """A family's groups cut into chunks, in order (``fingerprint``: the project's
+    ``tree_fingerprint``, which a worker in another process checks before it renders)."""
+    return [ChunkJob(str(root), family, seed, first, min(CHUNK_GROUPS, start + count - first),
+                     entry, fingerprint)
+            for first in range(start, start + count, CHUNK_GROUPS)]
+
+
+def tree_fingerprint(root: Path | str) -> str:
+    """SHA-256 over every file of the project's specs/ and templates/ (path and content): a
+    worker whose copy differs from the submitter's must not render."""
+    digest = hashlib.sha256()
+    base = Path(root)
+    for folder in ("specs", "templates"):
+        for path in sorted((base / folder).rglob("*")):
+            if path.is_file():
+                digest.update(path.relative_to(base).as_posix().encode("utf-8") + b"\0")
+                digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+# In each worker process: the project's catalog and renderer, and one generator per family
+# and seed, loaded once per version of the project (its fingerprint), so a worker reads the
+# specs once however many chunks it renders, and a long-lived worker never serves stale ones.
+_PROJECTS: dict[tuple[str, str], tuple[Any, Any]] = {}
+_GENERATORS: dict[tuple[str, str, str, int], Any] = {}
+
+
+def _generator(job: ChunkJob) -> Any:
+    from .catalog import Catalog
+    from .generate import FamilyGenerator
+    from .project import Project
+    from .render import Renderer
+
+    version = (job.root, job.fingerprint)
+    if version not in _PROJECTS:
+        if job.fingerprint and tree_fingerprint(job.root) != job.fingerprint:
+            raise SpecError.single(
+                f"a worker sees other specs or templates under {job.root} than the process "
+                "that sent it work; every worker needs the same project at the same path")
+        project = Project(Path(job.root))
+        _PROJECTS[version] = (Catalog.load(project), Renderer(project))
+    key = (*version, job.family, job.seed)
+    if key not in _GENERATORS:
+        catalog, renderer = _PROJECTS[version]
+        _GENERATORS[key] = FamilyGenerator(catalog.family(job.family), renderer, job.seed)
+    return _GENERATORS[key]
+
+
+def render_chunk(job: ChunkJob, generator: Any = None) -> ChunkResult:
+    """Render one chunk, in whichever process runs it (with ``generator``, that one)."""
+    keep = generator is not None
+    generator = generator or _generator(job)
+    lines, instances = [], []
+    for group_index in range(job.start, job.start + job.count):
+        for instance in generator.group(group_index):
+            if job.entry is not None:
+                instance["fields"] = dict(sorted(
+                    {**instance["fields"], **job.entry.release_fields(group_index)}.items()))
+            lines.append(dump_bytes(instance))
+            if keep:
+                instances.append(instance)
+    return ChunkResult(lines, generator.checks.take_tallies(), instances if keep else None)
+
+
+class Executor:
+    """Runs chunk jobs and yields their results in job order."""
+
+    def map(self, jobs: Iterable[ChunkJob], local: Any = None) -> Iterator[ChunkResult]:
+        """Results of ``jobs`` in order; ``local`` is the jobs' FamilyGenerator in this
+        process, which an executor that renders here uses instead of loading the specs."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release the executor's processes, if any."""
+
+
+class InProcess(Executor):
+    """Every chunk in this process, one after another."""
+
+    def map(self, jobs: Iterable[ChunkJob], local: Any = None) -> Iterator[ChunkResult]:
+        for job in jobs:
+            yield render_chunk(job, local)
+
+
+class Processes(Executor):
+    """Chunks on a pool of worker processes. At most a few chunks per worker are in flight,
+    so memory stays flat however many groups there are."""
+
+    def __init__(self, workers: int) -> None:
+        # forkserver: a worker never inherits a lock a thread of this process holds.
+        context = multiprocessing.get_context("forkserver")
+        self.workers = workers
+        self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+
+    def map(self, jobs: Iterable[ChunkJob], local: Any = None) -> Iterator[ChunkResult]:
+        return _ordered(self.pool.submit, render_chunk, jobs, 3 * self.workers)
+
+    def close(self) -> None:
+        self.pool.shutdown(cancel_futures=True)
+
+
+def _ordered(submit: Callable[..., Future], function: Callable[[ChunkJob], ChunkResult],
+             jobs: Iterable[ChunkJob], in_flight: int) -> Iterator[ChunkResult]:
+    """Submit jobs keeping ``in_flight`` of them running; yield results in job order."""
+    pending: list[Future] = []
+    iterator = iter(jobs)
+    for job in iterator:
+        pending.append(submit(function, job))
+        if len(pending) >= in_flight:
+            break
+    while pending:
+        result = pending.pop(0).result()
+        for job in iterator:
+            pending.append(submit(function, job))
+            break
+        yield result
+
+
+class DaskCluster(Executor):
+    """Chunks on a Dask distributed cluster: the scheduler at ``address``, or, without one, a
+    local cluster of ``workers`` processes started for the run. Every worker must see the
+    project at the same path; each checks that its specs and templates are the ones this
+    process has (``tree_fingerprint``) before it renders anything."""
+
+    def __init__(self, workers: int, address: str | None = None) -> None:
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError:
+            raise SpecError.single("--engine dask needs Dask distributed: "
+                                   "pip install 'memspec[dask]'") from None
+        self.cluster = None
+        if address is None:
+            # No dashboard: it would open a port, and nothing here reads it.
+            self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1,
+                                        processes=True, dashboard_address=None)
+            self.client = Client(self.cluster)
+        else:
+            self.client = Client(address)
+        self.in_flight = 3 * max(workers, len(self.client.scheduler_info()["workers"]))
+
+    def map(self, jobs: Iterable[ChunkJob], local: Any = None) -> Iterator[ChunkResult]:
+        def submit(function: Callable, job: ChunkJob) -> Any:
+            return self.client.submit(function, job, pure=False)
+
+        return _ordered(submit, render_chunk, jobs, self.in_flight)
+
+    def close(self) -> None:
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+
+ENGINES = ("local", "dask")
+
+
+def executor_for(workers: int, engine: str = "local", address: str | None = None) -> Executor:
+    """Where chunks are rendered: with the ``local`` engine, in this process for one worker,
+    else on a pool of ``workers`` processes; with ``dask``, on a Dask cluster."""
+    if workers < 1:
+        raise SpecError.single(f"--workers must be at least 1, got {workers}")
+    if engine not in ENGINES:
+        raise SpecError.single(f"unknown engine {engine!r}; known engines: "
+                               + ", ".join(ENGINES))
+    if address is not None and engine != "dask":
+        raise SpecError.single("--scheduler needs --engine dask")
+    if engine == "dask":
+        return DaskCluster(workers, address)
+    return InProcess() if workers == 1 else Processes(workers)

@@ -1,0 +1,190 @@
+"""Parallel and sharded generation give the same bytes as one process, in subprocesses under
+different hash seeds; errors in a worker reach the user as they would from one process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, run_cli, tree_bytes
+
+# A family with family-scope (balanced) checks, whose tallies must add up across workers.
+FAMILY = "memorychecks.recognition.altered_detail"
+
+
+def _generate(*args: str, root: Path | None = None, seed: str = "0"):
+    return run_cli("generate", *args, root=root, env={"PYTHONHASHSEED": seed})
+
+
+def test_workers_give_the_bytes_of_one_process() -> None:
+    # 48 groups (24 per corpus, as its balance needs): three chunks, split between workers.
+    one = _generate(FAMILY, "--seed", "11", "--groups", "48")
+    assert one.returncode == 0, one.stderr
+    two = _generate(FAMILY, "--seed", "11", "--groups", "48", "--workers", "2", seed="999")
+    assert two.returncode == 0, two.stderr
+    assert two.stdout == one.stdout
+    assert len(one.stdout.splitlines()) == 48 * 8  # 8 variants per group
+
+
+@pytest.mark.parametrize("shards", [2, 3, 7])
+def test_shards_in_order_are_the_whole(shards: int, tmp_path: Path) -> None:
+    whole = _generate("example.choice.meeting_room", "--seed", "3", "--groups", "5",
+                      "--start", "2")
+    assert whole.returncode == 0, whole.stderr
+    parts = []
+    for index in range(shards):
+        out = tmp_path / f"part{index}.jsonl"
+        result = _generate("example.choice.meeting_room", "--seed", "3", "--groups", "5",
+                           "--start", "2", "--shard", f"{index}/{shards}", "--out", str(out),
+                           seed=str(index))
+        assert result.returncode == 0, result.stderr
+        parts.append(out.read_text())
+    assert "".join(parts) == whole.stdout
+
+
+@pytest.mark.parametrize("bad", ["2/2", "a/3", "1", "-1/2", "0/0"])
+def test_a_bad_shard_is_refused(bad: str) -> None:
+    result = _generate("example.choice.meeting_room", "--shard", bad)
+    assert result.returncode == 2
+    assert "--shard must be I/N" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_build_with_workers_is_the_committed_release(built_dist: Path, tmp_path: Path) -> None:
+    names = ["example-v3", "memorychecks-v3"]
+    result = run_cli("build", *names, "--workers", "2", "--out", str(tmp_path),
+                     env={"PYTHONHASHSEED": "4242"})
+    assert result.returncode == 0, result.stderr
+    for name in names:
+        assert tree_bytes(tmp_path / name) == tree_bytes(built_dist / name)
+
+
+def test_a_failing_family_check_is_seen_across_workers(project_copy: Path) -> None:
+    # A fourth position no gold ever takes: unbalanced on any number of groups, which only a
+    # sum of every chunk's tallies can show when the groups are split between workers.
+    family = project_copy / "specs" / "families" / "example" / "meeting_room.yaml"
+    family.write_text(family.read_text().replace("values: [0, 1, 2]", "values: [0, 1, 2, 3]"))
+    outcomes = []
+    for workers in ("1", "2"):
+        result = _generate("example.choice.meeting_room", "--groups", "40", "--workers",
+                           workers, root=project_copy)
+        outcomes.append((result.returncode, result.stderr))
+    assert outcomes[0] == outcomes[1]
+    code, stderr = outcomes[0]
+    assert code == 1
+    assert "instance.answer.gold_index is unbalanced (0: 120, 1: 120, 2: 120, 3: 0)" in stderr
+
+
+def test_an_error_in_a_worker_is_reported_as_from_one_process(project_copy: Path,
+                                                               tmp_path: Path) -> None:
+    template = next((project_copy / "templates").rglob("*.j2"))
+    template.write_text(template.read_text() + "\n{{ 1 / 0 }}\n")
+    family = next(p for p in (project_copy / "specs" / "families").rglob("*.yaml")
+                  if template.name in p.read_text())
+    family_id = family.read_text().split("\n", 1)[0].removeprefix("family: ").strip()
+    (tmp_path / "out").mkdir()
+    out = tmp_path / "out" / "family.jsonl"
+    results = [run_cli("generate", family_id, "--workers", workers, "--out", str(out),
+                       root=project_copy) for workers in ("1", "2")]
+    assert results[0].returncode == results[1].returncode == 2
+    assert results[0].stderr == results[1].stderr
+    assert template.name in results[1].stderr and "Traceback" not in results[1].stderr
+    assert not list((tmp_path / "out").iterdir())  # nothing written, not even a part
+
+
+def test_generate_streams_to_a_file_atomically(tmp_path: Path) -> None:
+    out = tmp_path / "family.jsonl"
+    result = _generate("example.procedural.reversed_copy", "--groups", "20", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert out.read_text() == _generate("example.procedural.reversed_copy", "--groups",
+                                        "20").stdout
+    assert [p.name for p in tmp_path.iterdir()] == ["family.jsonl"]
+
+
+def _mutations(instance: dict) -> list[dict]:
+    """Ways an instance can break its schema, one at a time."""
+    import copy
+
+    out = []
+    for key in ("id", "phases", "answer", "fields"):
+        broken = copy.deepcopy(instance)
+        del broken[key]
+        out.append(broken)
+    changes = [("id", "Not An Id"), ("group", -1), ("group", "3"), ("extra", 1),
+               ("axes", {"a": 1}), ("family_version", 0), ("variant", "")]
+    for key, value in changes:
+        broken = copy.deepcopy(instance)
+        broken[key] = value
+        out.append(broken)
+    broken = copy.deepcopy(instance)
+    broken["phases"][-1]["messages"].append({"role": "robot", "content": "x"})
+    out.append(broken)
+    broken = copy.deepcopy(instance)
+    broken["phases"][-1]["messages"].append({"role": "user", "content": ""})
+    out.append(broken)
+    broken = copy.deepcopy(instance)
+    broken["answer"]["scorer"] = "vibes"
+    out.append(broken)
+    return out
+
+
+@pytest.mark.parametrize("family", ["example.choice.meeting_room", "feedback.procedural.key_terms",
+                                    "memorychecks.binding.topic_partner"])
+def test_the_compiled_instance_check_agrees_with_the_full_validator(family: str) -> None:
+    import json
+
+    from generator.schemas import fast_check, validator
+
+    result = _generate(family, "--groups", "1")
+    assert result.returncode == 0, result.stderr
+    check, full = fast_check("instance"), validator("instance")
+    for line in result.stdout.splitlines():
+        instance = json.loads(line)
+        assert check(instance) and full.is_valid(instance)
+        for broken in _mutations(instance):
+            assert not full.is_valid(broken)
+            assert not check(broken), broken
+
+
+def test_a_dask_cluster_gives_the_bytes_of_one_process(tmp_path: Path) -> None:
+    # A scheduler and two worker processes of its own, as on a cluster of machines; the CLI
+    # is only told the address.
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster:
+        assert len(cluster.workers) == 2
+        one = _generate(FAMILY, "--seed", "2", "--groups", "48")
+        assert one.returncode == 0, one.stderr
+        remote = _generate(FAMILY, "--seed", "2", "--groups", "48", "--engine", "dask",
+                           "--scheduler", cluster.scheduler_address, seed="31")
+        assert remote.returncode == 0, remote.stderr
+        assert remote.stdout == one.stdout
+        result = run_cli("build", "example-v3", "--engine", "dask", "--scheduler",
+                         cluster.scheduler_address, "--out", str(tmp_path))
+        assert result.returncode == 0, result.stderr
+
+
+def test_build_on_a_local_dask_cluster_is_the_committed_release(built_dist: Path,
+                                                                 tmp_path: Path) -> None:
+    result = run_cli("build", "memorychecks-v3", "--engine", "dask", "--workers", "2",
+                     "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert tree_bytes(tmp_path / "memorychecks-v3") == tree_bytes(built_dist / "memorychecks-v3")
+
+
+def test_a_worker_with_other_specs_refuses_to_render() -> None:
+    from generator.errors import SpecError
+    from generator.parallel import ChunkJob, render_chunk
+
+    job = ChunkJob(str(REPO), "example.choice.meeting_room", 0, 0, 1, None, "0" * 64)
+    with pytest.raises(SpecError, match="a worker sees other specs or templates"):
+        render_chunk(job)
+
+
+@pytest.mark.parametrize("args", [["--engine", "ray"], ["--scheduler", "tcp://127.0.0.1:9"],
+                                  ["--workers", "0"]])
+def test_a_bad_engine_choice_is_refused(args: list[str]) -> None:
+    result = _generate("example.choice.meeting_room", *args)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
