@@ -40,7 +40,7 @@ from .parallel import (
 from .policies import POLICIES
 from .preview import render_preview
 from .project import Project, find_project
-from .release import atomic_write_bytes, atomic_writer, find_release, freeze
+from .release import BuiltRelease, atomic_write_bytes, atomic_writer, find_release, freeze
 from .release_data import load_release_instances
 from .render import Renderer
 from .report import render_report
@@ -48,6 +48,7 @@ from .report_format import as_csv, as_json, as_table, as_tests_table, audit_tabl
 from .responses import load_responses
 from .scaffold import scaffold_family
 from .score import ScoreOptions, attach_judgments, outcome, score_outcomes
+from .shards import freeze_shard, merge_shards
 from .show import format_group
 from .stats import rho_star
 from .validate import validate as validate_specs
@@ -272,6 +273,9 @@ def freeze_cmd(
     workers: Workers = 1,
     engine: Engine = "local",
     scheduler: Scheduler = None,
+    shard: Annotated[str | None, typer.Option(
+        help="Render only shard I/N of every family into DIR/<name>-<version>.shard-I-of-N/; "
+             "`memspec merge` assembles the N shards into the release.")] = None,
 ) -> None:
     """Build DIR/<name>-<version>/ and write manifests/<name>-<version>.json.
 
@@ -283,20 +287,57 @@ def freeze_cmd(
         project = _project()
         catalog = Catalog.load(project)
         spec = find_release(catalog, release)
+        target = out_dir or project.default_dist
+        if shard is not None:
+            executor = executor_for(workers, engine, scheduler)
+            try:
+                path = freeze_shard(catalog, spec, parse_shard(shard), target, executor)
+            finally:
+                executor.close()
+            out.print(f"shard {shard} of {spec.full_name} in {path}; `memspec merge` the "
+                      "shards into the release", markup=False)
+            return
         total = sum(f.groups for f in spec.families)
         with _progress(total, "freezing") as advance:
-            built = freeze(catalog, spec, out_dir or project.default_dist, write_manifest=True,
+            built = freeze(catalog, spec, target, write_manifest=True,
                            progress=advance, allow_audit_failures=allow_audit_failures,
                            workers=workers, engine=engine, scheduler=scheduler)
-        for note in built.notes:
-            err.print(f"note: {note}", markup=False)
-        for failure in built.manifest.get("audit", {}).get("failures", []):
-            err.print("warning: audit failure recorded: "
-                      + describe_failure(failure).removeprefix("audit: "), markup=False)
-        out.print(f"froze {spec.full_name}: {built.manifest['counts']['instances']} instances "
-                  f"in {built.path}; root sha256 {built.manifest['root_sha256']}", markup=False)
+        _report_frozen(built)
 
     _run(action)
+
+
+@app.command()
+def merge(
+    shards: Annotated[list[Path], typer.Argument(
+        help="The folders of every shard of one release (from freeze --shard I/N).")],
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Output folder (default dist/).")]
+    = None,
+    allow_audit_failures: Annotated[bool, typer.Option(
+        help="As for freeze: publish with the audit's failures recorded.")] = False,
+) -> None:
+    """Assemble a release from all its shards: the release, manifest and checks that freeze
+    would have made in one run."""
+
+    def action() -> None:
+        project = _project()
+        built = merge_shards(Catalog.load(project), shards, out_dir or project.default_dist,
+                             allow_audit_failures=allow_audit_failures)
+        _report_frozen(built)
+
+    _run(action)
+
+
+def _report_frozen(built: BuiltRelease) -> None:
+    """What freeze and merge say about the release they wrote."""
+    for note in built.notes:
+        err.print(f"note: {note}", markup=False)
+    for failure in built.manifest.get("audit", {}).get("failures", []):
+        err.print("warning: audit failure recorded: "
+                  + describe_failure(failure).removeprefix("audit: "), markup=False)
+    out.print(f"froze {built.release.full_name}: {built.manifest['counts']['instances']} "
+              f"instances in {built.path}; root sha256 {built.manifest['root_sha256']}",
+              markup=False)
 
 
 @app.command()

@@ -39,7 +39,14 @@ from .manifest import (
     sha256_file,
     sums_text,
 )
-from .parallel import Executor, InProcess, chunk_jobs, executor_for, tree_fingerprint
+from .parallel import (
+    ChunkResult,
+    Executor,
+    InProcess,
+    chunk_jobs,
+    executor_for,
+    tree_fingerprint,
+)
 from .parquet_export import writer_name
 from .release_stats import ReleaseStats
 from .render import Renderer
@@ -60,6 +67,39 @@ class BuiltRelease:
     path: Path
     manifest: dict[str, Any]
     notes: tuple[str, ...] = ()
+
+
+#: Where a family's instances come from while a release is written: (groups done, chunk)
+#: pairs, in order, given the family, its release entry and a generator for it.
+ChunkSource = Callable[[FamilySpec, ReleaseFamily, FamilyGenerator],
+                       Iterator[tuple[int, ChunkResult]]]
+
+
+def rendered_chunks(executor: Executor, root: Path, seed: int) -> ChunkSource:
+    """Instances rendered by ``executor`` (this process's generator when it renders here)."""
+    fingerprint = "" if isinstance(executor, InProcess) else tree_fingerprint(root)
+
+    def source(family: FamilySpec, entry: ReleaseFamily, generator: FamilyGenerator
+               ) -> Iterator[tuple[int, ChunkResult]]:
+        jobs = chunk_jobs(root, str(family.path), seed, 0, entry.groups, entry, fingerprint)
+        for job, chunk in zip(jobs, executor.map(jobs, generator), strict=True):
+            yield job.count, chunk
+
+    return source
+
+
+def _with_rendered_inputs(inputs: Mapping[str, str], rendered: Mapping[str, str],
+                          root: Path) -> dict[str, str]:
+    """The inputs a build records, with the templates that rendered its instances in other
+    processes; each must still hash the same here."""
+    merged = dict(inputs)
+    for name, digest in rendered.items():
+        path = root / name
+        if not path.is_file() or sha256_file(path) != digest:
+            raise SpecError.single("changed since the shards were rendered (render them "
+                                   "again)", name)
+        merged[name] = digest
+    return dict(sorted(merged.items()))
 
 
 def load_release_families(catalog: Catalog, release: ReleaseSpec,
@@ -115,7 +155,8 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
                         progress: Progress | None = None, *,
                         refuse_audit_failures: bool = False,
                         committed: Mapping[str, Any] | None = None,
-                        executor: Executor | None = None) -> dict[str, Any]:
+                        source: ChunkSource | None = None,
+                        rendered_inputs: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Generate and write data files, charts and the card into ``folder``; return the
     manifest (without writing it). Raises on any spec error or failed check.
 
@@ -123,10 +164,12 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
     outcome: the manifest pins every data byte, so an audit of the same bytes could only
     repeat it. Otherwise the release gets the latest layout and is audited; a failed audit
     raises when ``refuse_audit_failures``, else its failures are recorded in the manifest and
-    the card."""
+    the card.
+
+    Instances come from ``source`` (by default rendered here); ``rendered_inputs`` are the
+    hashes of the templates that rendered them elsewhere (see ``shards``)."""
     project = catalog.project
-    executor = executor or InProcess()
-    fingerprint = "" if isinstance(executor, InProcess) else tree_fingerprint(project.root)
+    source = source or rendered_chunks(InProcess(), project.root, release.seed)
     layout = committed["manifest_version"] if committed is not None else LATEST_LAYOUT
     families = load_release_families(catalog, release)
     renderer = Renderer(project)
@@ -145,10 +188,8 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
         splits = _SplitContent(entry, family)
         if exports:
             exports.start(family)
-        jobs = chunk_jobs(project.root, str(family.path), release.seed, 0, entry.groups, entry,
-                          fingerprint)
         try:
-            for job, chunk in zip(jobs, executor.map(jobs, generator), strict=True):
+            for done, chunk in source(family, entry, generator):
                 generator.checks.add_tallies(chunk.tallies)
                 for line, instance in chunk.records():
                     splits.add(instance)
@@ -164,7 +205,7 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
                     if exports:
                         exports.add(instance)
                 if progress:
-                    progress(family.family_id, job.count)
+                    progress(family.family_id, done)
             generator.checks.finish()
         finally:
             info = writer.close()
@@ -182,7 +223,9 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
     root = hashlib.sha256(sums_text(data_hashes).encode("utf-8")).hexdigest()
     counts = {"instances": total, "groups": sum(e.groups for e in release.families),
               "families": family_counts}
-    inputs = _input_hashes(project.root, release, families, renderer)
+    inputs = input_hashes(project.root, release, families, renderer)
+    if rendered_inputs is not None:
+        inputs = _with_rendered_inputs(inputs, rendered_inputs, project.root)
     if committed is not None:
         audit = dict(committed.get("audit", {"failures": []}))
     else:
@@ -290,7 +333,7 @@ class _SplitContent:
                     self.guarded.setdefault(digest, {}).setdefault(split, instance["id"])
 
 
-def _input_hashes(root: Path, release: ReleaseSpec, families: list[FamilySpec],
+def input_hashes(root: Path, release: ReleaseSpec, families: list[FamilySpec],
                   renderer: Renderer) -> dict[str, str]:
     paths = {release.path}
     for family in families:
@@ -404,8 +447,9 @@ def committed_manifest_path(catalog: Catalog, release: ReleaseSpec) -> Path:
 
 def freeze(catalog: Catalog, release: ReleaseSpec, out: Path, *, write_manifest: bool,
            progress: Progress | None = None, allow_audit_failures: bool = False,
-           workers: int = 1, engine: str = "local",
-           scheduler: str | None = None) -> BuiltRelease:
+           workers: int = 1, engine: str = "local", scheduler: str | None = None,
+           source: ChunkSource | None = None,
+           rendered_inputs: Mapping[str, str] | None = None) -> BuiltRelease:
     """Build ``release`` into ``out/<name>-<version>``.
 
     With a committed manifest, the build must match it (else CheckFailed, nothing written) and
@@ -423,12 +467,14 @@ def freeze(catalog: Catalog, release: ReleaseSpec, out: Path, *, write_manifest:
     final = out / release.full_name
     # A committed release was audited when it was first frozen, and its manifest pins both
     # the data and the audit's outcome (the failures it was allowed to keep, if any).
-    executor = executor_for(workers, engine, scheduler)
+    executor = executor_for(workers, engine, scheduler) if source is None else InProcess()
+    source = source or rendered_chunks(executor, catalog.project.root, release.seed)
     with _staging(out, release.full_name) as staged:
         try:
             built = write_release_files(catalog, release, staged, progress,
                                         refuse_audit_failures=not allow_audit_failures,
-                                        committed=committed, executor=executor)
+                                        committed=committed, source=source,
+                                        rendered_inputs=rendered_inputs)
         finally:
             executor.close()
         notes: tuple[str, ...] = ()

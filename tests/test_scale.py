@@ -188,3 +188,76 @@ def test_a_bad_engine_choice_is_refused(args: list[str]) -> None:
     result = _generate("example.choice.meeting_room", *args)
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr
+
+
+def _shard_and_merge(project: Path, name: str, shards: int, out: Path,
+                     *extra: str) -> list[Path]:
+    folders = []
+    for index in range(shards):
+        result = run_cli("freeze", name, "--shard", f"{index}/{shards}", "--out",
+                         str(out / "shards"), *extra, root=project,
+                         env={"PYTHONHASHSEED": str(100 + index)})
+        assert result.returncode == 0, result.stderr
+        folders.append(out / "shards" / f"{name}.shard-{index}-of-{shards}")
+    return folders
+
+
+def test_merged_shards_are_the_release_a_single_freeze_makes(project_copy: Path,
+                                                            tmp_path: Path) -> None:
+    # A release nobody froze yet: the merge writes its manifest, as a freeze would.
+    spec = project_copy / "specs" / "releases"
+    (spec / "fresh-v1.yaml").write_text((spec / "example-v3.yaml").read_text()
+                                        .replace("name: example", "name: fresh")
+                                        .replace("version: v3", "version: v1"))
+    folders = _shard_and_merge(project_copy, "fresh-v1", 3, tmp_path, "--workers", "2")
+    merged = run_cli("merge", *map(str, folders), "--out", str(tmp_path / "merged"),
+                     root=project_copy)
+    assert merged.returncode == 0, merged.stderr
+    manifest = project_copy / "manifests" / "fresh-v1.json"
+    sharded = manifest.read_bytes()
+    manifest.unlink()
+    single = run_cli("freeze", "fresh-v1", "--out", str(tmp_path / "single"), root=project_copy)
+    assert single.returncode == 0, single.stderr
+    assert manifest.read_bytes() == sharded
+    assert tree_bytes(tmp_path / "merged" / "fresh-v1") == \
+        tree_bytes(tmp_path / "single" / "fresh-v1")
+
+
+def test_merge_of_a_bundled_release_is_its_committed_build(built_dist: Path,
+                                                           tmp_path: Path) -> None:
+    folders = _shard_and_merge(REPO, "memorychecks-v3", 2, tmp_path)
+    merged = run_cli("merge", *map(str, reversed(folders)), "--out", str(tmp_path / "m"))
+    assert merged.returncode == 0, merged.stderr
+    assert tree_bytes(tmp_path / "m" / "memorychecks-v3") == \
+        tree_bytes(built_dist / "memorychecks-v3")
+
+
+def test_merge_refuses_missing_tampered_or_stale_shards(project_copy: Path,
+                                                        tmp_path: Path) -> None:
+    folders = _shard_and_merge(project_copy, "example-v3", 3, tmp_path)
+
+    missing = run_cli("merge", str(folders[0]), str(folders[2]), "--out", str(tmp_path / "o"),
+                      root=project_copy)
+    assert missing.returncode == 2
+    assert "merge needs each of the 3 shards once; got shards 0, 2" in missing.stderr
+
+    twice = run_cli("merge", str(folders[0]), str(folders[1]), str(folders[1]), "--out",
+                    str(tmp_path / "o"), root=project_copy)
+    assert twice.returncode == 2 and "got shards 0, 1, 1" in twice.stderr
+
+    data = folders[1] / "data" / "example.choice.meeting_room.jsonl"
+    original = data.read_bytes()
+    data.write_bytes(original.replace(b"Room", b"Hall", 1))
+    tampered = run_cli("merge", *map(str, folders), "--out", str(tmp_path / "o"),
+                       root=project_copy)
+    assert tampered.returncode == 1
+    assert f"{data}: shard data differs from its shard.json" in tampered.stderr
+    data.write_bytes(original)
+
+    template = next((project_copy / "templates" / "example").rglob("*.j2"))
+    template.write_text(template.read_text() + "\n")
+    stale = run_cli("merge", *map(str, folders), "--out", str(tmp_path / "o"),
+                    root=project_copy)
+    assert stale.returncode == 2
+    assert "changed since the shards were rendered" in stale.stderr
+    assert not (tmp_path / "o" / "example-v3").exists()
