@@ -57,7 +57,7 @@ def _peak_rss_kib(*args: str) -> tuple[float, int]:
 
 def bench_floor(groups: int) -> dict[str, Any]:
     """(a) memspec's own loop against rendering the same templates and dumping JSON."""
-    from generator.canonical import dump_bytes
+    from generator.canonical import dump_normalized_bytes
     from generator.catalog import Catalog
     from generator.generate import FamilyGenerator
     from generator.project import Project
@@ -72,7 +72,7 @@ def bench_floor(groups: int) -> dict[str, Any]:
     instances = 0
     for g in range(groups):
         for instance in generator.group(g):
-            dump_bytes(instance)
+            dump_normalized_bytes(instance)
             instances += 1
     memspec_seconds = time.perf_counter() - start
 

@@ -64,6 +64,13 @@ def dump_bytes(value: Any) -> bytes:
     return (dumps(value) + "\n").encode("utf-8")
 
 
+def dump_normalized_bytes(value: Any) -> bytes:
+    """``dump_bytes`` of a value ``normalize`` already returned (normalising is idempotent,
+    so this skips a second pass over every string of a generated instance)."""
+    return (json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"),
+                       allow_nan=False) + "\n").encode("utf-8")
+
+
 def dump_pretty_bytes(value: Any) -> bytes:
     """Canonical, indented JSON bytes for files people read (manifests)."""
     text = json.dumps(

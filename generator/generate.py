@@ -99,8 +99,13 @@ class FamilyGenerator:
 
     def _variant_context(self, slots: dict[str, Any], variant: Variant, group: int
                          ) -> dict[str, Any]:
-        context = copy.deepcopy(slots)
         design = next(d for d in self.family.designs if d.name == variant.design)
+        # Templates cannot change what they are given (an immutable sandbox), so the variants
+        # of a group may share the slot values; only a transform, which rewrites them, needs
+        # a copy of its own.
+        transformed = any(axis.transform or variant.axes[axis.name] in axis.value_transforms
+                          for axis in design.axes)
+        context = copy.deepcopy(slots) if transformed else dict(slots)
         for axis in design.axes:
             value = variant.axes[axis.name]
             refs = [axis.transform] if axis.transform else []

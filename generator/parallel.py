@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .canonical import dump_bytes
+from .canonical import dump_normalized_bytes, normalize
 from .errors import SpecError
 from .spec import ReleaseFamily
 
@@ -132,9 +132,9 @@ def render_chunk(job: ChunkJob, generator: Any = None) -> ChunkResult:
     for group_index in range(job.start, job.start + job.count):
         for instance in generator.group(group_index):
             if job.entry is not None:
-                instance["fields"] = dict(sorted(
-                    {**instance["fields"], **job.entry.release_fields(group_index)}.items()))
-            lines.append(dump_bytes(instance))
+                instance["fields"] = normalize(dict(sorted(
+                    {**instance["fields"], **job.entry.release_fields(group_index)}.items())))
+            lines.append(dump_normalized_bytes(instance))  # generated instances are normal
             if keep:
                 instances.append(instance)
     return ChunkResult(lines, generator.checks.take_tallies(), instances if keep else None)

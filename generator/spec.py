@@ -259,6 +259,10 @@ class FamilyLoader:
         line, col = located.where(path)
         pool_path = self.project.resolve_inside(self.project.specs, relative, "pool",
                                                 origin=located.file, line=line, column=col)
+        return self.pool_file(pool_path)
+
+    def pool_file(self, pool_path: Path) -> Pool:
+        """The pool in a file, loaded once however many families (or checks) use it."""
         key = pool_path.resolve()
         if key not in self._pools:
             self._pools[key] = load_pool(pool_path, self.project.display(pool_path))

@@ -9,7 +9,6 @@ from .catalog import Catalog, yaml_files
 from .errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK, CheckFailed, MemspecError, Problem
 from .export import check_export_file
 from .generate import FamilyGenerator
-from .pools import load_pool
 from .release import load_release_families
 from .render import Renderer
 from .spec import load_paradigm, load_release
@@ -110,7 +109,7 @@ def validate(catalog: Catalog, paths: list[Path] | None = None) -> ValidationRep
                 load_paradigm(path, project)
                 report.paradigms += 1
             elif kind == "pool":
-                load_pool(path, project.display(path))
+                loader.pool_file(path)
                 report.pools += 1
             elif kind == "release":
                 releases.append(path)
