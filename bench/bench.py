@@ -163,7 +163,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", default="a,b,c,d,e", help="which measurements, e.g. a,c")
     parser.add_argument("--floor-groups", type=int, default=400)
-    parser.add_argument("--worker-groups", type=int, default=4000)
+    parser.add_argument("--worker-groups", type=int, default=12000,
+                        help="groups for (b): enough that pool start-up (about 1 s) is small")
     parser.add_argument("--rss-max", type=int, default=1_000_000,
                         help="largest instance count for (c)")
     parser.add_argument("--json", type=Path, default=REPO / "bench" / "results.json")
