@@ -29,14 +29,7 @@ from .errors import (
 )
 from .generate import FamilyGenerator
 from .judge import build_requests, load_judgments
-from .parallel import (
-    InProcess,
-    chunk_jobs,
-    executor_for,
-    parse_shard,
-    shard_groups,
-    tree_fingerprint,
-)
+from .parallel import chunk_jobs, executor_for, fingerprint_for, parse_shard, shard_groups
 from .policies import POLICIES
 from .preview import render_preview
 from .project import Project, find_project
@@ -219,7 +212,7 @@ def generate(
         local = FamilyGenerator(spec, Renderer(project), seed)
         checks = local.checks
         executor = executor_for(workers, engine, scheduler)
-        fingerprint = "" if isinstance(executor, InProcess) else tree_fingerprint(project.root)
+        fingerprint = fingerprint_for(executor, project.root)
         jobs = chunk_jobs(project.root, str(spec.path), seed, first, count,
                           fingerprint=fingerprint)
         try:

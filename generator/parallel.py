@@ -83,6 +83,12 @@ def chunk_jobs(root: Path, family: str, seed: int, start: int, count: int,
             for first in range(start, start + count, CHUNK_GROUPS)]
 
 
+def fingerprint_for(executor: Executor, root: Path) -> str:
+    """What chunk jobs carry for ``executor``: nothing when they render in this process,
+    else the project's ``tree_fingerprint``, which each worker checks."""
+    return "" if isinstance(executor, InProcess) else tree_fingerprint(root)
+
+
 def tree_fingerprint(root: Path | str) -> str:
     """SHA-256 over every file of the project's specs/ and templates/ (path and content): a
     worker whose copy differs from the submitter's must not render."""

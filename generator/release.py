@@ -45,7 +45,8 @@ from .parallel import (
     InProcess,
     chunk_jobs,
     executor_for,
-    tree_fingerprint,
+    fingerprint_for,
+    shard_groups,
 )
 from .parquet_export import writer_name
 from .release_stats import ReleaseStats
@@ -75,13 +76,16 @@ ChunkSource = Callable[[FamilySpec, ReleaseFamily, FamilyGenerator],
                        Iterator[tuple[int, ChunkResult]]]
 
 
-def rendered_chunks(executor: Executor, root: Path, seed: int) -> ChunkSource:
-    """Instances rendered by ``executor`` (this process's generator when it renders here)."""
-    fingerprint = "" if isinstance(executor, InProcess) else tree_fingerprint(root)
+def rendered_chunks(executor: Executor, root: Path, seed: int,
+                    shard: tuple[int, int] = (0, 1)) -> ChunkSource:
+    """Instances rendered by ``executor`` (this process's generator when it renders here):
+    every group of a family, or only the run of them that ``shard`` (I, N) takes."""
+    fingerprint = fingerprint_for(executor, root)
 
     def source(family: FamilySpec, entry: ReleaseFamily, generator: FamilyGenerator
                ) -> Iterator[tuple[int, ChunkResult]]:
-        jobs = chunk_jobs(root, str(family.path), seed, 0, entry.groups, entry, fingerprint)
+        first, count = shard_groups(0, entry.groups, shard)
+        jobs = chunk_jobs(root, str(family.path), seed, first, count, entry, fingerprint)
         for job, chunk in zip(jobs, executor.map(jobs, generator), strict=True):
             yield job.count, chunk
 

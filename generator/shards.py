@@ -21,7 +21,7 @@ from typing import Any
 from .canonical import dump_pretty_bytes
 from .catalog import Catalog
 from .errors import CheckFailed, SpecError
-from .parallel import ChunkResult, Executor, InProcess, chunk_jobs, shard_groups, tree_fingerprint
+from .parallel import ChunkResult, Executor, shard_groups
 from .render import Renderer
 from .spec import FamilySpec, ReleaseFamily, ReleaseSpec
 
@@ -39,23 +39,21 @@ def write_shard(catalog: Catalog, release: ReleaseSpec, shard: tuple[int, int], 
     """Render shard ``I/N`` of every family of ``release`` into ``folder`` (data files and
     shard.json); return what shard.json records."""
     from .generate import FamilyGenerator
-    from .release import input_hashes, load_release_families
+    from .release import input_hashes, load_release_families, rendered_chunks
 
     project = catalog.project
     families = load_release_families(catalog, release)
     renderer = Renderer(project)
-    fingerprint = "" if isinstance(executor, InProcess) else tree_fingerprint(project.root)
+    source = rendered_chunks(executor, project.root, release.seed, shard)
     (folder / "data").mkdir(parents=True)
     recorded: dict[str, Any] = {}
     for family, entry in zip(families, release.families, strict=True):
         generator = FamilyGenerator(family, renderer, release.seed)
         first, count = shard_groups(0, entry.groups, shard)
-        jobs = chunk_jobs(project.root, str(family.path), release.seed, first, count, entry,
-                          fingerprint)
         tallies: dict[int, Counter] = {}
         digest, instances = hashlib.sha256(), 0
         with (folder / "data" / f"{family.family_id}.jsonl").open("wb") as handle:
-            for chunk in executor.map(jobs, generator):
+            for _, chunk in source(family, entry, generator):
                 for line in chunk.lines:
                     handle.write(line)
                     digest.update(line)
