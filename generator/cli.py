@@ -109,11 +109,14 @@ def _progress(total: int, label: str) -> Iterator[Callable[[str, int], None]]:
 def validate(
     paths: Annotated[list[Path] | None, typer.Argument(
         help="Spec files or folders (default: all of specs/).")] = None,
+    workers: Annotated[int | None, typer.Option(
+        help="Processes that validate files side by side (default: one per core).",
+        min=1)] = None,
 ) -> None:
     """Load and validate specs, and render a full group of every family to prove it works."""
 
     def action() -> int:
-        report = validate_specs(Catalog.load(_project()), paths or None)
+        report = validate_specs(Catalog.load(_project()), paths or None, workers)
         for problem in sorted(report.problems, key=lambda p: p.sort_key()):
             err.print(f"error: {problem}", markup=False)
         summary = (f"{report.families} families ({report.instances} instances rendered), "

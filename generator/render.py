@@ -387,6 +387,7 @@ class Renderer:
         self._file_paths: set[Path] = set()
         self._inline: dict[tuple[str, str, int], CompiledTemplate] = {}
         self._expressions: dict[tuple[str, str], Callable[..., Any]] = {}
+        self._compiled_expressions: dict[str, Any] = {}
 
     def loaded_files(self) -> list[Path]:
         """Every template file read so far (directly or through include/extends/import)."""
@@ -420,19 +421,33 @@ class Renderer:
             code = self.env.compile(source, name=filename, filename=filename)
         except TemplateSyntaxError as exc:
             raise origin.error(f"template syntax error: {exc.message}", exc.lineno) from None
-        template = self.env.template_class.from_code(self.env, code, self.env.make_globals(None))
+        # A plain dict, not Jinja's ChainMap: every render copies the globals, and copying a
+        # ChainMap costs more than rendering a short template.
+        globals_ = dict(self.env.make_globals(None))
+        template = self.env.template_class.from_code(self.env, code, globals_)
         return CompiledTemplate(template, source, origin, filename,
                                 self.env.loader.names,  # type: ignore[union-attr]
                                 self.project.root)
+
+    def _compiled_expression(self, source: str, origin: TemplateOrigin) -> Any:
+        """Jinja's compiled form of an expression, shared by every place that writes the same
+        source (where it is written matters only to error messages, added by the caller)."""
+        if source not in self._compiled_expressions:
+            try:
+                compiled = self.env.compile_expression(source, undefined_to_none=False)
+            except TemplateSyntaxError as exc:
+                raise origin.error(f"expression syntax error: {exc.message}", 1) from None
+            inner = getattr(compiled, "_template", None)
+            if inner is not None:  # the same plain-dict globals as templates (see _compile)
+                inner.globals = dict(inner.globals)
+            self._compiled_expressions[source] = compiled
+        return self._compiled_expressions[source]
 
     def expression(self, source: str, origin: TemplateOrigin) -> Callable[[Mapping[str, Any]], Any]:
         """A compiled Jinja expression; calling it evaluates it over a context."""
         key = (source, f"{origin.file}:{origin.line_offset}")
         if key not in self._expressions:
-            try:
-                compiled = self.env.compile_expression(source, undefined_to_none=False)
-            except TemplateSyntaxError as exc:
-                raise origin.error(f"expression syntax error: {exc.message}", 1) from None
+            compiled = self._compiled_expression(source, origin)
 
             def evaluate(context: Mapping[str, Any], _c: Any = compiled) -> Any:
                 try:

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-import numpy as np
-
 #: Resamples drawn by default for a bootstrap interval.
 BOOTSTRAP_RESAMPLES = 2000
 
@@ -20,6 +18,8 @@ def bootstrap_ci(values: Sequence[float], clusters: Sequence[str] | None = None,
     Groups are resampled with replacement; with ``clusters`` (one label per value), whole
     clusters are resampled instead, so that groups of one template family move together.
     The generator is seeded, so the interval is the same on every run."""
+    import numpy as np  # imported on use, like scipy: most commands never need it
+
     data = np.asarray(values, dtype=float)
     if data.size == 0:
         return None
@@ -78,6 +78,8 @@ def holm(p_values: Sequence[float | None]) -> list[float | None]:
 
 def normalise(scores: Sequence[float], method: str) -> list[float]:
     """Min-max to [0, 1] or z-scores (population standard deviation) within one dataset."""
+    import numpy as np
+
     data = np.asarray(scores, dtype=float)
     if data.size == 0:
         return []

@@ -9,9 +9,10 @@ from .catalog import Catalog, yaml_files
 from .errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK, CheckFailed, MemspecError, Problem
 from .export import check_export_file
 from .generate import FamilyGenerator
+from .parallel import available_cores, forked_map
 from .release import load_release_families
 from .render import Renderer
-from .spec import load_paradigm, load_release
+from .spec import FamilyLoader, load_paradigm, load_release
 from .yamlsafe import load_yaml_file
 
 #: Seed used to render the proof groups of each family.
@@ -68,10 +69,68 @@ def _expand(paths: list[Path], catalog: Catalog, problems: list[Problem]) -> lis
     return files
 
 
-def validate(catalog: Catalog, paths: list[Path] | None = None) -> ValidationReport:
+@dataclass
+class _FileResult:
+    """What validating one file gave: its kind, instances rendered, or the error it raised."""
+
+    kind: str | None
+    instances: int = 0
+    error: MemspecError | None = None
+
+
+class _FileValidator:
+    """Validates one spec file by its kind (releases only say so: they are checked last).
+    One per process, so its caches (pools, compiled templates) serve every file it sees."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self._loader: FamilyLoader | None = None
+        self._renderer: Renderer | None = None
+
+    def __call__(self, path: Path) -> _FileResult:
+        if self._loader is None or self._renderer is None:
+            self._loader = self.catalog.loader()
+            self._renderer = Renderer(self.catalog.project)
+        kind = None
+        try:
+            kind = _kind(path, self.catalog)
+            if kind == "family":
+                return _FileResult(kind, self._render_family(path))
+            if kind == "paradigm":
+                load_paradigm(path, self.catalog.project)
+            elif kind == "pool":
+                self._loader.pool_file(path)
+            elif kind == "export":
+                check_export_file(path, self.catalog.project, self._renderer)
+        except MemspecError as err:
+            return _FileResult(kind, error=err)
+        return _FileResult(kind)
+
+    def _render_family(self, path: Path) -> int:
+        assert self._loader is not None and self._renderer is not None
+        family = self._loader.load(path)
+        generator = FamilyGenerator(family, self._renderer, VALIDATION_SEED)
+        designs = {d.name for d in family.designs}
+        seen: set[str] = set()
+        instances = 0
+        # At least one full group; more (up to a few) until every design has rendered,
+        # since a design with `when` may skip the first group.
+        for index in range(VALIDATION_MAX_GROUPS):
+            group = generator.group(index)
+            instances += len(group)
+            seen.update(i["design"] for i in group)
+            if seen >= designs:
+                break
+        generator.checks.finish()
+        return instances
+
+
+def validate(catalog: Catalog, paths: list[Path] | None = None,
+             workers: int | None = None) -> ValidationReport:
     """Validate the given files and folders (default: all of specs/); every error is kept.
 
-    Families are rendered (one full group each); releases are checked after them, loading
+    Files are validated on ``workers`` forked processes (default: every available core), and
+    families are rendered (one full group each). Releases are checked after them, loading
     only the families that were not already validated, so no problem is reported twice."""
     report = ValidationReport()
     project = catalog.project
@@ -79,48 +138,32 @@ def validate(catalog: Catalog, paths: list[Path] | None = None) -> ValidationRep
         report.problems += catalog.problems
         report.problems += catalog.duplicate_family_problems()
         paths = [project.specs]
-    loader = catalog.loader()
-    renderer = Renderer(project)
-    validated_families: set[Path] = set()
-    releases = []
+    files: list[Path] = []
     for path in _expand(paths, catalog, report.problems):
-        if not path.exists():
+        if path.exists():
+            files.append(path)
+        else:
             report.problems.append(Problem("no such file or folder", str(path)))
-            continue
-        try:
-            kind = _kind(path, catalog)
-            if kind == "family":
-                validated_families.add(path.resolve())
-                family = loader.load(path)
-                generator = FamilyGenerator(family, renderer, VALIDATION_SEED)
-                designs = {d.name for d in family.designs}
-                seen: set[str] = set()
-                # At least one full group; more (up to a few) until every design has rendered,
-                # since a design with `when` may skip the first group.
-                for index in range(VALIDATION_MAX_GROUPS):
-                    group = generator.group(index)
-                    report.instances += len(group)
-                    seen.update(i["design"] for i in group)
-                    if seen >= designs:
-                        break
-                generator.checks.finish()
-                report.families += 1
-            elif kind == "paradigm":
-                load_paradigm(path, project)
-                report.paradigms += 1
-            elif kind == "pool":
-                loader.pool_file(path)
-                report.pools += 1
-            elif kind == "release":
-                releases.append(path)
-            elif kind == "export":
-                check_export_file(path, project, renderer)
-                report.exports += 1
-            else:
-                report.problems.append(Problem("not a family, paradigm, pool or release spec",
-                                               project.display(path), 1, 1))
-        except MemspecError as err:
-            report.add(err)
+    results = forked_map(_FileValidator(catalog), files,
+                         available_cores() if workers is None else workers)
+    counters = {"family": "families", "paradigm": "paradigms", "pool": "pools",
+                "export": "exports"}
+    releases = []
+    validated_families: set[Path] = set()
+    for path, result in zip(files, results, strict=True):
+        if result.kind == "family":
+            validated_families.add(path.resolve())
+        if result.error is not None:
+            report.add(result.error)
+        elif result.kind == "release":
+            releases.append(path)
+        elif result.kind in counters:
+            name = counters[result.kind]
+            setattr(report, name, getattr(report, name) + 1)
+            report.instances += result.instances
+        else:
+            report.problems.append(Problem("not a family, paradigm, pool or release spec",
+                                           project.display(path), 1, 1))
     seen_releases: dict[str, str] = {}
     for path in releases:
         try:

@@ -61,42 +61,75 @@ _StrictResolver.add_implicit_resolver(
 )
 
 
-class _StrictLoader(
+class _RefuseAnchors:
+    """Composer hook shared by both parsers: refuse anchors and aliases as they are met."""
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
+        # Refuse aliases before the composer expands them: no alias can then multiply data.
+        event = self.peek_event()  # type: ignore[attr-defined]
+        mark = event.start_mark
+        if isinstance(event, yaml.events.AliasEvent):
+            raise SpecError.single("YAML aliases (*name) are not allowed in specs", None,
+                                   mark.line + 1, mark.column + 1)
+        anchor = getattr(event, "anchor", None)
+        if anchor is not None:
+            raise SpecError.single(f"YAML anchors (&{anchor}) are not allowed in specs", None,
+                                   mark.line + 1, mark.column + 1)
+        # Stop deep nesting here, where its place is known, before Python's stack runs out.
+        depth = getattr(self, "_depth", 0)
+        if depth > MAX_DEPTH:
+            raise SpecError.single(f"nesting deeper than {MAX_DEPTH} levels", None,
+                                   mark.line + 1, mark.column + 1)
+        self._depth = depth + 1
+        try:
+            return super().compose_node(parent, index)  # type: ignore[misc]
+        finally:
+            self._depth = depth
+
+
+class _PureStrictLoader(
+    _RefuseAnchors,
     yaml.reader.Reader,
     yaml.scanner.Scanner,
     yaml.parser.Parser,
     yaml.composer.Composer,
-    yaml.constructor.SafeConstructor,
     _StrictResolver,
 ):
+    """The strict loader on PyYAML's pure-Python scanner (used where libyaml is missing)."""
+
     def __init__(self, stream: str) -> None:
         yaml.reader.Reader.__init__(self, stream)
         yaml.scanner.Scanner.__init__(self)
         yaml.parser.Parser.__init__(self)
         yaml.composer.Composer.__init__(self)
-        yaml.constructor.SafeConstructor.__init__(self)
         _StrictResolver.__init__(self)
 
-    def compose_node(self, parent: Node | None, index: Any) -> Node | None:  # type: ignore[override]
-        # Refuse aliases before the composer expands them: no alias can then multiply data.
-        if self.check_event(yaml.events.AliasEvent):
-            event = self.peek_event()
-            mark = event.start_mark
-            raise SpecError.single(
-                "YAML aliases (*name) are not allowed in specs",
-                None,
-                mark.line + 1,
-                mark.column + 1,
-            )
-        event = self.peek_event()
-        anchor = getattr(event, "anchor", None)
-        if anchor is not None:
-            mark = event.start_mark
-            raise SpecError.single(
-                f"YAML anchors (&{anchor}) are not allowed in specs", None, mark.line + 1,
-                mark.column + 1,
-            )
-        return super().compose_node(parent, index)
+
+class _LibyamlStrictLoader(_RefuseAnchors, yaml.composer.Composer, _StrictResolver):
+    """The strict loader on libyaml's scanner and parser, several times faster.
+
+    Only the events come from C; nodes are composed here, in Python, so that the same
+    anchor, alias, tag, key and number checks apply as with the pure-Python parser."""
+
+    def __init__(self, stream: str) -> None:
+        self._events = CParser(stream)
+        self.check_event = self._events.check_event
+        self.peek_event = self._events.peek_event
+        self.get_event = self._events.get_event
+        yaml.composer.Composer.__init__(self)
+        _StrictResolver.__init__(self)
+
+    def dispose(self) -> None:
+        """Release libyaml's parser."""
+        self._events.dispose()
+
+
+try:
+    from yaml.cyaml import CParser
+except ImportError:  # PyYAML built without libyaml
+    _StrictLoader: type = _PureStrictLoader
+else:
+    _StrictLoader = _LibyamlStrictLoader
 
 
 @dataclass(frozen=True)

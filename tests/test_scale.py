@@ -261,3 +261,21 @@ def test_merge_refuses_missing_tampered_or_stale_shards(project_copy: Path,
     assert stale.returncode == 2
     assert "changed since the shards were rendered" in stale.stderr
     assert not (tmp_path / "o" / "example-v3").exists()
+
+
+def test_validate_on_several_processes_reports_what_one_does(project_copy: Path) -> None:
+    # Break three files of three kinds, far apart in the tree, so that different workers
+    # meet them; the report (each problem, the counts, the exit status) must not change.
+    families = project_copy / "specs" / "families"
+    first, last = sorted(families.rglob("*.yaml"))[0], sorted(families.rglob("*.yaml"))[-1]
+    first.write_text(first.read_text(encoding="utf-8") + "\nnot_a_key: 1\n", encoding="utf-8")
+    last.write_text(last.read_text(encoding="utf-8").replace("version: 1", "version: one", 1),
+                    encoding="utf-8")
+    pool = sorted((project_copy / "specs" / "pools").rglob("*.yaml"))[-1]
+    pool.write_text("pool: [unclosed\n", encoding="utf-8")
+    one = run_cli("validate", "--workers", "1", root=project_copy)
+    two = run_cli("validate", "--workers", "2", root=project_copy, env={"PYTHONHASHSEED": "7"})
+    assert one.returncode == two.returncode == 2
+    assert two.stderr == one.stderr and two.stdout == one.stdout
+    assert one.stderr.count("error: ") == 3, one.stderr
+    assert "Traceback" not in one.stderr
