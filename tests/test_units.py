@@ -85,3 +85,36 @@ def test_only_the_first_attempt_counts() -> None:
     answer = {"scorer": "regex", "gold": r"copy_file\('b', 'a'\)", "first": "call"}
     assert is_correct(answer, "copy_file('b', 'a')")
     assert not is_correct(answer, "copy_file('a', 'b')\nOops: copy_file('b', 'a')")
+
+
+def test_libyaml_and_pure_python_parsers_read_every_spec_alike(monkeypatch: pytest.MonkeyPatch
+                                                                ) -> None:
+    """The fast parser (libyaml) and the fallback read each bundled spec into the same data,
+    with the same line and column for every value, and refuse the same hostile YAML."""
+    from pathlib import Path
+
+    from generator import yamlsafe
+    from generator.errors import SpecError
+
+    def load(loader: type, text: str) -> object:
+        monkeypatch.setattr(yamlsafe, "_StrictLoader", loader)
+        try:
+            located = yamlsafe.load_yaml_text(text, "spec.yaml")
+        except SpecError as err:
+            problem = err.problems[0]
+            return ("error", problem.line, problem.column, problem.message.split(":")[0])
+        return located.data, located.positions, located.text_starts
+
+    specs = sorted((Path(__file__).resolve().parent.parent / "specs").rglob("*.yaml"))
+    assert len(specs) > 100
+    for path in specs:
+        text = path.read_text(encoding="utf-8")
+        assert load(yamlsafe._LibyamlStrictLoader, text) == \
+            load(yamlsafe._PureStrictLoader, text), path
+    hostile = ["a: &x [1]\nb: *x\n", "- !!python/object:os.system x\n", "a: 1\na: 2\n",
+               "<<: {a: 1}\n", "a: .nan\n", "a: 99999999999999999999\n",
+               "k: " + "[" * 5000 + "]" * 5000 + "\n", "? [a]\n: 1\n", "a: !tag 1\n"]
+    for text in hostile:
+        fast, pure = load(yamlsafe._LibyamlStrictLoader, text), load(yamlsafe._PureStrictLoader,
+                                                                     text)
+        assert fast[0] == "error" and fast == pure, text
