@@ -4,8 +4,9 @@
     python bench/bench.py --only a,e      # some of them
     python bench/bench.py --rss-max 100000  # peak memory up to 10^5 instances only
 
-(a) generation rate against the floor of this stack: the same compiled Jinja templates
-    rendered with the same values and json-dumped, with nothing else (target >= 0.75);
+(a) generation rate against the floor of this stack: the family's compiled Jinja templates
+    (its phases and the answer texts written in its YAML) rendered with the same values and
+    json-dumped, with nothing else (target >= 0.75);
 (b) speed-up of `memspec generate` from 1 to 2 worker processes (target >= 1.7x);
 (c) peak RSS of `memspec generate` at 10^4, 10^5 and 10^6 instances (target: flat within
     20% and under 200 MB);
@@ -55,6 +56,21 @@ def _peak_rss_kib(*args: str) -> tuple[float, int]:
     return float(elapsed), int(rss)
 
 
+def _answer_templates(generator: Any) -> dict[str, Any]:
+    """The family's other templates, written inline in its YAML: the answer's texts
+    (gold, example, distractors, policy hints) and the fields, compiled as memspec does."""
+    family = generator.family
+    texts = {}
+    for key in ("gold", "rubric", "example", "remembered", "evidence", "prior"):
+        if key in family.answer:
+            texts[key] = generator._inline(family.answer[key], ("answer", key), key)
+    for key, text in family.answer.get("distractors", {}).items():
+        texts[key] = generator._inline(text, ("answer", "distractors", key), key)
+    for key, text in family.fields.items():
+        texts[key] = generator._inline(text, ("fields", key), key)
+    return texts
+
+
 def bench_floor(groups: int) -> dict[str, Any]:
     """(a) memspec's own loop against rendering the same templates and dumping JSON."""
     from generator.canonical import dump_normalized_bytes
@@ -82,6 +98,7 @@ def bench_floor(groups: int) -> dict[str, Any]:
         slots = sample_slots(generator.family, generator.renderer, generator.seed, g)
         contexts += [generator._variant_context(slots, v, g) for v in generator.variants]
     phases = generator._phase_templates
+    texts = _answer_templates(generator)
     start = time.perf_counter()
     for context in contexts:
         rendered = {"phases": [], "id": context["family"], "group": context["group"]}
@@ -92,6 +109,8 @@ def bench_floor(groups: int) -> dict[str, Any]:
             else:
                 messages = [{"text": template.template.render(context)}]
             rendered["phases"].append({"phase": name, "messages": messages})
+        rendered["answer"] = {key: compiled.template.render(context)
+                              for key, compiled in texts.items()}
         json.dumps(rendered, sort_keys=True, ensure_ascii=False)
     floor_seconds = time.perf_counter() - start
     memspec_rate = instances / memspec_seconds

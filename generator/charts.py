@@ -8,7 +8,7 @@ locale or the fonts installed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from html import escape
 
 PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3",
@@ -63,18 +63,21 @@ def stacked_bars(title: str, rows: Sequence[tuple[str, Sequence[int]]],
     return _svg(width, height, title, body)
 
 
-def histogram(title: str, values: Sequence[int], bins: int = 20, unit: str = "") -> str:
-    """Counts of ``values`` in ``bins`` equal integer-width bins from the least to the most."""
+def histogram(title: str, frequencies: Mapping[int, int], bins: int = 20, unit: str = "") -> str:
+    """Integer values, given as how often each occurs, counted in ``bins`` equal
+    integer-width bins from the least to the most. (Frequencies, not the values themselves,
+    so that a chart of millions of values takes no more memory than one of a few.)"""
     width, height, left, top, plot_w, plot_h = 520, 220, 48, 30, 452, 150
     body = []
-    if not values:
+    frequencies = {value: n for value, n in frequencies.items() if n > 0}
+    if not frequencies:
         body.append(f'<text x="{left}" y="{top + 20}" {_FONT}>no values</text>')
         return _svg(width, height, title, body)
-    low, high = min(values), max(values)
+    low, high = min(frequencies), max(frequencies)
     step = max(1, -(-(high - low + 1) // bins))  # integer bin width, rounded up
     counts = [0] * (-(-(high - low + 1) // step))
-    for value in values:
-        counts[(value - low) // step] += 1
+    for value, n in frequencies.items():
+        counts[(value - low) // step] += n
     tallest = max(counts)
     bar = plot_w / len(counts)
     for k, count in enumerate(counts):
@@ -92,6 +95,6 @@ def histogram(title: str, values: Sequence[int], bins: int = 20, unit: str = "")
         f"{low + len(counts) * step - 1}{escape(unit)}</text>",
         f'<text x="{left - 6}" y="{top + 10}" {_FONT} text-anchor="end">{tallest}</text>',
         f'<text x="{left + plot_w // 2}" y="{axis_y + 32}" {_FONT} text-anchor="middle">'
-        f"{len(values)} values, {len(counts)} bins of {step}</text>",
+        f"{sum(counts)} values, {len(counts)} bins of {step}</text>",
     ]
     return _svg(width, height, title, body)

@@ -349,7 +349,10 @@ def verify(
 
     def action() -> None:
         try:
-            catalog: Catalog | None = Catalog.load(_project())
+            # Only a rebuild needs the specs read; a check against the committed manifest
+            # needs no more than where the project is.
+            project = _project()
+            catalog: Catalog | None = Catalog.load(project) if regenerate else Catalog(project)
         except MemspecError:
             if regenerate or _state["root"] is not None:
                 raise

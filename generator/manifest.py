@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,6 @@ MANIFEST_FILE = "manifest.json"
 SUMS_FILE = "SHA256SUMS"
 CARD_FILE = "README.md"
 CROISSANT_FILE = "croissant.json"
-#: Packages whose versions a manifest records (the ones that could change output bytes).
 #: The packages whose versions a manifest records: those that shape the bytes, and those the
 #: audit's outcome (pinned in the manifest at the first freeze) was computed with.
 RECORDED_PACKAGES = ("jinja2", "pyyaml", "jsonschema", "xxhash", "faker", "typer", "rich",
@@ -32,6 +32,15 @@ def sha256_file(path: Path) -> str:
         while chunk := handle.read(_CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def sha256_files(paths: Sequence[Path], threads: int) -> list[str]:
+    """``[sha256_file(p) for p in paths]``, hashed on up to ``threads`` threads: hashlib and
+    file reads release the interpreter lock, so files are hashed side by side on every core."""
+    if threads <= 1 or len(paths) <= 1:
+        return [sha256_file(path) for path in paths]
+    with ThreadPoolExecutor(max_workers=min(threads, len(paths))) as pool:
+        return list(pool.map(sha256_file, paths))
 
 
 def sums_text(hashes: Mapping[str, str]) -> str:

@@ -20,6 +20,7 @@ from .audit import audit_instances, describe_failure
 from .canonical import content_hash, dump_pretty_bytes
 from .card import render_card
 from .catalog import Catalog, UnknownFamily
+from .content_index import ContentIndex, records_from_files
 from .errors import CheckFailed, MemspecError, Problem, ProblemCollector, SpecError
 from .generate import FamilyGenerator
 from .instances import read_instances
@@ -180,7 +181,7 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
     (folder / "data").mkdir(parents=True)
     files: dict[str, dict[str, Any]] = {}
     family_counts: dict[str, dict[str, Any]] = {}
-    seen_content: dict[str, str] = {}
+    seen_content = ContentIndex()
     stats = ReleaseStats()
     exports = LoaderExports(folder, release) if layout >= 3 else None
     total = 0
@@ -197,12 +198,7 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
                 generator.checks.add_tallies(chunk.tallies)
                 for line, instance in chunk.records():
                     splits.add(instance)
-                    key = _content_key(instance)
-                    if key in seen_content:
-                        raise CheckFailed.single(
-                            f"duplicate content: {instance['id']} has the same phases and "
-                            f"answer as {seen_content[key]}", family.file)
-                    seen_content[key] = instance["id"]
+                    seen_content.add(_content_key(instance))
                     writer.write(line)
                     if layout >= 2:
                         stats.add(instance)
@@ -223,6 +219,7 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
             **({"splits": splits.counts} if entry.splits else {}),
         }
         total += info["records"]
+    _refuse_duplicate_content(seen_content, [folder / name for name in files], families)
     data_hashes = {name: info["sha256"] for name, info in files.items()}
     root = hashlib.sha256(sums_text(data_hashes).encode("utf-8")).hexdigest()
     counts = {"instances": total, "groups": sum(e.groups for e in release.families),
@@ -268,6 +265,17 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
         "environment": environment(),
         **({"audit": audit} if layout >= 2 or audit["failures"] else {}),
     }
+
+
+def _refuse_duplicate_content(index: ContentIndex, data_files: list[Path],
+                              families: list[FamilySpec]) -> None:
+    """Refuse a release in which two instances have the same phases and answer."""
+    found = index.first_duplicate(records_from_files(data_files, _content_key))
+    if found is not None:
+        instance, earlier = found
+        file = next(f.file for f in families if f.family_id == instance["family"])
+        raise CheckFailed.single(f"duplicate content: {instance['id']} has the same phases "
+                                 f"and answer as {earlier['id']}", file)
 
 
 def _write_file(path: Path, data: bytes) -> dict[str, Any]:

@@ -19,7 +19,8 @@ class ReleaseStats:
     gold_positions: dict[str, Counter[int]] = field(default_factory=lambda: defaultdict(Counter))
     option_counts: dict[str, int] = field(default_factory=dict)
     variants: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
-    phase_tokens: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    #: Per phase, how many instances have each length (not every length: memory stays flat).
+    phase_tokens: dict[str, Counter[int]] = field(default_factory=lambda: defaultdict(Counter))
 
     def add(self, instance: Mapping[str, Any]) -> None:
         family = instance["family"]
@@ -32,7 +33,7 @@ class ReleaseStats:
         for phase in instance["phases"]:
             if phase["messages"]:
                 text = "\n".join(m["content"] for m in phase["messages"])
-                self.phase_tokens[phase["phase"]].append(approx_tokens(text))
+                self.phase_tokens[phase["phase"]][approx_tokens(text)] += 1
 
     @classmethod
     def of(cls, instances: Iterable[Mapping[str, Any]]) -> ReleaseStats:

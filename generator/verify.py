@@ -16,9 +16,10 @@ from .manifest import (
     SUMS_FILE,
     manifest_differences,
     parse_sums,
-    sha256_file,
+    sha256_files,
     sums_text,
 )
+from .parallel import available_cores
 from .parquet_export import content_sha256, writer_name
 from .schemas import validator
 
@@ -89,7 +90,7 @@ def verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool = 
     present.discard(SUMS_FILE)
     for name in sorted(present - set(listed)):
         report.fail("file is not listed in SHA256SUMS (added?)", name)
-    actual: dict[str, str] = {}
+    to_hash: list[str] = []
     for name in sorted(listed):
         path = folder / name
         if name not in present:
@@ -97,8 +98,10 @@ def verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool = 
         elif path.is_symlink() or not path.is_file():
             report.fail("not a regular file", name)
         else:
-            actual[name] = sha256_file(path)
+            to_hash.append(name)
         report.checked_files += 1
+    digests = sha256_files([folder / name for name in to_hash], available_cores())
+    actual = dict(zip(to_hash, digests, strict=True))
     recorded = _recorded_hashes(folder)
     for name, digest in sorted(actual.items()):
         if digest == listed[name]:

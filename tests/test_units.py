@@ -118,3 +118,30 @@ def test_libyaml_and_pure_python_parsers_read_every_spec_alike(monkeypatch: pyte
         fast, pure = load(yamlsafe._LibyamlStrictLoader, text), load(yamlsafe._PureStrictLoader,
                                                                      text)
         assert fast[0] == "error" and fast == pure, text
+
+
+def test_content_index_finds_the_first_repeat_and_ignores_prefix_collisions() -> None:
+    from generator.content_index import ContentIndex
+
+    def index_of(keys: list[str]) -> ContentIndex:
+        index = ContentIndex()
+        for key in keys:
+            index.add(key)
+        return index
+
+    def records_of(keys: list[str]):
+        def records(positions: list[int]):
+            return ((keys[p], {"id": f"i{p}"}) for p in positions)
+        return records
+
+    unique = [f"{n * 7919:016x}" + "0" * 16 for n in range(1000)]
+    calls: list[list[int]] = []
+    assert index_of(unique).first_duplicate(lambda p: calls.append(p) or []) is None
+    assert calls == []  # nothing is read back when no prefix repeats
+    # Same first 64 bits, different keys: a candidate, but not a duplicate.
+    colliding = ["ab" * 8 + "0" * 16, "cd" * 16, "ab" * 8 + "1" * 16]
+    assert index_of(colliding).first_duplicate(records_of(colliding)) is None
+    # Two repeats: the one whose second copy comes first in the stream is reported.
+    keys = ["a" * 32, "b" * 32, "c" * 32, "b" * 32, "a" * 32]
+    found = index_of(keys).first_duplicate(records_of(keys))
+    assert found == ({"id": "i3"}, {"id": "i1"})
