@@ -12,7 +12,7 @@ from .limits import GROUP_SECONDS, BudgetExceeded, time_budget
 from .render import CompiledTemplate, Message, Renderer, TemplateOrigin, make_message
 from .rng import KeyedRandom
 from .sampling import sample_slots
-from .schemas import fast_check, validator
+from .schemas import schema_errors
 from .scoring import answer_problems
 from .spec import FamilySpec, TransformRef, Variant
 from .transforms import TransformCall, get_transform
@@ -33,7 +33,6 @@ class FamilyGenerator:
         self.variants = family.variants()
         self.checks = CheckRunner(family.checks, renderer, family.file)
         self._phase_templates = {name: self._phase_template(name) for name in family.phases}
-        self._instance_ok = fast_check("instance")
 
     # ----------------------------------------------------------- templates of the spec
 
@@ -225,10 +224,7 @@ class FamilyGenerator:
             instance = normalize(instance)
         except CanonicalJSONError as exc:
             raise self.family.located.error(f"instance has no canonical form: {exc}") from None
-        # The compiled check is quick; only a rejection pays for the full validator, whose
-        # message says where (and which has the last word if the two ever disagreed).
-        errors = [] if self._instance_ok(instance) else \
-            sorted(validator("instance").iter_errors(instance), key=lambda e: e.path)
+        errors = schema_errors("instance", instance)
         if errors:
             raise self.family.located.error(
                 f"generated instance {instance['id']} is invalid: {errors[0].message} "

@@ -6,14 +6,15 @@ import json
 from collections.abc import Callable
 from functools import cache
 from importlib import resources
-from typing import Any
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError, best_match
-from referencing import Registry, Resource
+from typing import TYPE_CHECKING, Any
 
 from .errors import Problem, SpecError
 from .yamlsafe import Located
+
+if TYPE_CHECKING:  # jsonschema is imported on use: only a rejected document needs it
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError
+    from referencing import Registry
 
 SCHEMA_NAMES = ("family", "paradigm", "release", "pool", "instance", "manifest", "check",
                 "export")
@@ -28,6 +29,8 @@ def _schema(name: str) -> dict[str, Any]:
 
 @cache
 def _registry() -> Registry:
+    from referencing import Registry, Resource
+
     registry: Registry = Registry()
     for name in SCHEMA_NAMES:
         schema = _schema(name)
@@ -38,6 +41,8 @@ def _registry() -> Registry:
 @cache
 def validator(name: str) -> Draft202012Validator:
     """A Draft 2020-12 validator for the named schema, with format checking on."""
+    from jsonschema import Draft202012Validator
+
     return Draft202012Validator(
         _schema(name),
         registry=_registry(),
@@ -45,19 +50,51 @@ def validator(name: str) -> Draft202012Validator:
     )
 
 
+_URN = "urn:memspec:schema:"
+
+
+def _self_contained(name: str) -> dict[str, Any]:
+    """The named schema with every schema it refers to copied into its ``$defs`` and every
+    ``$ref`` pointing inside it, in the subset of JSON Schema on which drafts 7 and 2020-12
+    agree: the form the compiled check reads. (A ``$ref`` with other keywords beside it,
+    which draft 7 would let hide them, is wrapped in an ``allOf``.)"""
+    embedded: dict[str, Any] = {}
+
+    def rewrite(node: Any, home: str) -> Any:
+        if isinstance(node, list):
+            return [rewrite(item, home) for item in node]
+        if not isinstance(node, dict):
+            return node
+        out = {key: (value if key in ("const", "enum") else rewrite(value, home))
+               for key, value in node.items() if key not in ("$id", "$schema")}
+        ref = out.pop("$ref", None)
+        if ref is None:
+            return out
+        target, _, pointer = ref.partition("#")
+        if target:
+            other = target.removeprefix(_URN)
+            if other != name and other not in embedded:
+                embedded[other] = {}  # claimed first: a schema may refer back
+                embedded[other] = rewrite(_schema(other), other)
+            home = other
+        prefix = "" if home == name else f"/$defs/__{home}"
+        local = {"$ref": f"#{prefix}{pointer}"}
+        return {"allOf": [local], **out} if out else local
+
+    schema = rewrite(_schema(name), name)
+    schema.setdefault("$defs", {}).update({f"__{other}": body
+                                           for other, body in sorted(embedded.items())})
+    return schema
+
+
 @cache
 def fast_check(name: str) -> Callable[[Any], bool]:
     """A quick yes/no for the named schema, compiled to Python (fastjsonschema): for data
-    checked in bulk, such as every generated instance. A no is then explained by ``validator``,
-    whose messages say where. The schema must not use ``$ref`` or ``format``, which the two
-    libraries resolve differently."""
+    checked in bulk, such as every spec and every generated instance. A no is then explained
+    by ``validator``, whose messages say where."""
     import fastjsonschema
 
-    schema = _schema(name)
-    text = json.dumps(schema)
-    if '"$ref"' in text or '"format"' in text:
-        raise ValueError(f"schema {name} needs the full validator")
-    compiled = fastjsonschema.compile(schema)
+    compiled = fastjsonschema.compile(_self_contained(name))
 
     def check(value: Any) -> bool:
         try:
@@ -69,6 +106,14 @@ def fast_check(name: str) -> Callable[[Any], bool]:
     return check
 
 
+def schema_errors(name: str, value: Any) -> list[ValidationError]:
+    """Every error of ``value`` against the named schema, in path order (none, at the cost
+    of the compiled check alone, when it is valid)."""
+    if fast_check(name)(value):
+        return []
+    return sorted(validator(name).iter_errors(value), key=lambda e: list(e.path))
+
+
 def schema_document(name: str) -> dict[str, Any]:
     """The named schema as a JSON object (e.g. for documentation or other validators)."""
     return _schema(name)
@@ -76,6 +121,8 @@ def schema_document(name: str) -> dict[str, Any]:
 
 def _leaf(error: ValidationError) -> ValidationError:
     # For oneOf/anyOf, the most relevant sub-error says more than "is not valid under any".
+    from jsonschema.exceptions import best_match
+
     if error.context:
         # Prefer the branch whose type matched: its complaint is the one the author means.
         typed = [e for e in error.context if e.validator not in ("type", "const")]
@@ -104,6 +151,8 @@ def _describe(error: ValidationError) -> str:
 def schema_problems(name: str, located: Located) -> list[Problem]:
     """Every schema error of a located document, each with file:line:col and JSON path."""
     problems: list[Problem] = []
+    if fast_check(name)(located.data):
+        return problems
     for error in validator(name).iter_errors(located.data):
         leaf = _leaf(error)
         path = tuple(leaf.absolute_path)

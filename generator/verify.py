@@ -21,7 +21,7 @@ from .manifest import (
 )
 from .parallel import available_cores
 from .parquet_export import content_sha256, writer_name
-from .schemas import validator
+from .schemas import schema_errors
 
 
 @dataclass
@@ -119,7 +119,7 @@ def verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool = 
     except (ValueError, UnicodeDecodeError) as exc:
         report.fail(f"manifest.json is not valid JSON: {exc}", MANIFEST_FILE)
         return report
-    errors = list(validator("manifest").iter_errors(manifest))
+    errors = schema_errors("manifest", manifest)
     if errors:
         report.fail(f"manifest.json does not match its schema: {errors[0].message}",
                     MANIFEST_FILE)

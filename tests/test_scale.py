@@ -279,3 +279,59 @@ def test_validate_on_several_processes_reports_what_one_does(project_copy: Path)
     assert two.stderr == one.stderr and two.stdout == one.stdout
     assert one.stderr.count("error: ") == 3, one.stderr
     assert "Traceback" not in one.stderr
+
+
+SPEC_KINDS = {"families": "family", "paradigms": "paradigm", "pools": "pool",
+              "releases": "release", "exports": "export"}
+#: Values a careless or hostile author might put anywhere in a spec.
+ODD_VALUES = [None, True, False, 0, 1, 1.0, 1.5, -3, "", "x", "Not An Id!", "a.b", "a" * 300,
+              [], {}, [1], {"a": 1}, ["x", "x"]]
+
+
+def _places(value: object, path: tuple = ()):
+    yield path
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _places(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _places(item, (*path, index))
+
+
+@pytest.mark.parametrize("folder", sorted(SPEC_KINDS))
+def test_the_compiled_spec_checks_agree_with_the_full_validator(folder: str) -> None:
+    """Specs are passed by the compiled check alone, so it must never pass what the full
+    Draft 2020-12 validator rejects: every bundled spec, and seeded random mutations of each
+    (a key removed, an unknown key, any value replaced by an odd one)."""
+    import copy
+    import random
+
+    from generator.schemas import fast_check, validator
+    from generator.yamlsafe import load_yaml_file
+
+    kind = SPEC_KINDS[folder]
+    check, full = fast_check(kind), validator(kind)
+    rng = random.Random(f"agree-{folder}")
+    files = sorted((REPO / "specs" / folder).rglob("*.yaml"))
+    assert files
+    disagreements = []
+    for path in files:
+        data = load_yaml_file(path, str(path)).data
+        assert check(data) and full.is_valid(data), path
+        places = list(_places(data))[1:]
+        for _ in range(8):
+            broken = copy.deepcopy(data)
+            place = rng.choice(places)
+            parent = broken
+            for key in place[:-1]:
+                parent = parent[key]
+            roll = rng.random()
+            if roll < 0.3 and isinstance(parent, dict):
+                del parent[place[-1]]
+            elif roll < 0.4 and isinstance(parent, dict):
+                parent["not_a_key"] = 1
+            else:
+                parent[place[-1]] = rng.choice(ODD_VALUES)
+            if check(broken) != full.is_valid(broken):
+                disagreements.append((path.name, place))
+    assert disagreements == []
