@@ -357,7 +357,7 @@ def make_message(role: str, body: str, name: str | None, template: CompiledTempl
     if not content:
         raise template.origin.error(f"{_article(role)} {role} message rendered empty", line,
                                     template.column_in_line(line, "message"))
-    leftover = SINGLE_BRACE_RE.search(content)
+    leftover = SINGLE_BRACE_RE.search(content) if "{" in content else None
     if leftover:
         line, col = template.find_line(leftover.group(0))
         raise template.origin.error(

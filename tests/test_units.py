@@ -145,3 +145,25 @@ def test_content_index_finds_the_first_repeat_and_ignores_prefix_collisions() ->
     keys = ["a" * 32, "b" * 32, "c" * 32, "b" * 32, "a" * 32]
     found = index_of(keys).first_duplicate(records_of(keys))
     assert found == ({"id": "i3"}, {"id": "i1"})
+
+
+def test_mentions_agrees_with_a_plain_whole_word_search() -> None:
+    """The substring shortcut in ``mentions`` never changes its answer."""
+    import re
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from generator.checks import mentions
+
+    alphabet = st.sampled_from(list("abAB sS.-_1") + ["\u017f", "\u212a", "k", "K", "é", "É"])
+
+    @settings(max_examples=400, derandomize=True, deadline=None)
+    @given(st.text(alphabet, max_size=20), st.text(alphabet, min_size=1, max_size=4),
+           st.booleans())
+    def agree(text: str, phrase: str, ignore_case: bool) -> None:
+        flags = re.IGNORECASE if ignore_case else 0
+        expected = re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", text, flags) is not None
+        assert mentions(text, phrase, ignore_case) == expected
+
+    agree()
