@@ -202,7 +202,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", default="a,b,c,d,e", help="which measurements, e.g. a,c")
     parser.add_argument("--floor-groups", type=int, default=400)
-    parser.add_argument("--worker-groups", type=int, default=12000,
+    parser.add_argument("--worker-groups", type=int, default=24000,
                         help="groups for (b): enough that pool start-up (about 1 s) is small")
     parser.add_argument("--verify-groups", type=int, default=20000,
                         help="groups of the large release for (d): about 150 MB")
