@@ -75,11 +75,12 @@ def validate(catalog: Catalog, paths: list[Path] | None = None) -> ValidationRep
     only the families that were not already validated, so no problem is reported twice."""
     report = ValidationReport()
     project = catalog.project
-    if not paths:
+    whole = not paths
+    if whole:
         report.problems += catalog.problems
         report.problems += catalog.duplicate_family_problems()
         paths = [project.specs]
-    loader = catalog.loader()
+    loader = catalog.loader(explain=not whole)  # the whole tree reports paradigm problems
     renderer = Renderer(project)
     validated_families: set[Path] = set()
     releases = []

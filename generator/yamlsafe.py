@@ -76,6 +76,7 @@ class _StrictLoader(
         yaml.composer.Composer.__init__(self)
         yaml.constructor.SafeConstructor.__init__(self)
         _StrictResolver.__init__(self)
+        self._depth = 0  # collections open around the node being composed
 
     def compose_node(self, parent: Node | None, index: Any) -> Node | None:  # type: ignore[override]
         # Refuse aliases before the composer expands them: no alias can then multiply data.
@@ -96,7 +97,17 @@ class _StrictLoader(
                 f"YAML anchors (&{anchor}) are not allowed in specs", None, mark.line + 1,
                 mark.column + 1,
             )
-        return super().compose_node(parent, index)
+        # The composer recurses once per level: refuse deep nesting here, where the place is
+        # known, before Python's recursion limit turns it into an error at no place at all.
+        if self._depth > MAX_DEPTH:
+            mark = event.start_mark
+            raise SpecError.single(f"nesting deeper than {MAX_DEPTH} levels", None,
+                                   mark.line + 1, mark.column + 1)
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 @dataclass(frozen=True)
@@ -139,6 +150,9 @@ def read_text(path: Path, display: str) -> str:
     if raw.startswith(b"\xef\xbb\xbf"):
         raise SpecError.single("file starts with a byte-order mark; save it as UTF-8 without BOM",
                                display, 1, 1)
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise SpecError.single("file is UTF-16 (it starts with a UTF-16 byte-order mark); save "
+                               "it as UTF-8", display, 1, 1)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -150,7 +164,12 @@ def read_text(path: Path, display: str) -> str:
     if "\x00" in text:
         offset = text.index("\x00")
         line = text.count("\n", 0, offset) + 1
-        raise SpecError.single("file contains a NUL character", display, line, 1)
+        column = offset - (text.rfind("\n", 0, offset) + 1) + 1
+        # ASCII saved as UTF-16 without a byte-order mark has a NUL in every other byte.
+        sample = raw[:128]
+        hint = " (the file looks like UTF-16; save it as UTF-8)" \
+            if sample.count(0) * 3 >= len(sample) else ""
+        raise SpecError.single(f"file contains a NUL character{hint}", display, line, column)
     return text
 
 
