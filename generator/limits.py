@@ -67,11 +67,14 @@ def memory_budget(megabytes: int) -> Iterator[None]:
     """Make allocations in this block fail with MemoryError once the process maps
     ``megabytes`` more than it did on entry.
 
-    Sets the soft RLIMIT_AS for the block and restores it after; where that limit or the
-    current size cannot be known (another platform), the block runs unbudgeted. A MemoryError
-    that reaches the caller is a refusal of the input, not a crash: the budget is far above
-    what any real render needs."""
-    now = _address_space() if resource is not None else None
+    Sets the soft RLIMIT_AS for the block and restores it after. The limit is the whole
+    process's, so, as for ``time_budget``, only the main thread sets one (threads rendering side
+    by side would undo each other's); there, and where the limit or the current size cannot be
+    known (another platform), the block runs unbudgeted. A MemoryError that reaches the caller
+    is a refusal of the input, not a crash: the budget is far above what any real render
+    needs."""
+    main = threading.current_thread() is threading.main_thread()
+    now = _address_space() if resource is not None and main else None
     if now is None:
         yield
         return
