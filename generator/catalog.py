@@ -6,8 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import MemspecError, Problem, SpecError
+from .errors import MemspecError, Problem, SpecError, lookalike_note
 from .project import Project
+from .schemas import matches, schema_document
 from .spec import FamilyLoader, FamilySpec, ParadigmSpec, ReleaseSpec, load_paradigm, load_release
 from .yamlsafe import load_yaml_file
 
@@ -44,50 +45,84 @@ class Catalog:
     problems: list[Problem] = field(default_factory=list)
     #: Family files that could not be read far enough to learn their id, with why.
     unreadable: dict[Path, list[Problem]] = field(default_factory=dict)
+    #: Where each family file states its id (line, column).
+    family_where: dict[Path, tuple[int, int]] = field(default_factory=dict)
+    #: Problems of paradigm files: why a paradigm a family names may be missing.
+    paradigm_problems: list[Problem] = field(default_factory=list)
 
     @classmethod
     def load(cls, project: Project) -> Catalog:
         catalog = cls(project)
-        for path in catalog._files("paradigms"):
+        catalog._load_paradigms()
+        start = len(catalog.problems)
+        family_files = catalog._files("families")
+        for problem in catalog.problems[start:]:  # files refused from the tree (symlinks)
+            catalog.unreadable[project.root / (problem.file or "")] = [problem]
+        pattern = schema_document("family")["$defs"]["dotted_id"]["pattern"]
+        for path in family_files:
             try:
-                paradigm = load_paradigm(path, project)
-            except MemspecError as err:
-                catalog.problems.extend(err.problems)
-                continue
-            if paradigm.paradigm_id in catalog.paradigms:
-                other = catalog.paradigms[paradigm.paradigm_id].located.file
-                catalog.problems.append(Problem(
-                    f"paradigm {paradigm.paradigm_id!r} is also declared in {other}",
-                    paradigm.located.file, 1, 1))
-                continue
-            catalog.paradigms[paradigm.paradigm_id] = paradigm
-        for path in catalog._files("families"):
-            try:
-                data = load_yaml_file(path, project.display(path)).data
+                located = load_yaml_file(path, project.display(path))
             except MemspecError as err:
                 catalog.unreadable[path] = err.problems
                 continue
+            data = located.data
             family_id = data.get("family") if isinstance(data, dict) else None
-            if isinstance(family_id, str):
-                catalog.family_paths.setdefault(family_id, []).append(path)
-            else:
+            line, column = located.where(("family",))
+            if not isinstance(family_id, str):
                 catalog.unreadable[path] = [Problem("family file has no 'family' id",
-                                                    project.display(path), 1, 1)]
+                                                    located.file, line, column)]
+            elif not matches(pattern, family_id):
+                # Not an id at all (a look-alike letter, a zero-width space): listing it among
+                # the known families would only show a name that looks like the one asked for.
+                catalog.unreadable[path] = [Problem(
+                    f"family id {family_id!r} is not a valid id{lookalike_note(family_id)}",
+                    located.file, line, column, ("family",))]
+            else:
+                catalog.family_paths.setdefault(family_id, []).append(path)
+                catalog.family_where[path] = (line, column)
         return catalog
+
+    def _load_paradigms(self) -> None:
+        """Index the paradigm files. An id declared twice is ambiguous: it names neither."""
+        start = len(self.problems)
+        declared: dict[str, list[ParadigmSpec]] = {}
+        for path in self._files("paradigms"):
+            try:
+                paradigm = load_paradigm(path, self.project)
+            except MemspecError as err:
+                self.problems.extend(err.problems)
+                continue
+            declared.setdefault(paradigm.paradigm_id, []).append(paradigm)
+        for paradigm_id, paradigms in declared.items():
+            first = paradigms[0]
+            if len(paradigms) == 1:
+                self.paradigms[paradigm_id] = first
+            for other in paradigms[1:]:
+                line, column = other.located.where(("paradigm",))
+                self.problems.append(Problem(
+                    f"paradigm {paradigm_id!r} is also declared in {first.located.file}",
+                    other.located.file, line, column, ("paradigm",)))
+        self.paradigm_problems = self.problems[start:]
 
     def _files(self, kind: str) -> list[Path]:
         return yaml_files(self.project.specs / kind, self.problems, self.project.display)
 
-    def loader(self) -> FamilyLoader:
-        return FamilyLoader(self.project, self.paradigms)
+    def loader(self, explain: bool = True) -> FamilyLoader:
+        """A family loader over this catalog's paradigms. With ``explain``, a family naming a
+        paradigm that is missing is also told what is wrong with the paradigm files (leave it
+        off where those problems are reported anyway)."""
+        return FamilyLoader(self.project, self.paradigms,
+                            self.paradigm_problems if explain else ())
 
     def family_path(self, family: str) -> Path:
         """The file of a family given its id, or a path to a family file."""
         paths = self.family_paths.get(family)
         if paths and len(paths) > 1:
-            raise SpecError.single(
-                f"family id {family!r} is declared by several files: "
-                + ", ".join(self.project.display(p) for p in paths))
+            names = ", ".join(self.project.display(p) for p in paths)
+            raise SpecError([Problem(f"family id {family!r} is declared by several files: "
+                                     f"{names}", self.project.display(p),
+                                     *self.family_where.get(p, (1, 1)), ("family",))
+                             for p in paths])
         if paths:
             return paths[0]
         candidate = Path(family)
@@ -117,7 +152,8 @@ class Catalog:
             for path in paths[1:]:
                 problems.append(Problem(
                     f"family id {family_id!r} is also declared in "
-                    f"{self.project.display(paths[0])}", self.project.display(path), 1, 1))
+                    f"{self.project.display(paths[0])}", self.project.display(path),
+                    *self.family_where.get(path, (1, 1)), ("family",)))
         return problems
 
     def pool_paths(self) -> list[Path]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -21,6 +22,21 @@ def format_json_path(path: Sequence[PathPart]) -> str:
     for part in path:
         out += f"[{part}]" if isinstance(part, int) else f".{part}"
     return out
+
+
+def lookalike_note(text: str) -> str:
+    """A note naming the characters of an id-like ``text`` that are not printable ASCII, or ''.
+
+    A Cyrillic letter that looks Latin, a zero-width joiner or a right-to-left override makes
+    two ids look the same on screen; the note says which character differs, e.g.
+    `` (it holds U+043E CYRILLIC SMALL LETTER O at position 15)``."""
+    odd = [(i, c) for i, c in enumerate(text) if not " " <= c <= "~"]
+    if not odd:
+        return ""
+    shown = ", ".join(f"U+{ord(c):04X} {unicodedata.name(c, '') or 'CONTROL CHARACTER'} at "
+                      f"position {i + 1}" for i, c in odd[:3])
+    more = f" and {len(odd) - 3} more" if len(odd) > 3 else ""
+    return f" (it holds {shown}{more})"
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ from typing import Any
 
 from .canonical import CanonicalJSONError, dumps, normalize
 from .checks import CheckRunner, RenderedVariant
-from .limits import GROUP_SECONDS, BudgetExceeded, time_budget
+from .errors import SpecError
+from .limits import GROUP_MEGABYTES, GROUP_SECONDS, BudgetExceeded, memory_budget, time_budget
 from .render import CompiledTemplate, Message, Renderer, TemplateOrigin, make_message
 from .rng import KeyedRandom
 from .sampling import sample_slots
@@ -242,15 +243,19 @@ class FamilyGenerator:
     def group(self, group: int) -> list[dict[str, Any]]:
         """Every variant of one group, checked; raises on any error."""
         try:
-            with time_budget(GROUP_SECONDS):
+            with time_budget(GROUP_SECONDS), memory_budget(GROUP_MEGABYTES):
                 _, rendered = self.render_group(group)
                 self.checks.check_group(rendered)
-        except BudgetExceeded:
-            raise self.family.located.error(
-                f"group {group} took longer than {GROUP_SECONDS:g} s to render and check "
-                "(a runaway loop or regular expression?)") from None
+        except BudgetExceeded as exc:
+            message = (f"group {group} took longer than {GROUP_SECONDS:g} s to render and check "
+                       "(a runaway loop or regular expression?)")
+            if exc.where is not None:  # a template was running: point at its line
+                raise SpecError.single(message, *exc.where) from None
+            raise self.family.located.error(message) from None
         except MemoryError:
-            raise self.family.located.error(f"group {group} exhausted memory") from None
+            raise self.family.located.error(
+                f"group {group} went over its memory budget of {GROUP_MEGABYTES} MB "
+                "($MEMSPEC_GROUP_MEGABYTES)") from None
         return [r.instance for r in rendered]
 
     def groups(self, count: int, start: int = 0) -> Iterator[list[dict[str, Any]]]:

@@ -24,8 +24,8 @@ from jinja2.exceptions import SecurityError, TemplateSyntaxError, UndefinedError
 from jinja2.ext import Extension
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from .errors import SpecError
-from .limits import BudgetExceeded
+from .errors import SpecError, lookalike_note
+from .limits import GROUP_MEGABYTES, BudgetExceeded
 from .project import Project
 from .yamlsafe import read_text
 
@@ -115,6 +115,9 @@ class _StrictSandbox(ImmutableSandboxedEnvironment):
         return super().call_binop(context, operator, left, right)
 
     def unsafe_undefined(self, obj: Any, attribute: str) -> Any:
+        if isinstance(obj, jinja2.Undefined):
+            # `cycler.__init__` when there is no cycler: say that, not "of a StrictUndefined".
+            obj._fail_with_undefined_error()
         kind = type(obj).__name__
         raise SecurityError(
             f"access to attribute {attribute!r} of {_article(kind)} {kind} is not allowed "
@@ -238,15 +241,45 @@ _UNDEFINED_NAME = re.compile(r"'([^']+)' is undefined|has no attribute '([^']+)'
 _ATTRIBUTE_NAME = re.compile(r"attribute '([^']+)'")
 
 
-def _describe_jinja_error(exc: Exception) -> tuple[str, str | None]:
+#: What a template that runs out of memory is told.
+MEMORY_MESSAGE = (f"template went over the memory budget of {GROUP_MEGABYTES} MB for one group "
+                  "($MEMSPEC_GROUP_MEGABYTES): a string or list grown without bound?")
+#: What a template that recurses without end is told.
+RECURSION_MESSAGE = ("template recursion too deep: a template that includes, extends or "
+                     "imports itself (directly or through others), or a macro that calls "
+                     "itself without end")
+
+
+def _describe_jinja_error(exc: BaseException) -> tuple[str, str | None]:
     if isinstance(exc, SecurityError):
         match = _ATTRIBUTE_NAME.search(str(exc))
         return f"unsafe template: {exc}", match.group(1) if match else None
     if isinstance(exc, UndefinedError):
         match = _UNDEFINED_NAME.search(str(exc))
         needle = (match.group(1) or match.group(2)) if match else None
-        return f"undefined in template: {exc}", needle
+        return f"undefined in template: {exc}{lookalike_note(needle or '')}", needle
+    if isinstance(exc, MemoryError):
+        return MEMORY_MESSAGE, None
+    if isinstance(exc, RecursionError):
+        return RECURSION_MESSAGE, None
     return f"template error: {type(exc).__name__}: {exc}", None
+
+
+def _deepest_bracket(env: jinja2.Environment, source: str) -> tuple[int, int]:
+    """Line and column of the first bracket nested more than a hundred deep, or 1:1: where a
+    template too deeply nested for Jinja's recursive parser goes wrong."""
+    depth = 0
+    try:
+        for line, kind, value in env.lex(source):
+            if kind == "operator" and value in "([{":
+                depth += 1
+                if depth > 100:
+                    return line, _column_of(source, line, value)
+            elif kind == "operator" and value in ")]}":
+                depth -= 1
+    except TemplateSyntaxError:
+        pass
+    return 1, 1
 
 
 @dataclass(frozen=True)
@@ -306,13 +339,19 @@ class CompiledTemplate:
         except TemplateSyntaxError as exc:  # in a template pulled in by include/import
             raise SpecError.single(f"template syntax error: {exc.message}",
                                    exc.filename or self.filename, exc.lineno or 1, 1) from None
-        except (BudgetExceeded, KeyboardInterrupt):
+        except BudgetExceeded as exc:
+            if exc.where is None:  # the innermost render knows best where time ran out
+                problem = self._locate(exc, "", None).problems[0]
+                exc.where = (problem.file or self.filename, problem.line or 1,
+                             problem.column or 1)
             raise
-        except MemoryError:
-            raise self.origin.error("template exhausted memory", None) from None
+        except KeyboardInterrupt:
+            raise
         except Exception as exc:  # every Jinja or sandbox failure becomes a located error
             message, needle = _describe_jinja_error(exc)
-            raise self._locate(exc, message, needle) from None
+            located = self._locate(exc, message, needle)
+            exc.__traceback__ = None  # let go of the frames and of what a runaway loop built
+            raise located from None
         if len(text) > MAX_RENDER_CHARS:
             raise self.origin.error(f"render produced {len(text)} characters, over the "
                                     f"{MAX_RENDER_CHARS} limit", 1)
@@ -421,6 +460,10 @@ class Renderer:
             code = self.env.compile(source, name=filename, filename=filename)
         except TemplateSyntaxError as exc:
             raise origin.error(f"template syntax error: {exc.message}", exc.lineno) from None
+        except RecursionError:
+            line, column = _deepest_bracket(self.env, source)
+            raise origin.error("template is nested too deeply to compile (brackets or "
+                               "blocks hundreds deep)", line, column) from None
         # A plain dict, not Jinja's ChainMap: every render copies the globals, and copying a
         # ChainMap costs more than rendering a short template.
         globals_ = dict(self.env.make_globals(None))
@@ -437,6 +480,8 @@ class Renderer:
                 compiled = self.env.compile_expression(source, undefined_to_none=False)
             except TemplateSyntaxError as exc:
                 raise origin.error(f"expression syntax error: {exc.message}", 1) from None
+            except RecursionError:
+                raise origin.error("expression is nested too deeply to compile", 1) from None
             inner = getattr(compiled, "_template", None)
             if inner is not None:  # the same plain-dict globals as templates (see _compile)
                 inner.globals = dict(inner.globals)
@@ -455,7 +500,7 @@ class Renderer:
                     if isinstance(value, jinja2.Undefined):
                         value._fail_with_undefined_error()
                     return value
-                except SpecError:
+                except (SpecError, BudgetExceeded):
                     raise
                 except Exception as exc:
                     message, _ = _describe_jinja_error(exc)

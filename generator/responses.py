@@ -6,8 +6,39 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from .errors import Problem, SpecError
+from .errors import Problem, SpecError, lookalike_note
 from .yamlsafe import read_text
+
+
+class _LineError(ValueError):
+    """A line that parses as JSON but is no plain JSON record."""
+
+
+def _refuse_constant(name: str) -> None:
+    raise _LineError(f"{name} is not JSON (no NaN or infinity)")
+
+
+def _parse_int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > 16:
+        raise _LineError(f"an integer of {digits} digits is too long")
+    return int(text)
+
+
+def _refuse_repeated_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    record: dict[str, object] = {}
+    for key, value in pairs:
+        if key in record:
+            raise _LineError(f"key {key!r} is given twice")
+        record[key] = value
+    return record
+
+
+def _parse_line(line: str) -> object:
+    """One line as strict JSON: no NaN or infinity, no huge integer, no key given twice
+    (which of the two would be scored?)."""
+    return json.loads(line, parse_constant=_refuse_constant, parse_int=_parse_int,
+                      object_pairs_hook=_refuse_repeated_keys)
 
 
 def load_responses(path: Path, known_ids: Iterable[str]) -> dict[str, str]:
@@ -25,10 +56,15 @@ def load_responses(path: Path, known_ids: Iterable[str]) -> dict[str, str]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-        except ValueError as exc:
-            problems.append(Problem(f"not valid JSON: {exc.msg}", display, number,
-                                    getattr(exc, "colno", 1)))
+            record = _parse_line(line)
+        except json.JSONDecodeError as exc:
+            problems.append(Problem(f"not valid JSON: {exc.msg}", display, number, exc.colno))
+            continue
+        except ValueError as exc:  # a line that is JSON, but not plain JSON
+            problems.append(Problem(f"not valid JSON: {exc}", display, number, 1))
+            continue
+        except RecursionError:
+            problems.append(Problem("JSON nested too deeply", display, number, 1))
             continue
         if not isinstance(record, dict) or set(record) - {"id", "response"} or \
                 not isinstance(record.get("id"), str) or \
@@ -44,7 +80,8 @@ def load_responses(path: Path, known_ids: Iterable[str]) -> dict[str, str]:
             continue
         instance_id = record["id"]
         if instance_id not in known:
-            problems.append(Problem(f"unknown instance id {instance_id!r}", display, number, 1))
+            problems.append(Problem(f"unknown instance id {instance_id!r}"
+                                    f"{lookalike_note(instance_id)}", display, number, 1))
         elif instance_id in responses:
             problems.append(Problem(f"duplicate response for {instance_id!r} (first on line "
                                     f"{first_line[instance_id]})", display, number, 1))

@@ -80,17 +80,22 @@ def scaffold_family(project: Project, family_id: str, paradigm: ParadigmSpec) ->
         project.specs / "families" / f"{family_dir}.yaml":
             yaml.safe_dump(body, sort_keys=False, allow_unicode=True, width=100),
     }
+    #: Where the paradigm names each file (its JSON path), for errors.
+    named: dict[Path, tuple[str, ...]] = {}
     for name, text in scaffold.get("templates", {}).items():
         files[project.templates / family_dir / name] = text
+        named[project.templates / family_dir / name] = ("scaffold", "templates", name)
     for name, pool in scaffold.get("pools", {}).items():
         files[project.specs / "pools" / family_dir / f"{name}.yaml"] = yaml.safe_dump(
             pool, sort_keys=False, allow_unicode=True, width=100)
+        named[project.specs / "pools" / family_dir / f"{name}.yaml"] = ("scaffold", "pools", name)
     for path in files:
         if not path.resolve().is_relative_to(project.root.resolve()) or \
                 ".." in path.relative_to(project.root).parts:
-            raise SpecError.single(f"the scaffold of paradigm {paradigm.paradigm_id!r} would "
-                                   f"write {path}, outside the project",
-                                   paradigm.located.file, 1, 1)
+            where = named.get(path, ("scaffold",))
+            raise paradigm.located.error(
+                f"the scaffold of paradigm {paradigm.paradigm_id!r} would write {where[-1]!r} "
+                "outside the project", where)
     existing = [project.display(p) for p in files if p.exists()]
     if existing:
         raise SpecError.single("refusing to overwrite existing files: " + ", ".join(existing))

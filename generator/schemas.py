@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterator
 from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from .errors import Problem, SpecError
+from .errors import Problem, SpecError, lookalike_note
 from .yamlsafe import Located
 
 if TYPE_CHECKING:  # jsonschema is imported on use: only a rejected document needs it
@@ -38,12 +39,31 @@ def _registry() -> Registry:
     return registry
 
 
+def matches(pattern: str, text: str) -> bool:
+    """Whether ``text`` matches a schema ``pattern`` as JSON Schema means it (ECMA-262), where
+    a final ``$`` matches only at the very end. Python's ``$`` also matches before a trailing
+    newline, which would let ``"demo\\n"`` pass as a release name and become a folder's."""
+    if pattern.endswith("$") and not pattern.endswith("\\$"):
+        pattern = pattern[:-1] + r"\Z"
+    return re.search(pattern, text) is not None
+
+
+def _ecma_pattern(validator: Any, pattern: str, instance: Any, schema: Any
+                  ) -> Iterator[ValidationError]:
+    from jsonschema.exceptions import ValidationError
+
+    if validator.is_type(instance, "string") and not matches(pattern, instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
 @cache
 def validator(name: str) -> Draft202012Validator:
-    """A Draft 2020-12 validator for the named schema, with format checking on."""
-    from jsonschema import Draft202012Validator
+    """A Draft 2020-12 validator for the named schema, with format checking on, and
+    ``pattern`` anchored as ECMA-262 anchors it."""
+    from jsonschema import Draft202012Validator, validators
 
-    return Draft202012Validator(
+    extended = validators.extend(Draft202012Validator, {"pattern": _ecma_pattern})
+    return extended(  # type: ignore[no-any-return]
         _schema(name),
         registry=_registry(),
         format_checker=Draft202012Validator.FORMAT_CHECKER,
@@ -145,6 +165,9 @@ def _allowed_keys(error: ValidationError, leaf: ValidationError) -> set[str]:
 def _describe(error: ValidationError) -> str:
     if error.validator == "enum":
         return f"{error.instance!r} is not one of {', '.join(map(repr, error.validator_value))}"
+    if error.validator == "pattern" and isinstance(error.instance, str):
+        # Every pattern of ours is ASCII: a look-alike character is the likely culprit.
+        return error.message + lookalike_note(error.instance)
     return error.message
 
 
@@ -167,6 +190,8 @@ def schema_problems(name: str, located: Located) -> list[Problem]:
                         f"unknown key {key!r}; allowed keys are: {', '.join(allowed)}",
                         located.file, line, column, (*path, key)))
                 continue
+        if "propertyNames" in leaf.absolute_schema_path and isinstance(leaf.instance, str):
+            path = (*path, leaf.instance)  # a bad key: point at the key itself
         line, column = located.where(path)
         problems.append(Problem(_describe(leaf), located.file, line, column, path or None))
     return problems

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -250,9 +250,12 @@ def _parse_axis(name: str, raw: Any) -> Axis:
 class FamilyLoader:
     """Loads families, resolving paradigms and pools; every problem is collected."""
 
-    def __init__(self, project: Project, paradigms: Mapping[str, ParadigmSpec]) -> None:
+    def __init__(self, project: Project, paradigms: Mapping[str, ParadigmSpec],
+                 paradigm_problems: Sequence[Problem] = ()) -> None:
         self.project = project
         self.paradigms = paradigms
+        #: Why paradigm files could not be used, told to a family whose paradigm is missing.
+        self.paradigm_problems = tuple(paradigm_problems)
         self._pools: dict[Path, Pool] = {}
 
     def pool(self, relative: str, located: Located, path: tuple) -> Pool:
@@ -281,6 +284,10 @@ class FamilyLoader:
         if paradigm is None:
             problem(f"unknown paradigm {data['paradigm']!r}; known: "
                     f"{', '.join(sorted(self.paradigms)) or 'none'}", ("paradigm",))
+            for unusable in self.paradigm_problems:  # the paradigm may be in a broken file
+                out.add(Problem(f"{unusable.message} (this paradigm file could not be used)",
+                                unusable.file, unusable.line, unusable.column,
+                                unusable.json_path))
 
         slots: dict[str, Mapping[str, Any]] = data.get("slots", {})
         pools: dict[str, Pool] = {}

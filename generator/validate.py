@@ -82,14 +82,15 @@ class _FileValidator:
     """Validates one spec file by its kind (releases only say so: they are checked last).
     One per process, so its caches (pools, compiled templates) serve every file it sees."""
 
-    def __init__(self, catalog: Catalog) -> None:
+    def __init__(self, catalog: Catalog, explain: bool) -> None:
         self.catalog = catalog
+        self.explain = explain
         self._loader: FamilyLoader | None = None
         self._renderer: Renderer | None = None
 
     def __call__(self, path: Path) -> _FileResult:
         if self._loader is None or self._renderer is None:
-            self._loader = self.catalog.loader()
+            self._loader = self.catalog.loader(explain=self.explain)
             self._renderer = Renderer(self.catalog.project)
         kind = None
         try:
@@ -134,7 +135,8 @@ def validate(catalog: Catalog, paths: list[Path] | None = None,
     only the families that were not already validated, so no problem is reported twice."""
     report = ValidationReport()
     project = catalog.project
-    if not paths:
+    whole = not paths
+    if whole:
         report.problems += catalog.problems
         report.problems += catalog.duplicate_family_problems()
         paths = [project.specs]
@@ -144,7 +146,8 @@ def validate(catalog: Catalog, paths: list[Path] | None = None,
             files.append(path)
         else:
             report.problems.append(Problem("no such file or folder", str(path)))
-    results = forked_map(_FileValidator(catalog), files,
+    # Over the whole tree, paradigm problems are reported once, from the catalog.
+    results = forked_map(_FileValidator(catalog, explain=not whole), files,
                          available_cores() if workers is None else workers)
     counters = {"family": "families", "paradigm": "paradigms", "pool": "pools",
                 "export": "exports"}

@@ -172,6 +172,9 @@ def read_text(path: Path, display: str) -> str:
     if raw.startswith(b"\xef\xbb\xbf"):
         raise SpecError.single("file starts with a byte-order mark; save it as UTF-8 without BOM",
                                display, 1, 1)
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise SpecError.single("file is UTF-16 (it starts with a UTF-16 byte-order mark); save "
+                               "it as UTF-8", display, 1, 1)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -183,7 +186,12 @@ def read_text(path: Path, display: str) -> str:
     if "\x00" in text:
         offset = text.index("\x00")
         line = text.count("\n", 0, offset) + 1
-        raise SpecError.single("file contains a NUL character", display, line, 1)
+        column = offset - (text.rfind("\n", 0, offset) + 1) + 1
+        # ASCII saved as UTF-16 without a byte-order mark has a NUL in every other byte.
+        sample = raw[:128]
+        hint = " (the file looks like UTF-16; save it as UTF-8)" \
+            if sample.count(0) * 3 >= len(sample) else ""
+        raise SpecError.single(f"file contains a NUL character{hint}", display, line, column)
     return text
 
 

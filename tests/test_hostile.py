@@ -1,0 +1,312 @@
+"""A corpus of hostile and broken inputs, one test each: every one must end in a located
+error (``error: FILE:LINE:COL: ...``, one line per problem), exit status 2, no Python
+traceback, and nothing written.
+
+Each file under ``tests/hostile/`` is the hostile content itself, named ``KIND.WHAT.EXT``.
+KIND says where it goes in the small valid project of ``test_bad_input`` and which command
+reads it:
+
+=========  =====================================  ===========================================
+KIND       replaces                               command
+=========  =====================================  ===========================================
+family     specs/families/colour.yaml             memspec generate demo.recall.colour --out
+template   templates/demo/setup.j2                memspec generate demo.recall.colour --out
+pool       specs/pools/colours.yaml               memspec generate demo.recall.colour --out
+paradigm   specs/paradigms/recall.yaml            memspec generate demo.recall.colour --out
+release    specs/releases/demo-v1.yaml            memspec freeze demo-v1 --out
+responses  (a file of its own)                    memspec score RELEASE RESPONSES
+=========  =====================================  ===========================================
+
+``CASES`` below may place a file elsewhere or run another command. Two kinds of file are
+recipes rather than content, to keep megabytes and symlinks out of git:
+
+- ``*.recipe``: JSON ``{"pieces": [[TEXT, TIMES], ...]}``; the input is each TEXT repeated
+  TIMES times, in order (oversized files, nesting thousands of levels deep);
+- ``*.symlink``: JSON saying what the input is a symlink to: ``{"to": "/etc/passwd"}``, or
+  ``{"outside": NAME, "content": TEXT}`` (a file of that content outside the project).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from test_bad_input import FAMILY, FAMILY_ID, FILES, PARADIGM, POOL, RELEASE, TEMPLATE
+
+CORPUS = Path(__file__).resolve().parent / "hostile"
+#: Where each kind of input goes in the project (responses files stay outside it).
+TARGETS = {"family": FAMILY, "template": TEMPLATE, "pool": POOL, "paradigm": PARADIGM,
+           "release": RELEASE, "responses": "responses.jsonl"}
+#: The command that naturally reads each kind of input.
+COMMANDS = {"family": "generate", "template": "generate", "pool": "generate",
+            "paradigm": "generate", "release": "freeze", "responses": "score"}
+#: A safety net for this machine, well above memspec's own budget for one group: a memory
+#: bomb that got past memspec fails its test instead of swapping the machine to death.
+CHILD_MEMORY_BYTES = 6 * 1024**3
+#: Longest error line accepted: an error quotes the input, it does not reprint it.
+MAX_ERROR_LINE = 400
+
+
+@dataclass(frozen=True)
+class Case:
+    """What one input must produce."""
+
+    fragment: str  # the error line must contain this
+    line: int  # its line and column in ``file``
+    column: int
+    file: str | None = None  # the file the error names (default: where the input goes)
+    target: str | None = None  # where the input goes (default: by its KIND)
+    command: str | None = None  # generate, freeze, score or new (default: by its KIND)
+    #: Time budget of one group ($MEMSPEC_GROUP_SECONDS): short where running out of time is
+    #: the point, long elsewhere so that a loaded machine cannot turn another refusal into a
+    #: timeout (a memory bomb must be stopped by the memory budget, however slow the copies).
+    seconds: float = 30
+
+
+UNSAFE = "is not allowed in memspec templates"
+RECURSION = "template recursion too deep"
+MEMORY = "went over the memory budget of 512 MB"
+
+CASES: dict[str, Case] = {
+    # ---------------------------------------------------------------- family specs (YAML)
+    "family.billion_laughs.yaml": Case("YAML anchors (&l0) are not allowed", 6, 7),
+    "family.deep_flow_mapping.recipe": Case("nesting deeper than 48 levels", 5, 197),
+    "family.oversized.recipe": Case("over the 4194304-byte limit", 1, 1),
+    "family.python_object_tag.yaml": Case(
+        "YAML tag 'tag:yaml.org,2002:python/object/apply:os.system' is not allowed", 5, 14),
+    "family.local_tag.yaml": Case("YAML tag '!include' is not allowed", 5, 14),
+    "family.duplicate_key.yaml": Case("duplicate key 'answer' (first defined at line 13)", 16, 1),
+    "family.duplicate_id.yaml": Case(
+        "family id 'demo.recall.colour' is declared by several files: "
+        "specs/families/a_impostor.yaml, specs/families/colour.yaml", 2, 1,
+        target="specs/families/a_impostor.yaml"),
+    "family.format_map_escape.yaml": Case(f"attribute '__class__' of a str {UNSAFE}", 15, 17),
+    "family.expr_escape.yaml": Case(f"attribute '__class__' of a str {UNSAFE} in expression",
+                                    8, 19),
+    "family.template_traversal.yaml": Case(
+        "template path '../../../../etc/passwd' must stay inside templates/", 9, 3),
+    "family.pool_traversal.yaml": Case(
+        "pool path 'pools/../../../../../etc/passwd' must stay inside specs/", 7, 12),
+    "family.symlink_outside.symlink": Case("resolves outside specs/families/ (a symlink?)", 1, 1),
+    "family.utf16.yaml": Case("file is UTF-16", 1, 1),
+    "family.cyrillic_id.yaml": Case(
+        "family id 'demo.recall.col\u043eur' is not a valid id (it holds U+043E CYRILLIC SMALL "
+        "LETTER O at position 16)", 2, 1),
+    "family.zero_width_joiner.yaml": Case("U+200D ZERO WIDTH JOINER at position 16", 2, 1),
+    "family.cyrillic_slot.yaml": Case("(it holds U+043E CYRILLIC SMALL LETTER O at position 2)",
+                                      7, 3),
+    "family.rtl_override.yaml": Case("U+202E RIGHT-TO-LEFT OVERRIDE at position 6", 4, 1),
+    # --------------------------------------------------------------------- templates (Jinja)
+    "template.format_escape.j2": Case(f"attribute '__class__' of a str {UNSAFE}", 4, 8),
+    "template.format_map_escape.j2": Case(f"attribute '__init__' of a str {UNSAFE}", 4, 8),
+    "template.indirect_format.j2": Case(f"attribute '__class__' of a str {UNSAFE}", 4, 18),
+    "template.attr_format.j2": Case(f"attribute '__class__' of a str {UNSAFE}", 4, 8),
+    "template.attr_dunder.j2": Case(f"attribute '__class__' of a str {UNSAFE}", 4, 17),
+    "template.mro_walk.j2": Case(f"attribute '__class__' of a str {UNSAFE}", 4, 16),
+    "template.mro_call.j2": Case(f"attribute 'mro' of a type {UNSAFE}", 4, 9),
+    "template.globals_via_namespace.j2": Case(f"attribute '__init__' of a type {UNSAFE}", 4, 14),
+    "template.cycler_globals.j2": Case("'cycler' is undefined", 4, 4),
+    "template.lipsum_globals.j2": Case("'lipsum' is undefined", 4, 4),
+    "template.loop_internals.j2": Case(f"attribute '_iterator' of a LoopContext {UNSAFE}", 4, 32),
+    "template.self_context.j2": Case(
+        f"attribute '_TemplateReference__context' of a TemplateReference {UNSAFE}", 4, 9),
+    "template.config_global.j2": Case("'config' is undefined", 4, 4),
+    "template.range_globals.j2": Case(f"attribute '__class__' of a function {UNSAFE}", 4, 10),
+    "template.set_gadget.j2": Case(f"attribute '__class__' of a str {UNSAFE}", 4, 22),
+    "template.include_self.j2": Case(RECURSION, 4, 1),
+    "template.extends_self.j2": Case(RECURSION, 4, 1),
+    "template.macro_recursion.j2": Case(RECURSION, 4, 1),
+    "template.huge_range.j2": Case("range of 1000000000 items exceeds the limit of 10000", 4, 1),
+    "template.nested_loops.j2": Case("group 0 took longer than 1 s to render", 4, 1,
+                                     seconds=1),
+    "template.string_multiplication.j2": Case("repetition would build a value over 2000000", 4, 1),
+    "template.string_doubling.j2": Case(MEMORY, 4, 1),
+    "template.filter_width.j2": Case(MEMORY, 4, 1),
+    "template.include_traversal.j2": Case(
+        "template path '../../../../../../etc/passwd' must stay inside templates/", 4, 1),
+    "template.include_absolute.j2": Case("template path '/etc/passwd' must stay inside templates/",
+                                         4, 1),
+    "template.symlink_outside.symlink": Case(
+        "template 'demo/setup.j2' resolves outside templates/", 8, 3, file=FAMILY),
+    "template.bom.j2": Case("file starts with a byte-order mark", 1, 1),
+    "template.deep_parentheses.recipe": Case("nested too deeply to compile", 2, 27),
+    "template.cyrillic_variable.j2": Case(
+        "'col\u043eur' is undefined (it holds U+043E CYRILLIC SMALL LETTER O at position 4)",
+        4, 14),
+    # -------------------------------------------------------------------------------- pools
+    "pool.nan.yaml": Case(".nan is not allowed: NaN and infinity have no JSON form", 6, 5),
+    "pool.negative_inf.yaml": Case("-.inf is not allowed", 6, 26),
+    "pool.huge_int.yaml": Case("integer with 401 digits is outside the safe range", 6, 5),
+    "pool.duplicate_items.yaml": Case("duplicate pool item (same as item 1)", 8, 5),
+    "pool.deep_block_nesting.recipe": Case("nesting deeper than 48 levels", 4, 99),
+    "pool.utf16_no_bom.yaml": Case("NUL character (the file looks like UTF-16", 1, 2),
+    "pool.symlink_etc_passwd.symlink": Case("pool 'pools/colours.yaml' resolves outside specs/",
+                                            6, 12, file=FAMILY),
+    # ---------------------------------------------------------------------------- paradigms
+    "paradigm.duplicate_phase.yaml": Case("phase 'setup' is listed twice", 8, 5),
+    "paradigm.duplicate_id.yaml": Case(
+        "paradigm 'demo.recall' is also declared in specs/paradigms/a_impostor.yaml", 1, 1,
+        file=PARADIGM, target="specs/paradigms/a_impostor.yaml"),
+    "paradigm.scaffold_traversal.yaml": Case(
+        "would write '../../../../../escaped.j2' outside the project", 12, 5,
+        target="specs/paradigms/evil.yaml", command="new"),
+    # ----------------------------------------------------------------------------- releases
+    "release.traversal.yaml": Case("'../../../tmp/demo' does not match", 2, 1),
+    "release.trailing_newline_name.yaml": Case("'demo\\n' does not match", 2, 1),
+    "release.duplicate_family.yaml": Case("family 'demo.recall.colour' is listed twice", 9, 5),
+    "release.nul_byte.yaml": Case("file contains a NUL character", 4, 18),
+    # ----------------------------------------------------------------------- responses files
+    "responses.duplicate_ids.jsonl": Case(
+        "duplicate response for 'demo.recall.colour-00000-base' (first on line 1)", 3, 1),
+    "responses.duplicate_key.jsonl": Case("key 'response' is given twice", 2, 1),
+    "responses.huge_int.jsonl": Case("an integer of 5001 digits is too long", 2, 1),
+    "responses.nan.jsonl": Case("NaN is not JSON", 2, 1),
+    "responses.deep_nesting.recipe": Case("JSON nested too deeply", 2, 1),
+    "responses.cyrillic_id.jsonl": Case("U+043E CYRILLIC SMALL LETTER O at position 16", 2, 1),
+    "responses.latin1.jsonl": Case("file is not valid UTF-8 (byte 0xe9)", 2, 57),
+}
+
+
+# ------------------------------------------------------------------------------ helpers
+
+def _kind(name: str) -> str:
+    return name.split(".", 1)[0]
+
+
+def _materialise(source: Path, destination: Path, outside: Path) -> None:
+    """Put the input ``source`` at ``destination``: its bytes, a recipe's expansion, or a
+    symlink."""
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    if destination.is_symlink() or destination.exists():
+        destination.unlink()
+    if source.suffix == ".recipe":
+        pieces = json.loads(source.read_text(encoding="utf-8"))["pieces"]
+        destination.write_bytes("".join(text * times for text, times in pieces).encode("utf-8"))
+    elif source.suffix == ".symlink":
+        spec = json.loads(source.read_text(encoding="utf-8"))
+        if "to" in spec:
+            target = Path(spec["to"])
+        else:
+            target = outside / spec["outside"]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(spec["content"], encoding="utf-8")
+        os.symlink(target, destination)
+    else:
+        destination.write_bytes(source.read_bytes())
+
+
+def _snapshot(folder: Path) -> dict[str, str | bytes]:
+    """Every entry under ``folder``: a file's bytes, a symlink's target, a folder's mark."""
+    entries: dict[str, str | bytes] = {}
+    for path in sorted(folder.rglob("*")):
+        key = path.relative_to(folder).as_posix()
+        if path.is_symlink():
+            entries[key] = f"-> {os.readlink(path)}"
+        elif path.is_dir():
+            entries[key] = "dir"
+        else:
+            entries[key] = path.read_bytes()
+    return entries
+
+
+def _limit_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY_BYTES, CHILD_MEMORY_BYTES))
+
+
+def _memspec(root: Path, *args: object, seconds: float = 30) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "MEMSPEC_ROOT"}
+    env["MEMSPEC_GROUP_SECONDS"] = str(seconds)
+    return subprocess.run(
+        [sys.executable, "-m", "generator.cli", "--root", str(root), *map(str, args)],
+        capture_output=True, text=True, errors="replace", stdin=subprocess.DEVNULL, cwd=root,
+        env=env, timeout=120, preexec_fn=_limit_memory)
+
+
+def _write_project(root: Path) -> None:
+    for relative, text in FILES.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    (root / "manifests").mkdir()
+
+
+@pytest.fixture(scope="module")
+def built_release(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The fixture project and its release, frozen once: what a responses file is scored
+    against."""
+    base = tmp_path_factory.mktemp("scored")
+    root = base / "project"
+    _write_project(root)
+    result = _memspec(root, "freeze", "demo-v1", "--out", base / "dist")
+    assert result.returncode == 0, result.stderr
+    return root, base / "dist" / "demo-v1"
+
+
+def _shown(result: subprocess.CompletedProcess[str]) -> str:
+    return f"exit {result.returncode}\n--- stderr\n{result.stderr[:3000]}" \
+           f"--- stdout\n{result.stdout[:1000]}"
+
+
+# -------------------------------------------------------------------------------- tests
+
+def test_every_corpus_file_has_a_case() -> None:
+    files = {p.name for p in CORPUS.iterdir()}
+    assert sorted(files - set(CASES)) == [], "corpus files without an expectation"
+    assert sorted(set(CASES) - files) == [], "expectations without a corpus file"
+    assert len(files) >= 45
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in CORPUS.iterdir()))
+def test_hostile_input_is_refused(name: str, tmp_path: Path,
+                                  request: pytest.FixtureRequest) -> None:
+    case = CASES.get(name)
+    if case is None:
+        pytest.fail(f"no expectation for {name} in CASES")
+    kind = _kind(name)
+    command = case.command or COMMANDS[kind]
+    out = tmp_path / "out"
+    if kind == "responses":
+        root, release = request.getfixturevalue("built_release")
+        responses = tmp_path / "responses.jsonl"
+        _materialise(CORPUS / name, responses, tmp_path / "outside")
+        watched = [root, release]
+        args: list[object] = ["score", release, responses, "--resamples", 100]
+        shown_file = str(responses)
+    else:
+        root = tmp_path / "project"
+        _write_project(root)
+        target = case.target or TARGETS[kind]
+        _materialise(CORPUS / name, root / target, tmp_path / "outside")
+        watched = [root]
+        shown_file = case.file or target
+        out.mkdir()
+        args = {
+            "generate": ["generate", FAMILY_ID, "--groups", 2, "--out", out / "gen.jsonl"],
+            "freeze": ["freeze", "demo-v1", "--out", out / "dist"],
+            "new": ["new", "mine.area.name", "--paradigm", "demo.evil"],
+        }[command]
+    before = [_snapshot(folder) for folder in watched]
+
+    result = _memspec(root, *args, seconds=case.seconds)
+
+    assert result.returncode == 2, _shown(result)
+    assert "Traceback" not in result.stderr + result.stdout, _shown(result)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    for line in lines:
+        assert line.startswith("error: "), f"not an error line: {line!r}\n{_shown(result)}"
+        assert len(line) <= MAX_ERROR_LINE, f"error line of {len(line)} characters\n" \
+                                            f"{_shown(result)}"
+    location = f"error: {shown_file}:{case.line}:{case.column}: "
+    assert any(line.startswith(location) and case.fragment in line for line in lines), \
+        f"no error at {shown_file}:{case.line}:{case.column} mentioning " \
+        f"{case.fragment!r}\n{_shown(result)}"
+    assert [_snapshot(folder) for folder in watched] == before, "the project was changed"
+    if out.exists():
+        assert sorted(p.name for p in out.iterdir()) == [], "output was written"
+    assert list(tmp_path.glob("escaped*")) == [], "a file was written outside the project"
