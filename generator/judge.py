@@ -16,6 +16,7 @@ from typing import Any
 
 from .errors import Problem, SpecError
 from .instances import all_messages
+from .responses import parse_strict_json
 from .rng import KeyedRandom
 from .yamlsafe import read_text
 
@@ -92,10 +93,7 @@ def _number(value: Any) -> bool:
 
 def load_judgments(path: Path, unblind_path: Path) -> dict[str, float]:
     """Judge scores by instance id, unblinded; malformed lines are errors naming the line."""
-    try:
-        unblind = json.loads(read_text(unblind_path, str(unblind_path)))
-    except ValueError as exc:
-        raise SpecError.single(f"unblinding map is not JSON: {exc}", str(unblind_path)) from None
+    unblind = parse_strict_json(read_text(unblind_path, str(unblind_path)), str(unblind_path))
     if not isinstance(unblind, dict) or not all(
             isinstance(v, dict) and v and all(isinstance(x, str) for x in v.values())
             for v in unblind.values()):
@@ -108,9 +106,9 @@ def load_judgments(path: Path, unblind_path: Path) -> dict[str, float]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-        except ValueError as exc:
-            problems.append(Problem(f"not valid JSON: {exc}", display, number, 1))
+            record = parse_strict_json(line, display, number)
+        except SpecError as err:
+            problems += err.problems
             continue
         request_id = record.get("request_id") if isinstance(record, dict) else None
         slots = unblind.get(request_id) if isinstance(request_id, str) else None

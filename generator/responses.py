@@ -34,11 +34,20 @@ def _refuse_repeated_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
     return record
 
 
-def _parse_line(line: str) -> object:
-    """One line as strict JSON: no NaN or infinity, no huge integer, no key given twice
-    (which of the two would be scored?)."""
-    return json.loads(line, parse_constant=_refuse_constant, parse_int=_parse_int,
-                      object_pairs_hook=_refuse_repeated_keys)
+def parse_strict_json(text: str, display: str, line: int = 1) -> object:
+    """``text`` as strict JSON: no NaN or infinity, no huge integer, no key given twice (which
+    of the two would count?), no nesting too deep to read. Anything else is a SpecError at
+    ``display:line`` (and the column, where the parser knows it)."""
+    try:
+        return json.loads(text, parse_constant=_refuse_constant, parse_int=_parse_int,
+                          object_pairs_hook=_refuse_repeated_keys)
+    except json.JSONDecodeError as exc:
+        raise SpecError.single(f"not valid JSON: {exc.msg}", display, line + exc.lineno - 1,
+                               exc.colno) from None
+    except ValueError as exc:  # JSON, but not plain JSON
+        raise SpecError.single(f"not valid JSON: {exc}", display, line, 1) from None
+    except RecursionError:
+        raise SpecError.single("JSON nested too deeply", display, line, 1) from None
 
 
 def load_responses(path: Path, known_ids: Iterable[str]) -> dict[str, str]:
@@ -56,15 +65,9 @@ def load_responses(path: Path, known_ids: Iterable[str]) -> dict[str, str]:
         if not line.strip():
             continue
         try:
-            record = _parse_line(line)
-        except json.JSONDecodeError as exc:
-            problems.append(Problem(f"not valid JSON: {exc.msg}", display, number, exc.colno))
-            continue
-        except ValueError as exc:  # a line that is JSON, but not plain JSON
-            problems.append(Problem(f"not valid JSON: {exc}", display, number, 1))
-            continue
-        except RecursionError:
-            problems.append(Problem("JSON nested too deeply", display, number, 1))
+            record = parse_strict_json(line, display, number)
+        except SpecError as err:
+            problems += err.problems
             continue
         if not isinstance(record, dict) or set(record) - {"id", "response"} or \
                 not isinstance(record.get("id"), str) or \

@@ -314,13 +314,18 @@ def test_judgments_are_checked_against_the_scale(built_example: Path, tmp_path: 
     assert all(r["request_id"].startswith("req-") for r in requests)
     assert not any("experimental" in r["request_id"] for r in requests)
     unblind = str(tmp_path / "requests.jsonl.unblind.json")
+    last = len(requests)
     for scores, fragment in (({"A": 55, "B": 3}, "outside the family's scale"),
-                             ({"A": "Infinity", "B": 3}, "expected")):
+                             ({"A": "Infinity", "B": 3},
+                              f"j.jsonl:{last}:1: not valid JSON: Infinity is not JSON"),
+                             ({"A": 5, "B": 3, "C": 0}, "expected"),
+                             ({"A": 5, "B": 3, "Z": 1},
+                              f"j.jsonl:{last}:1: not valid JSON: key 'A' is given twice")):
         path = _write(tmp_path / "j.jsonl", [
             json.dumps({"request_id": r["request_id"], "scores": {"A": 5, "B": 5}})
             for r in requests[1:]] + [
             json.dumps({"request_id": requests[0]["request_id"], "scores": scores})
-            .replace('"Infinity"', "Infinity")])
+            .replace('"Infinity"', "Infinity").replace('"Z"', '"A"')])
         result = run_cli("score", str(built_example), str(responses), "--judgments", str(path),
                          "--unblind", unblind)
         assert result.returncode == 2 and fragment in result.stderr, result.stderr
