@@ -75,13 +75,32 @@ def shard_groups(start: int, count: int, shard: tuple[int, int]) -> tuple[int, i
     return first, last - first
 
 
+@dataclass(frozen=True)
+class ChunkJobs:
+    """A family's groups cut into chunks, in order. Each job is made when an iteration
+    reaches it, so a million groups take no more memory than sixteen; it may be iterated
+    more than once."""
+
+    root: str
+    family: str
+    seed: int
+    start: int
+    count: int
+    entry: ReleaseFamily | None
+    fingerprint: str
+
+    def __iter__(self) -> Iterator[ChunkJob]:
+        end = self.start + self.count
+        for first in range(self.start, end, CHUNK_GROUPS):
+            yield ChunkJob(self.root, self.family, self.seed, first,
+                           min(CHUNK_GROUPS, end - first), self.entry, self.fingerprint)
+
+
 def chunk_jobs(root: Path, family: str, seed: int, start: int, count: int,
-               entry: ReleaseFamily | None = None, fingerprint: str = "") -> list[ChunkJob]:
+               entry: ReleaseFamily | None = None, fingerprint: str = "") -> ChunkJobs:
     """A family's groups cut into chunks, in order (``fingerprint``: the project's
     ``tree_fingerprint``, which a worker in another process checks before it renders)."""
-    return [ChunkJob(str(root), family, seed, first, min(CHUNK_GROUPS, start + count - first),
-                     entry, fingerprint)
-            for first in range(start, start + count, CHUNK_GROUPS)]
+    return ChunkJobs(str(root), family, seed, start, count, entry, fingerprint)
 
 
 def fingerprint_for(executor: Executor, root: Path) -> str:
