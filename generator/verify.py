@@ -20,7 +20,7 @@ from .manifest import (
     sums_text,
 )
 from .parquet_export import content_sha256, writer_name
-from .schemas import validator
+from .schemas import fast_check, validator
 
 
 @dataclass
@@ -48,6 +48,37 @@ def _recorded_hashes(folder: Path) -> dict[str, str]:
         return {name: info["sha256"] for name, info in manifest["files"].items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}
+
+
+def _committed_path(manifest: object, catalog: Catalog) -> Path | None:
+    """The committed manifest of the release a manifest names, if it names one inside the
+    project's manifests/ (None for anything else, however malformed)."""
+    try:
+        full_name = f"{manifest['release']}-{manifest['version']}"  # type: ignore[index]
+    except (KeyError, TypeError):
+        return None
+    path = catalog.project.manifests / f"{full_name}.json"
+    try:
+        inside = path.resolve().is_relative_to(catalog.project.manifests.resolve())
+    except (OSError, ValueError):
+        return None
+    return path if inside else None
+
+
+def _anchor_sha256(folder: Path, catalog: Catalog | None, trusted: Path | None) -> str | None:
+    """SHA-256 of the manifest from outside the release (``trusted``, else the project's
+    committed one for the release manifest.json names), or None when there is none: it tells
+    whether a manifest.json that disagrees with SHA256SUMS is itself intact."""
+    if trusted is not None:
+        return sha256_file(trusted) if trusted.is_file() else None
+    if catalog is None:
+        return None
+    try:
+        manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    path = _committed_path(manifest, catalog)
+    return sha256_file(path) if path is not None and path.is_file() else None
 
 
 def _same_rows(path: Path, info: dict) -> bool:
@@ -89,6 +120,9 @@ def verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool = 
     present.discard(SUMS_FILE)
     for name in sorted(present - set(listed)):
         report.fail("file is not listed in SHA256SUMS (added?)", name)
+    if MANIFEST_FILE not in listed:
+        # manifest.json lists every other file; only SHA256SUMS itself lists manifest.json.
+        report.fail(f"{MANIFEST_FILE} is not listed (the file was edited)", SUMS_FILE)
     actual: dict[str, str] = {}
     for name in sorted(listed):
         path = folder / name
@@ -106,6 +140,9 @@ def verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool = 
         if recorded.get(name) == digest:
             report.fail(f"the entry for {name} was altered (the file matches manifest.json)",
                         SUMS_FILE)
+        elif name == MANIFEST_FILE and digest == _anchor_sha256(folder, catalog, trusted):
+            report.fail(f"the entry for {name} was altered (the file matches the "
+                        f"{'trusted' if trusted else 'committed'} manifest)", SUMS_FILE)
         else:
             report.fail("SHA-256 differs from SHA256SUMS (file changed)", name)
     if MANIFEST_FILE not in present:
@@ -116,7 +153,9 @@ def verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool = 
     except (ValueError, UnicodeDecodeError) as exc:
         report.fail(f"manifest.json is not valid JSON: {exc}", MANIFEST_FILE)
         return report
-    errors = list(validator("manifest").iter_errors(manifest))
+    # The compiled check says yes or no quickly; a no is explained by the full validator.
+    errors = [] if fast_check("manifest")(manifest) else \
+        list(validator("manifest").iter_errors(manifest))
     if errors:
         report.fail(f"manifest.json does not match its schema: {errors[0].message}",
                     MANIFEST_FILE)
@@ -161,12 +200,11 @@ def verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool = 
 
 def _compare_committed(folder: Path, manifest: dict, catalog: Catalog,
                        report: VerifyReport) -> None:
-    full_name = f"{manifest['release']}-{manifest['version']}"
-    committed_path = catalog.project.manifests / f"{full_name}.json"
-    display = catalog.project.display(committed_path)
-    if not committed_path.resolve().is_relative_to(catalog.project.manifests.resolve()):
+    committed_path = _committed_path(manifest, catalog)
+    if committed_path is None:
         report.fail("manifest names a release outside manifests/", MANIFEST_FILE)
         return
+    display = catalog.project.display(committed_path)
     if not committed_path.is_file():
         report.fail("no committed manifest for this release", display)
         return

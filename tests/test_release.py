@@ -1,5 +1,5 @@
-"""Frozen releases: coreutils agrees with SHA256SUMS, tampering is caught and named, a frozen
-version is never overwritten, and writes are atomic."""
+"""Frozen releases: coreutils agrees with SHA256SUMS, a frozen version is never overwritten, and
+writes are atomic (tampering: test_tamper.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from conftest import REPO, run_cli, tree_bytes
+from conftest import run_cli, tree_bytes
 from generator.catalog import Catalog
 from generator.project import Project
 from generator.verify import verify_release
@@ -88,23 +88,6 @@ def _flip(path: Path, offset: int) -> None:
     path.write_bytes(bytes(data))
 
 
-def test_verify_names_the_file_when_any_byte_is_flipped(built_example: Path,
-                                                        tmp_path: Path) -> None:
-    catalog = Catalog.load(Project(REPO))
-    release = _copy(built_example, tmp_path)
-    for path in sorted(p for p in release.rglob("*") if p.is_file()):
-        name = path.relative_to(release).as_posix()
-        size = path.stat().st_size
-        for offset in sorted({0, size // 3, size // 2, size - 1}):
-            original = path.read_bytes()
-            _flip(path, offset)
-            report = verify_release(release, catalog)
-            assert not report.ok, f"flipping byte {offset} of {name} went unnoticed"
-            assert any(p.file and name in p.file for p in report.problems), report.problems
-            path.write_bytes(original)
-    assert verify_release(release, catalog).ok
-
-
 def test_cli_verify_reports_flipped_byte_with_exit_1(built_example: Path, tmp_path: Path) -> None:
     release = _copy(built_example, tmp_path)
     target = release / "data" / "example.choice.meeting_room.jsonl"
@@ -113,17 +96,6 @@ def test_cli_verify_reports_flipped_byte_with_exit_1(built_example: Path, tmp_pa
     assert result.returncode == 1
     assert "data/example.choice.meeting_room.jsonl" in result.stderr
     assert "Traceback" not in result.stderr
-
-
-def test_verify_catches_added_and_removed_files(built_example: Path, tmp_path: Path) -> None:
-    release = _copy(built_example, tmp_path)
-    (release / "data" / "extra.jsonl").write_text("{}\n")
-    result = run_cli("verify", str(release))
-    assert result.returncode == 1 and "data/extra.jsonl" in result.stderr
-    (release / "data" / "extra.jsonl").unlink()
-    (release / "README.md").unlink()
-    result = run_cli("verify", str(release))
-    assert result.returncode == 1 and "README.md" in result.stderr
 
 
 def test_verify_regenerate_passes_on_a_faithful_release(built_example: Path) -> None:
