@@ -6,19 +6,13 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
 
 from conftest import run_cli, tree_bytes
-from generator.catalog import Catalog
-from generator.project import Project
-from generator.verify import verify_release
 
 
 def test_coreutils_sha256sum_accepts_the_release(built_example: Path) -> None:
@@ -169,45 +163,3 @@ def test_verify_regenerate_catches_a_changed_template(built_example: Path,
     result = run_cli("verify", str(built_example), "--regenerate", root=project_copy)
     assert result.returncode == 1
     assert "templates/example/reversed_copy/probe.j2" in result.stderr
-
-
-def _large_release(project: Path) -> None:
-    release = project / "specs" / "releases" / "example-v1.yaml"
-    text = release.read_text().replace("version: v1", "version: v9")
-    # The priming family's control arm has few distinct texts; the other two scale.
-    text = text.replace("  - family: example.priming.harbour_fog\n    groups: 12\n", "")
-    text = text.replace("groups: 12", "groups: 400")
-    assert "harbour_fog" not in text
-    (project / "specs" / "releases" / "example-v9.yaml").write_text(text)
-
-
-@pytest.mark.parametrize("delay", [0.6, 1.0, 1.5, 2.2, 3.0])
-def test_killed_freeze_leaves_nothing_partial(project_copy: Path, delay: float) -> None:
-    _large_release(project_copy)
-    out = project_copy / "dist"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "generator.cli", "--root", str(project_copy), "freeze",
-         "example-v9", "--out", str(out)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(delay)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    release = out / "example-v9"
-    manifest = project_copy / "manifests" / "example-v9.json"
-    if release.exists():
-        catalog = Catalog.load(Project(project_copy))
-        if manifest.exists():
-            assert verify_release(release, catalog).ok
-        else:
-            # Killed between the two renames: the release is whole and seals itself.
-            report = verify_release(release, None)
-            assert report.ok, report.problems
-    else:
-        assert not manifest.exists()
-    visible = [p.name for p in out.iterdir() if not p.name.startswith(".")] if out.exists() else []
-    assert visible in ([], ["example-v9"])
-    # A later freeze completes and cleans up whatever the killed one left behind.
-    result = run_cli("freeze", "example-v9", "--out", str(out), root=project_copy)
-    assert result.returncode == 0, result.stderr
-    assert [p.name for p in out.iterdir()] == ["example-v9"]
-    assert tree_bytes(release)
