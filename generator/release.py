@@ -38,13 +38,16 @@ from .manifest import (
     SUMS_FILE,
     comparable,
     content_of,
+    describe_versions,
     environment,
     load_manifest,
     manifest_bytes,
     manifest_differences,
     other_writer_files,
+    reinstall_hint,
     sha256_file,
     sums_text,
+    version_differences,
 )
 from .parallel import (
     ChunkResult,
@@ -75,6 +78,9 @@ class BuiltRelease:
     path: Path
     manifest: dict[str, Any]
     notes: tuple[str, ...] = ()
+    #: Byte-shaping packages installed in other versions than the committed manifest records,
+    #: when the release came out byte-identical all the same (said by verify --regenerate).
+    versions: tuple[str, ...] = ()
 
 
 #: Where a family's instances come from while a release is written: (groups done, chunk)
@@ -553,19 +559,32 @@ def freeze(catalog: Catalog, release: ReleaseSpec, out: Path, *, write_manifest:
         finally:
             executor.close()
         notes: tuple[str, ...] = ()
+        versions: tuple[str, ...] = ()
         if committed is not None:
             writer = writer_name()
             pinned, made = comparable(committed, built, writer)
             differences = manifest_differences(pinned, made)
+            drift = version_differences(committed.get("environment", {}),
+                                        built["environment"])
+            display = catalog.project.display(committed_path)
             if differences or content_of(pinned) != content_of(made):
-                raise CheckFailed([
+                problems = [
                     Problem(f"{release.full_name} differs from its frozen manifest "
                             "(a frozen version never changes; make a new version): " + text,
-                            catalog.project.display(committed_path))
-                    for text in differences or ["manifest content differs"]])
+                            display) for text in differences or ["manifest content differs"]]
+                if drift:
+                    problems.append(Problem(
+                        f"{release.full_name} was frozen with other versions of what shapes "
+                        "its bytes (" + describe_versions(drift, "recorded", "installed")
+                        + f"): {reinstall_hint(drift)} to rebuild it byte for byte", display))
+                raise CheckFailed(problems)
             manifest_data = committed_path.read_bytes()
             manifest = committed
             notes = writer_notes(committed, writer)
+            if drift:
+                versions = ("rebuilt byte for byte with other versions than the manifest "
+                            "records (" + describe_versions(drift, "recorded", "installed")
+                            + ")",)
         else:
             manifest_data = manifest_bytes(built)
             manifest = built
@@ -580,7 +599,7 @@ def freeze(catalog: Catalog, release: ReleaseSpec, out: Path, *, write_manifest:
             _fsync_dir(out)
         else:
             _move_into_place(staged, final)
-    return BuiltRelease(release, final, manifest, notes)
+    return BuiltRelease(release, final, manifest, notes, versions)
 
 
 def writer_notes(manifest: Mapping[str, Any], writer: str) -> tuple[str, ...]:

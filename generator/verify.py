@@ -14,10 +14,12 @@ from .errors import MemspecError, Problem
 from .manifest import (
     MANIFEST_FILE,
     SUMS_FILE,
+    describe_versions,
     manifest_differences,
     parse_sums,
     sha256_file,
     sums_text,
+    version_differences,
 )
 from .parquet_export import content_sha256, writer_name
 from .schemas import fast_check, validator
@@ -216,6 +218,12 @@ def _compare_committed(folder: Path, manifest: dict, catalog: Catalog,
         if not isinstance(committed, dict):
             committed = {}
         lines = manifest_differences(committed, manifest) or ["bytes differ"]
+        drift = version_differences(committed.get("environment", {}),
+                                    manifest.get("environment", {}))
+        if drift and any(not line.startswith("input ") for line in lines):
+            lines.append("the release was built with other versions of what shapes its bytes ("
+                         + describe_versions(drift, "in the committed manifest",
+                                             "in this release's") + ")")
         for line in lines:
             report.fail(f"manifest.json differs from the committed manifest: {line}", display)
 
@@ -232,10 +240,12 @@ def _compare_rebuild(folder: Path, manifest: dict, catalog: Catalog,
         return
     with tempfile.TemporaryDirectory(prefix="memspec-verify-") as tmp:
         try:
-            rebuilt = freeze(catalog, release, Path(tmp), write_manifest=False).path
+            built = freeze(catalog, release, Path(tmp), write_manifest=False)
         except MemspecError as err:
             report.problems.extend(err.problems)
             return
+        report.notes.extend(built.versions)
+        rebuilt = built.path
         names = sorted({p.relative_to(rebuilt).as_posix() for p in rebuilt.rglob("*")
                         if p.is_file()} | {p.relative_to(folder).as_posix()
                                            for p in folder.rglob("*") if p.is_file()})
