@@ -572,7 +572,8 @@ def freeze(catalog: Catalog, release: ReleaseSpec, out: Path, *, write_manifest:
                     Problem(f"{release.full_name} differs from its frozen manifest "
                             "(a frozen version never changes; make a new version): " + text,
                             display) for text in differences or ["manifest content differs"]]
-                if drift:
+                if drift and committed.get("inputs") == built["inputs"]:
+                    # Same specs, templates and pools: the versions are what changed.
                     problems.append(Problem(
                         f"{release.full_name} was frozen with other versions of what shapes "
                         "its bytes (" + describe_versions(drift, "recorded", "installed")

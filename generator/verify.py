@@ -220,7 +220,7 @@ def _compare_committed(folder: Path, manifest: dict, catalog: Catalog,
         lines = manifest_differences(committed, manifest) or ["bytes differ"]
         drift = version_differences(committed.get("environment", {}),
                                     manifest.get("environment", {}))
-        if drift and any(not line.startswith("input ") for line in lines):
+        if drift and committed.get("inputs") == manifest.get("inputs"):
             lines.append("the release was built with other versions of what shapes its bytes ("
                          + describe_versions(drift, "in the committed manifest",
                                              "in this release's") + ")")

@@ -4,10 +4,12 @@
     python scripts/drift.py --only env           # TZ, locale, umask, working folder, hash seed
     python scripts/drift.py --only python --pythons /usr/bin/python3.12 3.10.13
 
-(env)    `memspec build` of every bundled release in this interpreter, once per drift (TZ,
-         LC_ALL, umask, working folder, PYTHONHASHSEED); every tree must equal the first
-         byte for byte, and `memspec build` itself checks each release against its committed
-         manifest.
+(env)    `memspec build` of every bundled release in this interpreter (run the script with the
+         Python memspec is installed in), once per drift (TZ, LC_ALL, umask, working folder,
+         PYTHONHASHSEED, PYTHONINTMAXSTRDIGITS); every tree must equal the first byte for
+         byte, and `memspec build` itself checks each release against its committed manifest.
+         File modes follow the umask (see tests/test_env_drift.py): they are listed, not
+         compared.
 (python) for each interpreter: a fresh venv under --work, `pip install -e .` of this
          checkout, `memspec build` of every bundled release (frozen and verified against the
          committed manifests), then its trees compared with those the first interpreter
@@ -36,13 +38,15 @@ REPO = Path(__file__).resolve().parent.parent
 PYENV_VERSIONS = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
 #: The Pythons tried when none are named: every pyenv version that pyproject allows.
 DEFAULT_PYTHONS = ("3.10.13", "3.11.7", "3.12.1")
-#: One build per drift; umask and the working folder are set by the runner, the rest by env.
+#: One build per drift (the same as tests/test_env_drift.py); the umask and the working folder
+#: are set by the runner, the rest through the environment.
 DRIFTS: tuple[dict[str, Any], ...] = (
-    {"TZ": "UTC", "LC_ALL": "C", "PYTHONHASHSEED": "0", "umask": 0o022},
+    {"TZ": "UTC", "LC_ALL": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0",
+     "PYTHONHASHSEED": "0", "PYTHONINTMAXSTRDIGITS": "640", "umask": 0o022},
     {"TZ": "Pacific/Kiritimati", "LC_ALL": "tr_TR.UTF-8", "PYTHONHASHSEED": "12345",
      "umask": 0o077},
     {"TZ": "America/St_Johns", "LC_ALL": "C.UTF-8", "PYTHONHASHSEED": "random",
-     "umask": 0o002},
+     "PYTHONUTF8": "1", "umask": 0o002},
 )
 
 
@@ -104,6 +108,11 @@ def modes(folder: Path) -> set[str]:
 
 def drift_env(work: Path) -> list[dict[str, Any]]:
     """(env): one build per drift in this interpreter; trees compared with the first."""
+    try:
+        import generator  # noqa: F401
+    except ImportError:
+        raise SystemExit("run the env drifts with the Python memspec is installed in "
+                         "(pip install -e .)") from None
     locale_env = turkish_locale(work)
     rows, reference = [], None
     for index, drift in enumerate(DRIFTS):

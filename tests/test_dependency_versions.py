@@ -80,3 +80,13 @@ def test_only_recorded_byte_shaping_versions_are_compared() -> None:
         ("Python", "3.10.13", "3.11.9")
     assert version_differences({"packages": []}, here) == []
     assert version_differences("broken", here) == []
+
+
+def test_changed_inputs_are_not_blamed_on_versions(project_copy: Path) -> None:
+    _rewrite_committed(project_copy, change_data=True)
+    pool = project_copy / "specs" / "pools" / "example" / "meeting_rooms.yaml"
+    pool.write_text(pool.read_text().replace("  - ", "  - Renamed ", 1))
+    result = run_cli("freeze", RELEASE, "--out", str(project_copy / "out"), root=project_copy)
+    assert result.returncode == 1, result.stderr
+    assert "input specs/pools/example/meeting_rooms.yaml differs" in result.stderr
+    assert "pip install" not in result.stderr  # other versions would not bring it back
