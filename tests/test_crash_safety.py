@@ -58,6 +58,12 @@ def _staged(out: Path, file: str) -> Callable[[], bool]:
                        if "-old-" not in name)
 
 
+def _swapped(release: Path) -> Callable[[], bool]:
+    """True once another folder stands at ``release`` than stood there when this was made."""
+    before = release.stat().st_ino
+    return lambda: release.stat().st_ino != before
+
+
 def _kill(project: Path, when: float | Callable[[], bool], limit: float) -> int:
     """Start a freeze and SIGKILL it after ``when`` seconds, or as soon as ``when()`` holds
     (polled every millisecond, for at most ``limit`` seconds); its exit status."""
@@ -150,7 +156,9 @@ def test_a_freeze_over_a_release_killed_anywhere_keeps_it_whole(project_copy: Pa
     outcomes: Counter[str] = Counter()
     for label, when in ref.kill_points():
         if label == "release in place":
-            when = _staged(ref.out, "SHA256SUMS")  # the release is always in place here
+            # It always is here: kill once the new one has been swapped in, while the old one
+            # is being removed.
+            when = _swapped(ref.release)
         code = _kill(project_copy, when, 4 * ref.seconds)
         # The committed manifest is never rewritten, and the release never goes missing or
         # partial, whether the kill came before, during or after the swap.
