@@ -61,7 +61,14 @@ def _staged(out: Path, file: str) -> Callable[[], bool]:
 def _swapped(release: Path) -> Callable[[], bool]:
     """True once another folder stands at ``release`` than stood there when this was made."""
     before = release.stat().st_ino
-    return lambda: release.stat().st_ino != before
+
+    def swapped() -> bool:
+        try:
+            return release.stat().st_ino != before
+        except FileNotFoundError:  # between two renames, where the system cannot swap
+            return True
+
+    return swapped
 
 
 def _kill(project: Path, when: float | Callable[[], bool], limit: float) -> int:
