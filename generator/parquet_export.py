@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
+from functools import cache
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -34,8 +35,10 @@ _PLAIN = re.compile(r"[A-Za-z0-9_]+")
 _JSON_COLUMNS = ("axes", "fields", "answer", "analysis", "feedback")
 
 
+@cache
 def writer_name() -> str:
-    """The writer recorded beside pinned Parquet bytes: the installed pyarrow."""
+    """The writer recorded beside pinned Parquet bytes: the installed pyarrow (looked up
+    once: the installed version does not change while a process runs)."""
     return f"pyarrow {version('pyarrow')}"
 
 

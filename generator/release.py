@@ -1,15 +1,22 @@
 """Freezing a release: generate every family, write the files, pin them in a manifest.
 
-Everything is written into a hidden temporary folder beside the target and moved into place
-with one rename, so an interrupted freeze never leaves a partial release.
+Everything is written into a hidden temporary folder beside the target, synced, and moved into
+place with one rename (a release already there is swapped out in one step), so an interrupted
+freeze never leaves a partial release; a new manifest is written beside its place first and
+renamed right after the release. What a killed freeze leaves behind is hidden, and removed by
+the next one.
 """
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import fcntl
+import glob
 import hashlib
 import os
 import shutil
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,13 +39,16 @@ from .manifest import (
     SUMS_FILE,
     comparable,
     content_of,
+    describe_versions,
     environment,
     load_manifest,
     manifest_bytes,
     manifest_differences,
     other_writer_files,
+    reinstall_hint,
     sha256_file,
     sums_text,
+    version_differences,
 )
 from .parallel import (
     ChunkResult,
@@ -69,6 +79,9 @@ class BuiltRelease:
     path: Path
     manifest: dict[str, Any]
     notes: tuple[str, ...] = ()
+    #: Byte-shaping packages installed in other versions than the committed manifest records,
+    #: when the release came out byte-identical all the same (said by verify --regenerate).
+    versions: tuple[str, ...] = ()
 
 
 #: Where a family's instances come from while a release is written: (groups done, chunk)
@@ -415,41 +428,105 @@ def _staging(out: Path, full_name: str) -> Iterator[Path]:
         os.close(lock)
 
 
-def _move_into_place(staged: Path, final: Path) -> None:
-    old = final.with_name(f"{TMP_PREFIX}{final.name}-old-{os.getpid()}")
-    if final.exists():
-        os.rename(final, old)
-    os.rename(staged, final)
-    if old.exists():
-        shutil.rmtree(old)
-    dir_fd = os.open(final.parent, os.O_RDONLY)
+def _fsync_dir(folder: Path) -> None:
+    """Make the renames in ``folder`` durable."""
+    dir_fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
 
 
+#: renameat2(2) flag: swap two paths in one step (Linux 3.15+, most local file systems).
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _exchange(first: Path, second: Path) -> bool:
+    """Swap two existing paths in one atomic step; False where the system cannot (then nothing
+    has changed)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
+                          ctypes.c_uint]
+    if renameat2(_AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second),
+                 _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP):
+        return False
+    raise OSError(code, os.strerror(code), str(first), None, str(second))
+
+
+def _move_into_place(staged: Path, final: Path, *, sync: bool = True) -> None:
+    """Put the release built in ``staged`` at ``final``. A release already there is swapped
+    out in one step (it ends up in ``staged``, which its caller removes), so it is never
+    missing or partial; where the system cannot swap, it is renamed away just before.
+    ``sync=False`` leaves syncing the folder to the caller."""
+    if final.exists() and not _exchange(staged, final):
+        old = final.with_name(f"{TMP_PREFIX}{final.name}-old-{os.getpid()}")
+        os.rename(final, old)
+        os.rename(staged, final)
+        shutil.rmtree(old)
+    elif not final.exists():
+        os.rename(staged, final)
+    if sync:
+        _fsync_dir(final.parent)
+
+
+def _process_gone(pid: int) -> bool:
+    """Whether no process has this id (a writer that was killed)."""
+    try:
+        os.kill(pid, 0)  # signal 0 sends nothing: it only asks whether the process exists
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def _remove_stale_siblings(path: Path) -> None:
+    """Remove the temporary siblings of ``path`` that killed writers left behind."""
+    for stale in path.parent.glob(f"{glob.escape(TMP_PREFIX + path.name)}-*"):
+        pid = stale.name.rpartition("-")[2]
+        if pid.isdigit() and int(pid) != os.getpid() and _process_gone(int(pid)):
+            stale.unlink(missing_ok=True)
+
+
 @contextmanager
-def atomic_writer(path: Path) -> Iterator[BinaryIO]:
+def atomic_writer(path: Path, *, just_before: Callable[[], None] | None = None
+                  ) -> Iterator[BinaryIO]:
     """A file opened for writing that appears at ``path`` whole or not at all: written as a
-    hidden sibling and renamed over the target when the block ends without an error."""
+    hidden sibling, synced, and renamed over the target when the block ends without an error.
+    ``just_before`` is a last step taken the moment before that rename (a release moved into
+    place, so that it and its manifest appear together)."""
     if path.is_dir():
         raise SpecError.single("is a folder; give a file name", str(path))
+    _remove_stale_siblings(path)
     tmp = path.with_name(f"{TMP_PREFIX}{path.name}-{os.getpid()}")
     try:
         with tmp.open("wb") as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
+        if just_before is not None:
+            just_before()
         os.replace(tmp, path)
+        _fsync_dir(path.parent)
     finally:
         if tmp.exists():
             tmp.unlink()
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write a file by writing a temporary sibling and renaming it over the target."""
-    with atomic_writer(path) as handle:
+def atomic_write_bytes(path: Path, data: bytes, *,
+                       just_before: Callable[[], None] | None = None) -> None:
+    """Write a file by writing a temporary sibling and renaming it over the target (see
+    ``atomic_writer``)."""
+    with atomic_writer(path, just_before=just_before) as handle:
         handle.write(data)
 
 
@@ -490,29 +567,48 @@ def freeze(catalog: Catalog, release: ReleaseSpec, out: Path, *, write_manifest:
         finally:
             executor.close()
         notes: tuple[str, ...] = ()
+        versions: tuple[str, ...] = ()
         if committed is not None:
             writer = writer_name()
             pinned, made = comparable(committed, built, writer)
             differences = manifest_differences(pinned, made)
+            drift = version_differences(committed.get("environment", {}),
+                                        built["environment"])
+            display = catalog.project.display(committed_path)
             if differences or content_of(pinned) != content_of(made):
-                raise CheckFailed([
+                problems = [
                     Problem(f"{release.full_name} differs from its frozen manifest "
                             "(a frozen version never changes; make a new version): " + text,
-                            catalog.project.display(committed_path))
-                    for text in differences or ["manifest content differs"]])
+                            display) for text in differences or ["manifest content differs"]]
+                if drift and committed.get("inputs") == built["inputs"]:
+                    # Same specs, templates and pools: the versions are what changed.
+                    problems.append(Problem(
+                        f"{release.full_name} was frozen with other versions of what shapes "
+                        "its bytes (" + describe_versions(drift, "recorded", "installed")
+                        + f"): {reinstall_hint(drift)} to rebuild it byte for byte", display))
+                raise CheckFailed(problems)
             manifest_data = committed_path.read_bytes()
             manifest = committed
             notes = writer_notes(committed, writer)
+            if drift:
+                versions = ("rebuilt byte for byte with other versions than the manifest "
+                            "records (" + describe_versions(drift, "recorded", "installed")
+                            + ")",)
         else:
             manifest_data = manifest_bytes(built)
             manifest = built
         _write_seal(staged, manifest_data)
         _fsync_tree(staged)
-        _move_into_place(staged, final)
-    if committed is None and write_manifest:
-        committed_path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(committed_path, manifest_data)
-    return BuiltRelease(release, final, manifest, notes)
+        if committed is None:
+            # The new manifest is written and synced beside its place first, and renamed
+            # into place right after the release: the two appear one system call apart.
+            committed_path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(committed_path, manifest_data, just_before=lambda: (
+                _move_into_place(staged, final, sync=False)))
+            _fsync_dir(out)
+        else:
+            _move_into_place(staged, final)
+    return BuiltRelease(release, final, manifest, notes, versions)
 
 
 def writer_notes(manifest: Mapping[str, Any], writer: str) -> tuple[str, ...]:

@@ -14,10 +14,13 @@ from .errors import MemspecError, Problem
 from .manifest import (
     MANIFEST_FILE,
     SUMS_FILE,
+    describe_versions,
     manifest_differences,
     parse_sums,
+    sha256_file,
     sha256_files,
     sums_text,
+    version_differences,
 )
 from .parallel import available_cores
 from .parquet_export import content_sha256, writer_name
@@ -49,6 +52,37 @@ def _recorded_hashes(folder: Path) -> dict[str, str]:
         return {name: info["sha256"] for name, info in manifest["files"].items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}
+
+
+def _committed_path(manifest: object, catalog: Catalog) -> Path | None:
+    """The committed manifest of the release a manifest names, if it names one inside the
+    project's manifests/ (None for anything else, however malformed)."""
+    try:
+        full_name = f"{manifest['release']}-{manifest['version']}"  # type: ignore[index]
+    except (KeyError, TypeError):
+        return None
+    path = catalog.project.manifests / f"{full_name}.json"
+    try:
+        inside = path.resolve().is_relative_to(catalog.project.manifests.resolve())
+    except (OSError, ValueError):
+        return None
+    return path if inside else None
+
+
+def _anchor_sha256(folder: Path, catalog: Catalog | None, trusted: Path | None) -> str | None:
+    """SHA-256 of the manifest from outside the release (``trusted``, else the project's
+    committed one for the release manifest.json names), or None when there is none: it tells
+    whether a manifest.json that disagrees with SHA256SUMS is itself intact."""
+    if trusted is not None:
+        return sha256_file(trusted) if trusted.is_file() else None
+    if catalog is None:
+        return None
+    try:
+        manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    path = _committed_path(manifest, catalog)
+    return sha256_file(path) if path is not None and path.is_file() else None
 
 
 def _same_rows(path: Path, info: dict) -> bool:
@@ -90,6 +124,9 @@ def verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool = 
     present.discard(SUMS_FILE)
     for name in sorted(present - set(listed)):
         report.fail("file is not listed in SHA256SUMS (added?)", name)
+    if MANIFEST_FILE not in listed:
+        # manifest.json lists every other file; only SHA256SUMS itself lists manifest.json.
+        report.fail(f"{MANIFEST_FILE} is not listed (the file was edited)", SUMS_FILE)
     to_hash: list[str] = []
     for name in sorted(listed):
         path = folder / name
@@ -109,6 +146,9 @@ def verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool = 
         if recorded.get(name) == digest:
             report.fail(f"the entry for {name} was altered (the file matches manifest.json)",
                         SUMS_FILE)
+        elif name == MANIFEST_FILE and digest == _anchor_sha256(folder, catalog, trusted):
+            report.fail(f"the entry for {name} was altered (the file matches the "
+                        f"{'trusted' if trusted else 'committed'} manifest)", SUMS_FILE)
         else:
             report.fail("SHA-256 differs from SHA256SUMS (file changed)", name)
     if MANIFEST_FILE not in present:
@@ -164,12 +204,11 @@ def verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool = 
 
 def _compare_committed(folder: Path, manifest: dict, catalog: Catalog,
                        report: VerifyReport) -> None:
-    full_name = f"{manifest['release']}-{manifest['version']}"
-    committed_path = catalog.project.manifests / f"{full_name}.json"
-    display = catalog.project.display(committed_path)
-    if not committed_path.resolve().is_relative_to(catalog.project.manifests.resolve()):
+    committed_path = _committed_path(manifest, catalog)
+    if committed_path is None:
         report.fail("manifest names a release outside manifests/", MANIFEST_FILE)
         return
+    display = catalog.project.display(committed_path)
     if not committed_path.is_file():
         report.fail("no committed manifest for this release", display)
         return
@@ -181,6 +220,12 @@ def _compare_committed(folder: Path, manifest: dict, catalog: Catalog,
         if not isinstance(committed, dict):
             committed = {}
         lines = manifest_differences(committed, manifest) or ["bytes differ"]
+        drift = version_differences(committed.get("environment", {}),
+                                    manifest.get("environment", {}))
+        if drift and committed.get("inputs") == manifest.get("inputs"):
+            lines.append("the release was built with other versions of what shapes its bytes ("
+                         + describe_versions(drift, "in the committed manifest",
+                                             "in this release's") + ")")
         for line in lines:
             report.fail(f"manifest.json differs from the committed manifest: {line}", display)
 
@@ -197,10 +242,12 @@ def _compare_rebuild(folder: Path, manifest: dict, catalog: Catalog,
         return
     with tempfile.TemporaryDirectory(prefix="memspec-verify-") as tmp:
         try:
-            rebuilt = freeze(catalog, release, Path(tmp), write_manifest=False).path
+            built = freeze(catalog, release, Path(tmp), write_manifest=False)
         except MemspecError as err:
             report.problems.extend(err.problems)
             return
+        report.notes.extend(built.versions)
+        rebuilt = built.path
         names = sorted({p.relative_to(rebuilt).as_posix() for p in rebuilt.rglob("*")
                         if p.is_file()} | {p.relative_to(folder).as_posix()
                                            for p in folder.rglob("*") if p.is_file()})

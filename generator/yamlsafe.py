@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from .canonical import has_lone_surrogate
 from .errors import PathPart, SpecError
 
 #: Largest spec, pool or release file accepted, in bytes.
@@ -260,6 +261,11 @@ def _construct(
                     key_node.start_mark.line + 1, key_node.start_mark.column + 1,
                 )
             key = key_node.value
+            if has_lone_surrogate(key):
+                raise SpecError.single("key holds a lone surrogate (\\ud800-\\udfff), which "
+                                       "UTF-8 cannot encode", display,
+                                       key_node.start_mark.line + 1,
+                                       key_node.start_mark.column + 1)
             if key == "<<":
                 raise SpecError.single("YAML merge keys (<<) are not allowed in specs", display,
                                        key_node.start_mark.line + 1,
@@ -283,6 +289,10 @@ def _construct(
         ]
     assert isinstance(node, ScalarNode)
     if node.tag == "tag:yaml.org,2002:str":
+        if has_lone_surrogate(node.value):
+            # Only an escape ("\ud800") can make one: no UTF-8 file holds it, none can.
+            raise SpecError.single("text holds a lone surrogate (\\ud800-\\udfff), which "
+                                   "UTF-8 cannot encode", display, line, column, path)
         return node.value
     if node.tag == "tag:yaml.org,2002:bool":
         return node.value.lower() == "true"

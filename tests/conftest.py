@@ -16,15 +16,18 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def run_cli(*args: str, root: Path | None = None, env: dict[str, str] | None = None,
-            cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """Run ``memspec ARGS`` in a fresh interpreter, with no standard input."""
+            cwd: Path | None = None, timeout: float = 300,
+            umask: int = -1) -> subprocess.CompletedProcess[str]:
+    """Run ``memspec ARGS`` in a fresh interpreter, with no standard input (and ``umask``,
+    unless -1)."""
     command = [sys.executable, "-m", "generator.cli"]
     if root is not None:
         command += ["--root", str(root)]
     full_env = {k: v for k, v in os.environ.items() if k != "MEMSPEC_ROOT"}
     full_env.update(env or {})
     return subprocess.run([*command, *args], capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL, env=full_env, cwd=cwd or REPO)
+                          stdin=subprocess.DEVNULL, env=full_env, cwd=cwd or REPO,
+                          umask=umask)
 
 
 def tree_bytes(folder: Path) -> dict[str, bytes]:

@@ -1,24 +1,18 @@
-"""Frozen releases: coreutils agrees with SHA256SUMS, tampering is caught and named, a frozen
-version is never overwritten, and writes are atomic."""
+"""Frozen releases: coreutils agrees with SHA256SUMS, a frozen version is never overwritten, and
+writes are atomic (tampering: test_tamper.py)."""
 
 from __future__ import annotations
 
 import json
 import re
 import shutil
-import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
 
-from conftest import REPO, run_cli, tree_bytes
-from generator.catalog import Catalog
-from generator.project import Project
-from generator.verify import verify_release
+from conftest import run_cli, tree_bytes
 
 
 def test_coreutils_sha256sum_accepts_the_release(built_example: Path) -> None:
@@ -88,23 +82,6 @@ def _flip(path: Path, offset: int) -> None:
     path.write_bytes(bytes(data))
 
 
-def test_verify_names_the_file_when_any_byte_is_flipped(built_example: Path,
-                                                        tmp_path: Path) -> None:
-    catalog = Catalog.load(Project(REPO))
-    release = _copy(built_example, tmp_path)
-    for path in sorted(p for p in release.rglob("*") if p.is_file()):
-        name = path.relative_to(release).as_posix()
-        size = path.stat().st_size
-        for offset in sorted({0, size // 3, size // 2, size - 1}):
-            original = path.read_bytes()
-            _flip(path, offset)
-            report = verify_release(release, catalog)
-            assert not report.ok, f"flipping byte {offset} of {name} went unnoticed"
-            assert any(p.file and name in p.file for p in report.problems), report.problems
-            path.write_bytes(original)
-    assert verify_release(release, catalog).ok
-
-
 def test_cli_verify_reports_flipped_byte_with_exit_1(built_example: Path, tmp_path: Path) -> None:
     release = _copy(built_example, tmp_path)
     target = release / "data" / "example.choice.meeting_room.jsonl"
@@ -113,17 +90,6 @@ def test_cli_verify_reports_flipped_byte_with_exit_1(built_example: Path, tmp_pa
     assert result.returncode == 1
     assert "data/example.choice.meeting_room.jsonl" in result.stderr
     assert "Traceback" not in result.stderr
-
-
-def test_verify_catches_added_and_removed_files(built_example: Path, tmp_path: Path) -> None:
-    release = _copy(built_example, tmp_path)
-    (release / "data" / "extra.jsonl").write_text("{}\n")
-    result = run_cli("verify", str(release))
-    assert result.returncode == 1 and "data/extra.jsonl" in result.stderr
-    (release / "data" / "extra.jsonl").unlink()
-    (release / "README.md").unlink()
-    result = run_cli("verify", str(release))
-    assert result.returncode == 1 and "README.md" in result.stderr
 
 
 def test_verify_regenerate_passes_on_a_faithful_release(built_example: Path) -> None:
@@ -197,45 +163,3 @@ def test_verify_regenerate_catches_a_changed_template(built_example: Path,
     result = run_cli("verify", str(built_example), "--regenerate", root=project_copy)
     assert result.returncode == 1
     assert "templates/example/reversed_copy/probe.j2" in result.stderr
-
-
-def _large_release(project: Path) -> None:
-    release = project / "specs" / "releases" / "example-v1.yaml"
-    text = release.read_text().replace("version: v1", "version: v9")
-    # The priming family's control arm has few distinct texts; the other two scale.
-    text = text.replace("  - family: example.priming.harbour_fog\n    groups: 12\n", "")
-    text = text.replace("groups: 12", "groups: 400")
-    assert "harbour_fog" not in text
-    (project / "specs" / "releases" / "example-v9.yaml").write_text(text)
-
-
-@pytest.mark.parametrize("delay", [0.6, 1.0, 1.5, 2.2, 3.0])
-def test_killed_freeze_leaves_nothing_partial(project_copy: Path, delay: float) -> None:
-    _large_release(project_copy)
-    out = project_copy / "dist"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "generator.cli", "--root", str(project_copy), "freeze",
-         "example-v9", "--out", str(out)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(delay)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    release = out / "example-v9"
-    manifest = project_copy / "manifests" / "example-v9.json"
-    if release.exists():
-        catalog = Catalog.load(Project(project_copy))
-        if manifest.exists():
-            assert verify_release(release, catalog).ok
-        else:
-            # Killed between the two renames: the release is whole and seals itself.
-            report = verify_release(release, None)
-            assert report.ok, report.problems
-    else:
-        assert not manifest.exists()
-    visible = [p.name for p in out.iterdir() if not p.name.startswith(".")] if out.exists() else []
-    assert visible in ([], ["example-v9"])
-    # A later freeze completes and cleans up whatever the killed one left behind.
-    result = run_cli("freeze", "example-v9", "--out", str(out), root=project_copy)
-    assert result.returncode == 0, result.stderr
-    assert [p.name for p in out.iterdir()] == ["example-v9"]
-    assert tree_bytes(release)
