@@ -183,19 +183,22 @@ def test_generate_into_a_folder_is_refused_cleanly(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize(("where", "old", "new", "fragment"), [
-    ("specs/pools/colours.yaml", "  - red", '  - "re\\ud800d"', "lone surrogate"),
+@pytest.mark.parametrize(("where", "old", "new", "fragments"), [
+    # libyaml refuses the escape itself; PyYAML's own scanner lets it through to our check.
+    ("specs/pools/colours.yaml", "  - red", '  - "re\\ud800d"',
+     ("lone surrogate", "invalid Unicode character escape")),
     (FAMILY, "  colour: {from: pools/colours.yaml}",
      "  x: {expr: \"'a\\\\ud800'\"}\n  colour: {from: pools/colours.yaml, shared_by: [x]}",
-     "no canonical form"),
+     ("no canonical form",)),
 ])
 def test_a_lone_surrogate_is_a_located_error(project: Path, out: Path, where: str,  # noqa: F811
-                                             old: str, new: str, fragment: str) -> None:
+                                             old: str, new: str,
+                                             fragments: tuple[str, ...]) -> None:
     # UTF-8 cannot encode U+D800-U+DFFF; a YAML escape or an expression can still make one.
     edit(project, where, old, new)
     for command in (("validate",), ("freeze", RELEASE, "--out", out)):
         result = memspec(project, *command)
         assert result.returncode == 2, result.stderr
-        assert fragment in result.stderr and "Traceback" not in result.stderr
-        assert f"{where}:" in result.stderr
+        assert any(f in result.stderr for f in fragments), result.stderr
+        assert "Traceback" not in result.stderr and f"{where}:" in result.stderr
     assert list(out.iterdir()) == [] and not any((project / "manifests").iterdir())
