@@ -21,6 +21,10 @@ VALIDATION_SEED = 0
 VALIDATION_MAX_GROUPS = 8
 
 
+#: The kinds of file a report counts (releases are counted when they are checked, last).
+_COUNTED = ("family", "paradigm", "pool", "export")
+
+
 @dataclass
 class ValidationReport:
     families: int = 0
@@ -31,6 +35,18 @@ class ValidationReport:
     instances: int = 0
     problems: list[Problem] = field(default_factory=list)
     exit_code: int = EXIT_OK
+
+    def count(self, kind: str, instances: int = 0) -> None:
+        """One more file of ``kind`` (family, paradigm, pool or export) validated."""
+        if kind == "family":
+            self.families += 1
+            self.instances += instances
+        elif kind == "paradigm":
+            self.paradigms += 1
+        elif kind == "pool":
+            self.pools += 1
+        elif kind == "export":
+            self.exports += 1
 
     def add(self, err: MemspecError) -> None:
         self.problems.extend(err.problems)
@@ -149,8 +165,6 @@ def validate(catalog: Catalog, paths: list[Path] | None = None,
     # Over the whole tree, paradigm problems are reported once, from the catalog.
     results = forked_map(_FileValidator(catalog, explain=not whole), files,
                          available_cores() if workers is None else workers)
-    counters = {"family": "families", "paradigm": "paradigms", "pool": "pools",
-                "export": "exports"}
     releases = []
     validated_families: set[Path] = set()
     for path, result in zip(files, results, strict=True):
@@ -160,10 +174,8 @@ def validate(catalog: Catalog, paths: list[Path] | None = None,
             report.add(result.error)
         elif result.kind == "release":
             releases.append(path)
-        elif result.kind in counters:
-            name = counters[result.kind]
-            setattr(report, name, getattr(report, name) + 1)
-            report.instances += result.instances
+        elif result.kind in _COUNTED:
+            report.count(result.kind, result.instances)
         else:
             report.problems.append(Problem("not a family, paradigm, pool or release spec",
                                            project.display(path), 1, 1))
