@@ -9,12 +9,10 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, BinaryIO, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, TypeVar
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from .audit import audit_instances, describe_failure
 from .canonical import dump_bytes, dump_pretty_bytes
@@ -59,6 +57,9 @@ out = Console(highlight=False, soft_wrap=True)
 _state: dict[str, Path | None] = {"root": None}
 T = TypeVar("T")
 
+if TYPE_CHECKING:
+    from rich.table import Table
+
 
 @app.callback()
 def _root(
@@ -95,6 +96,8 @@ def _progress(total: int, label: str) -> Iterator[Callable[[str, int], None]]:
     if not sys.stderr.isatty():
         yield lambda _name, _n: None
         return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err, transient=True) as bar:
         task = bar.add_task(label, total=total)
@@ -252,6 +255,8 @@ def show(
 
 
 def _release_table(rows: list[tuple[str, str, str, str]]) -> Table:
+    from rich.table import Table  # imported on use, like the progress bar: start-up counts
+
     table = Table("release", "instances", "root sha256", "status")
     for row in rows:
         table.add_row(*row)
