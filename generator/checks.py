@@ -6,9 +6,10 @@ never a warning: the generator refuses to write instances that break one.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +44,18 @@ def approx_tokens(text: str) -> int:
     return len(_TOKEN_RE.findall(text))
 
 
+@functools.lru_cache(maxsize=1 << 14)
+def _message_tokens(content: str) -> int:
+    return approx_tokens(content)
+
+
+def messages_tokens(messages: Iterable[Mapping[str, str]]) -> int:
+    """``approx_tokens`` of the messages' contents joined by newlines, counted message by
+    message: a token never spans the newline between two, and messages drawn from a pool
+    recur across groups, so each content's count is remembered (a bounded cache)."""
+    return sum(_message_tokens(m["content"]) for m in messages)
+
+
 @dataclass
 class RenderedVariant:
     """An instance with the slot values it was rendered from (for checks that need them)."""
@@ -59,6 +72,8 @@ class CheckRunner:
     renderer: Renderer
     family_file: str
     _tallies: dict[int, Counter] = field(default_factory=lambda: defaultdict(Counter))
+    #: Compiled expressions of the checks, by (check index, key): looked up once.
+    _expressions: dict[tuple[int, str], Any] = field(default_factory=dict)
 
     def _fail(self, index: int, message: str, instance_id: str | None = None) -> Problem:
         check, located, where = self.checks[index]
@@ -70,10 +85,14 @@ class CheckRunner:
                        located.file, line, col, where)
 
     def _expr(self, index: int, key: str) -> Any:
-        check, located, where = self.checks[index]
-        line, col = located.text_start((*where, key))
-        origin = TemplateOrigin(located.file, line - 1, col, f"check {check['kind']} {key}")
-        return self.renderer.expression(check[key], origin)
+        compiled = self._expressions.get((index, key))
+        if compiled is None:
+            check, located, where = self.checks[index]
+            line, col = located.text_start((*where, key))
+            origin = TemplateOrigin(located.file, line - 1, col, f"check {check['kind']} {key}")
+            compiled = self._expressions[index, key] = self.renderer.expression(check[key],
+                                                                                 origin)
+        return compiled
 
     @staticmethod
     def _applies(check: Mapping[str, Any], instance: Mapping[str, Any]) -> bool:
@@ -122,7 +141,7 @@ class CheckRunner:
                 if key in check and not ok(n, check[key]):
                     return f"phase {check['phase']!r} has {n} messages ({key} {check[key]})"
         elif kind == "token_count":
-            n = approx_tokens(phase_text(inst, check["phases"]))
+            n = messages_tokens(m for p in check["phases"] for m in phase_messages(inst, p))
             if "min" in check and n < check["min"]:
                 return f"{'+'.join(check['phases'])} has {n} tokens, fewer than {check['min']}"
             if "max" in check and n > check["max"]:

@@ -34,6 +34,9 @@ class FamilyGenerator:
         self.variants = family.variants()
         self.checks = CheckRunner(family.checks, renderer, family.file)
         self._phase_templates = {name: self._phase_template(name) for name in family.phases}
+        self._designs = {design.name: design for design in family.designs}
+        self._slot_expressions: dict[tuple, Any] = {}  # compiled once, kept across groups
+        self._answer_templates: dict[tuple, CompiledTemplate] = {}
 
     # ----------------------------------------------------------- templates of the spec
 
@@ -69,10 +72,16 @@ class FamilyGenerator:
         return [make_message(role, compiled.render_text(context), msg_name, compiled)
                 for role, msg_name, compiled in template]
 
+    def _answer_template(self, key: str, text: str, where: tuple) -> CompiledTemplate:
+        """The compiled text of the spec at ``where`` (an answer text or a field), kept."""
+        compiled = self._answer_templates.get(where)
+        if compiled is None:
+            compiled = self._answer_templates[where] = self._inline(text, where, f"answer {key}")
+        return compiled
+
     def _render_answer_text(self, key: str, text: str, context: dict[str, Any],
                             where: tuple | None = None) -> str:
-        where = where or ("answer", key)
-        compiled = self._inline(text, where, f"answer {key}")
+        compiled = self._answer_template(key, text, where or ("answer", key))
         value = compiled.render_text(context).strip()
         if not value:
             raise compiled.origin.error(f"answer {key} rendered empty", 1)
@@ -81,7 +90,7 @@ class FamilyGenerator:
     # ----------------------------------------------------------------- one group
 
     def _design_applies(self, design_name: str, slots: dict[str, Any], group: int) -> bool:
-        design = next(d for d in self.family.designs if d.name == design_name)
+        design = self._designs[design_name]
         if design.when is None:
             return True
         evaluate = self._expression(design.when, ("designs", design_name, "when"),
@@ -99,7 +108,7 @@ class FamilyGenerator:
 
     def _variant_context(self, slots: dict[str, Any], variant: Variant, group: int
                          ) -> dict[str, Any]:
-        design = next(d for d in self.family.designs if d.name == variant.design)
+        design = self._designs[variant.design]
         # Templates cannot change what they are given (an immutable sandbox), so the variants
         # of a group may share the slot values; only a transform, which rewrites them, needs
         # a copy of its own.
@@ -159,7 +168,7 @@ class FamilyGenerator:
         for key in ("remembered", "evidence", "prior"):
             # Policy hints: an empty render means "none in this variant", so no key.
             if key in spec:
-                compiled = self._inline(spec[key], ("answer", key), f"answer {key}")
+                compiled = self._answer_template(key, spec[key], ("answer", key))
                 value = compiled.render_text(context).strip()
                 if value:
                     answer[key] = value
@@ -237,7 +246,8 @@ class FamilyGenerator:
         rendered from them, unchecked: what an audit needs to re-run the checks on instances
         that were shipped."""
         try:
-            slots = sample_slots(self.family, self.renderer, self.seed, group)
+            slots = sample_slots(self.family, self.renderer, self.seed, group,
+                                 self._slot_expressions)
             return slots, [self.render_variant(slots, v, group) for v in self.variants
                            if self._design_applies(v.design, slots, group)]
         except CanonicalJSONError as exc:  # a value an expression made (a lone surrogate …)

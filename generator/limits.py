@@ -20,6 +20,7 @@ GROUP_SECONDS = float(os.environ.get("MEMSPEC_GROUP_SECONDS", "20"))
 #: generous; it is there so that a template doubling a string in a loop, or asking for a
 #: gigabyte of padding in one call, fails at once instead of driving the machine out of memory.
 GROUP_MEGABYTES = int(os.environ.get("MEMSPEC_GROUP_MEGABYTES", "512"))
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 class BudgetExceeded(Exception):
@@ -53,11 +54,22 @@ def time_budget(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
+#: /proc/self/statm of this process, opened once: (pid, descriptor). A forked child inherits
+#: its parent's, which names the parent, so the pid says whose it is.
+_statm: tuple[int, int] | None = None
+
+
 def _address_space() -> int | None:
-    """Bytes of address space this process maps now (Linux), or None where unknown."""
+    """Bytes of address space this process maps now (Linux), or None where unknown.
+
+    Read once per group, so the file stays open and is read again from its start (the
+    kernel writes it afresh on every read)."""
+    global _statm
     try:
-        with open("/proc/self/statm", encoding="ascii") as statm:
-            return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        pid = os.getpid()
+        if _statm is None or _statm[0] != pid:
+            _statm = (pid, os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC))
+        return int(os.pread(_statm[1], 128, 0).split()[0]) * _PAGE_SIZE
     except (OSError, ValueError, IndexError):
         return None
 

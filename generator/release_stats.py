@@ -9,7 +9,7 @@ from typing import Any
 
 from .audit_structure import is_memory_choice
 from .charts import histogram, stacked_bars
-from .checks import approx_tokens
+from .checks import messages_tokens
 
 
 @dataclass
@@ -32,8 +32,7 @@ class ReleaseStats:
                                              len(answer["options"]))
         for phase in instance["phases"]:
             if phase["messages"]:
-                text = "\n".join(m["content"] for m in phase["messages"])
-                self.phase_tokens[phase["phase"]][approx_tokens(text)] += 1
+                self.phase_tokens[phase["phase"]][messages_tokens(phase["messages"])] += 1
 
     @classmethod
     def of(cls, instances: Iterable[Mapping[str, Any]]) -> ReleaseStats:

@@ -33,7 +33,7 @@ ROLES = ("system", "user", "assistant", "tool")
 
 # Control characters that can never occur in pools or templates mark message boundaries.
 _MSG_START, _MSG_FIELD, _MSG_END = "\x02", "\x1f", "\x03"
-_MESSAGE_RE = re.compile(r"\x02([^\x1f]*)\x1f([^\x1f]*)\x1f([0-9]+)\x1f(.*?)\x03", re.S)
+_MESSAGE_RE = re.compile(r"\x02([^\x1f]*)\x1f([^\x1f]*)\x1f([0-9]+)\x1f([^\x03]*)\x03")
 #: A ``{name}`` left over from str.format habits, which Jinja would print literally.
 SINGLE_BRACE_RE = re.compile(r"(?<!\{)\{\s*[A-Za-z_][A-Za-z0-9_.]*\s*\}(?!\})")
 #: Largest ``range()`` a template may build.
@@ -355,7 +355,9 @@ class CompiledTemplate:
         if len(text) > MAX_RENDER_CHARS:
             raise self.origin.error(f"render produced {len(text)} characters, over the "
                                     f"{MAX_RENDER_CHARS} limit", 1)
-        return unicodedata.normalize("NFC", text.replace("\r\n", "\n").replace("\r", "\n"))
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        return text if text.isascii() else unicodedata.normalize("NFC", text)
 
     def render_messages(self, context: Mapping[str, Any]) -> list[Message]:
         """Render and split the output into the messages its ``{% message %}`` blocks mark."""

@@ -9,6 +9,7 @@ same value (one corpus shared by many probes, say).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -39,7 +40,15 @@ def balanced_at(values: Sequence[Any], seed: int, path: tuple[str | int, ...],
     prefix, counts differ by at most one, and exactly balance at every multiple of the block.
     """
     block, offset = divmod(position, len(values))
-    return KeyedRandom(seed, (*path, block)).shuffled(values)[offset]
+    return values[_block_order(seed, (*path, block), len(values))[offset]]
+
+
+@functools.lru_cache(maxsize=256)
+def _block_order(seed: int, path: tuple[str | int, ...], size: int) -> tuple[int, ...]:
+    """The shuffled order of one block of a balanced sequence of ``size`` values: the same
+    shuffle of positions as of the values themselves, so consecutive groups, which share a
+    block, shuffle it once."""
+    return tuple(KeyedRandom(seed, path).shuffled(range(size)))
 
 
 def balanced_value(values: list[Any], seed: int, family_id: str, slot: str, group: int) -> Any:
@@ -50,12 +59,14 @@ def balanced_value(values: list[Any], seed: int, family_id: str, slot: str, grou
 class _Sampler:
     """Draws the slots of one group, in declaration order."""
 
-    def __init__(self, family: FamilySpec, renderer: Renderer, seed: int, group: int) -> None:
+    def __init__(self, family: FamilySpec, renderer: Renderer, seed: int, group: int,
+                 expressions: dict[tuple, Any] | None = None) -> None:
         self.family = family
         self.renderer = renderer
         self.seed = seed
         self.group = group
         self.values: dict[str, Any] = {}
+        self._expressions = {} if expressions is None else expressions
 
     def error(self, message: str, where: tuple) -> SpecError:
         return self.family.located.error(message, where)
@@ -74,6 +85,8 @@ class _Sampler:
         ``pool_key`` names the loaded pool: the slot, or ``slot.column`` for a table column."""
         if "from" in spec:
             pool = self.family.pools[pool_key]
+            if "distinct_from" not in spec:
+                return pool.items  # type: ignore[return-value]  # read, never changed
             items, keys = list(pool.items), list(pool.keys)
         else:
             items = self.values[spec["of"]]
@@ -89,9 +102,13 @@ class _Sampler:
         return [item for item, key in zip(items, keys, strict=True) if key not in excluded]
 
     def expression(self, source: str, where: tuple, label: str) -> Any:
-        line, col = self.family.located.text_start(where)
-        origin = TemplateOrigin(self.family.located.file, line - 1, col, f"expression of {label}")
-        return self.renderer.expression(source, origin)
+        """The compiled expression at ``where``, kept for the sampler's later groups."""
+        if where not in self._expressions:
+            line, col = self.family.located.text_start(where)
+            origin = TemplateOrigin(self.family.located.file, line - 1, col,
+                                    f"expression of {label}")
+            self._expressions[where] = self.renderer.expression(source, origin)
+        return self._expressions[where]
 
     def evaluate(self, evaluate: Any, context: Mapping[str, Any], where: tuple, label: str
                  ) -> Any:
@@ -105,6 +122,13 @@ class _Sampler:
 
     def slot(self, name: str, slot: Mapping[str, Any]) -> Any:
         where = ("slots", name)
+        if "expr" in slot:
+            context = {**self.values, "group": self.group, "family": self.family.family_id}
+            label = f"slot {name!r}"
+            return self.evaluate(self.expression(slot["expr"], (*where, "expr"), label),
+                                 context, (*where, "expr"), label)
+        if "value" in slot:
+            return slot["value"]
         path = self.stream_path(name, slot)
         rng = KeyedRandom(self.seed, path)
         if "table" in slot:
@@ -122,17 +146,10 @@ class _Sampler:
                 return balanced_value(list(range(low, high + 1)), self.seed,
                                       self.family.family_id, name, self.group)
             return rng.randint(low, high)
-        if "value" in slot:
-            return slot["value"]
         if "choice" in slot:
             return rng.choice(slot["choice"])
-        if "balanced" in slot:
-            return balanced_value(list(slot["balanced"]), self.seed, self.family.family_id,
-                                  name, self.group)
-        context = {**self.values, "group": self.group, "family": self.family.family_id}
-        label = f"slot {name!r}"
-        return self.evaluate(self.expression(slot["expr"], (*where, "expr"), label), context,
-                             (*where, "expr"), label)
+        return balanced_value(list(slot["balanced"]), self.seed, self.family.family_id, name,
+                              self.group)
 
     def draw(self, name: str, spec: Mapping[str, Any], items: list[Any], rng: KeyedRandom,
              where: tuple) -> Any:
@@ -205,9 +222,13 @@ class _Sampler:
                               (*where, "expr"), label) for i in range(n)]
 
 
-def sample_slots(family: FamilySpec, renderer: Renderer, seed: int, group: int) -> dict[str, Any]:
-    """Every slot value of one group, in declaration order."""
-    sampler = _Sampler(family, renderer, seed, group)
+def sample_slots(family: FamilySpec, renderer: Renderer, seed: int, group: int,
+                 expressions: dict[tuple, Any] | None = None) -> dict[str, Any]:
+    """Every slot value of one group, in declaration order.
+
+    ``expressions``, a dict the caller keeps across groups of the family, holds the compiled
+    expressions of its slots so that later groups skip looking them up."""
+    sampler = _Sampler(family, renderer, seed, group, expressions)
     for name, slot in family.slots.items():
         sampler.values[name] = sampler.slot(name, slot)
     return sampler.values
