@@ -101,15 +101,14 @@ def normalize(value: Any) -> Any:
     raise CanonicalJSONError(f"value of type {type(value).__name__} has no JSON form")
 
 
+#: The one encoder of canonical text, made once (``json.dumps`` with options makes one a call).
+_ENCODER = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"),
+                            allow_nan=False)
+
+
 def dumps(value: Any) -> str:
     """Canonical JSON text of ``value`` (no trailing newline)."""
-    return json.dumps(
-        normalize(value),
-        ensure_ascii=False,
-        sort_keys=True,
-        separators=(",", ":"),
-        allow_nan=False,
-    )
+    return _ENCODER.encode(normalize(value))
 
 
 def dump_bytes(value: Any) -> bytes:
@@ -120,8 +119,7 @@ def dump_bytes(value: Any) -> bytes:
 def dump_normalized_bytes(value: Any) -> bytes:
     """``dump_bytes`` of a value ``normalize`` already returned (normalising is idempotent,
     so this skips a second pass over every string of a generated instance)."""
-    return (json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"),
-                       allow_nan=False) + "\n").encode("utf-8")
+    return (_ENCODER.encode(value) + "\n").encode("utf-8")
 
 
 def dump_pretty_bytes(value: Any) -> bytes:

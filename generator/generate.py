@@ -9,7 +9,7 @@ from typing import Any
 from .canonical import CanonicalJSONError, dumps, normalize
 from .checks import CheckRunner, RenderedVariant
 from .errors import SpecError
-from .limits import GROUP_MEGABYTES, GROUP_SECONDS, BudgetExceeded, memory_budget, time_budget
+from .limits import GROUP_MEGABYTES, GROUP_SECONDS, Budget, BudgetExceeded
 from .render import CompiledTemplate, Message, Renderer, TemplateOrigin, make_message
 from .rng import KeyedRandom
 from .sampling import sample_slots
@@ -37,6 +37,7 @@ class FamilyGenerator:
         self._designs = {design.name: design for design in family.designs}
         self._slot_expressions: dict[tuple, Any] = {}  # compiled once, kept across groups
         self._answer_templates: dict[tuple, CompiledTemplate] = {}
+        self._budget = Budget(GROUP_SECONDS, GROUP_MEGABYTES)
 
     # ----------------------------------------------------------- templates of the spec
 
@@ -257,7 +258,7 @@ class FamilyGenerator:
     def group(self, group: int) -> list[dict[str, Any]]:
         """Every variant of one group, checked; raises on any error."""
         try:
-            with time_budget(GROUP_SECONDS), memory_budget(GROUP_MEGABYTES):
+            with self._budget:
                 _, rendered = self.render_group(group)
                 self.checks.check_group(rendered)
         except BudgetExceeded as exc:

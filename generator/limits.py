@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from typing import Any
 
 try:
     import resource
@@ -35,25 +34,6 @@ def _alarm(signum: int, frame: object) -> None:
     raise BudgetExceeded
 
 
-@contextmanager
-def time_budget(seconds: float) -> Iterator[None]:
-    """Raise BudgetExceeded in this block after ``seconds`` of wall-clock time.
-
-    Uses SIGALRM, which also interrupts a runaway regular expression; where signals are not
-    available (another thread, another platform) the block runs unbudgeted."""
-    if threading.current_thread() is not threading.main_thread() or \
-            not hasattr(signal, "setitimer") or signal.getitimer(signal.ITIMER_REAL)[0] > 0:
-        yield
-        return
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 #: /proc/self/statm of this process, opened once: (pid, descriptor). A forked child inherits
 #: its parent's, which names the parent, so the pid says whose it is.
 _statm: tuple[int, int] | None = None
@@ -74,31 +54,54 @@ def _address_space() -> int | None:
         return None
 
 
-@contextmanager
-def memory_budget(megabytes: int) -> Iterator[None]:
-    """Make allocations in this block fail with MemoryError once the process maps
-    ``megabytes`` more than it did on entry.
+class Budget:
+    """The time and memory budgets of one block of work (a group), as one context manager that
+    is made once and entered for every group (it is a plain class, not a generator, because it
+    is entered hundreds of times a second).
 
-    Sets the soft RLIMIT_AS for the block and restores it after. The limit is the whole
-    process's, so, as for ``time_budget``, only the main thread sets one (threads rendering side
-    by side would undo each other's); there, and where the limit or the current size cannot be
-    known (another platform), the block runs unbudgeted. A MemoryError that reaches the caller
-    is a refusal of the input, not a crash: the budget is far above what any real render
-    needs."""
-    main = threading.current_thread() is threading.main_thread()
-    now = _address_space() if resource is not None and main else None
-    if now is None:
-        yield
-        return
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    limit = now + megabytes * 1024 * 1024
-    if hard != resource.RLIM_INFINITY:
-        limit = min(limit, hard)
-    if soft != resource.RLIM_INFINITY and soft <= limit:
-        yield  # a tighter limit is already in force
-        return
-    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
-    try:
-        yield
-    finally:
-        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    Time: SIGALRM after ``seconds`` of wall-clock time raises BudgetExceeded, which also
+    interrupts a runaway regular expression. Memory: the soft RLIMIT_AS is set ``megabytes``
+    above what the process maps on entry, so allocations beyond it fail with MemoryError; the
+    budget is far above what any real render needs, so a MemoryError that reaches the caller is
+    a refusal of the input, not a crash.
+
+    Signals and the address-space limit belong to the whole process, so only the main thread
+    sets them (threads rendering side by side would undo each other's). There, where the
+    platform lacks them, or where an outer budget (a running alarm, a tighter limit) is already
+    in force, the block runs without that budget."""
+
+    def __init__(self, seconds: float, megabytes: int) -> None:
+        self.seconds = seconds
+        self.bytes = megabytes * 1024 * 1024
+        self._alarm_set = False
+        self._previous_handler: Any = None
+        self._previous_limit: tuple[int, int] | None = None
+
+    def __enter__(self) -> Budget:
+        self._alarm_set, self._previous_limit = False, None
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        if hasattr(signal, "setitimer") and signal.getitimer(signal.ITIMER_REAL)[0] == 0:
+            self._previous_handler = signal.signal(signal.SIGALRM, _alarm)
+            self._alarm_set = True
+            signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        now = _address_space() if resource is not None else None
+        if now is not None:
+            soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+            limit = now + self.bytes
+            if hard != resource.RLIM_INFINITY:
+                limit = min(limit, hard)
+            if soft == resource.RLIM_INFINITY or soft > limit:
+                resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+                self._previous_limit = (soft, hard)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._previous_limit is not None:
+            resource.setrlimit(resource.RLIMIT_AS, self._previous_limit)
+            self._previous_limit = None
+        if self._alarm_set:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            previous = self._previous_handler
+            signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
+            self._alarm_set = False
