@@ -19,7 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .audit_spec import spec_findings
-from .audit_structure import Finding, is_memory_choice, probe_text, structure_findings
+from .audit_structure import (
+    DuplicateIndex,
+    FamilyStructure,
+    Finding,
+    is_memory_choice,
+    probe_text,
+)
 from .catalog import Catalog
 from .rng import KeyedRandom
 from .stats import binomial_test, holm
@@ -272,24 +278,34 @@ def describe_failure(failure: Mapping[str, Any]) -> str:
             f"Holm p = {failure['p_holm']:.3g})")
 
 
-def sample_per_group(instances: Iterable[Item], seed: int) -> dict[str, list[Item]]:
+class _GroupSampler:
     """One memory-dependent choice instance per group, by family: each candidate draws a
     number from a stream keyed by its id and the group keeps the smallest (a uniform pick
-    that needs neither the group's size nor the other groups)."""
-    best: dict[tuple[str, int], tuple[int, Item]] = {}
-    for inst in instances:
+    that needs neither the group's size nor the other groups). Only what the adversaries read
+    of a pick is kept: its answer and its last phase."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self._best: dict[tuple[str, int], tuple[int, Item]] = {}
+
+    def add(self, inst: Item) -> None:
         # Items that show authoritative evidence (a tool holding the right value) are meant
         # to be solvable without memory; only memory-dependent choice items are audited.
         if not is_memory_choice(inst):
-            continue
-        draw = KeyedRandom(seed, ("audit", inst["id"])).next_u64()
+            return
+        draw = KeyedRandom(self.seed, ("audit", inst["id"])).next_u64()
         key = (inst["family"], inst["group"])
-        if key not in best or draw < best[key][0]:
-            best[key] = (draw, inst)
-    sampled: dict[str, list[Item]] = defaultdict(list)
-    for (family, _), (_, inst) in sorted(best.items()):
-        sampled[family].append(inst)
-    return sampled
+        if key not in self._best or draw < self._best[key][0]:
+            view = {k: inst[k] for k in ("id", "family", "paradigm", "group", "answer")
+                    if k in inst}
+            self._best[key] = (draw, {**view, "phases": inst["phases"][-1:]})
+
+    def sampled(self) -> dict[str, list[Item]]:
+        """The picks by family, in order of their group."""
+        sampled: dict[str, list[Item]] = defaultdict(list)
+        for (family, _), (_, inst) in sorted(self._best.items()):
+            sampled[family].append(inst)
+        return sampled
 
 
 def _units(sampled: Mapping[str, Sequence[Item]]) -> list[tuple[str, list[Item]]]:
@@ -308,19 +324,45 @@ def _units(sampled: Mapping[str, Sequence[Item]]) -> list[tuple[str, list[Item]]
     return units
 
 
+#: A family's instances, read afresh on each call (a release's data file, streamed).
+Source = Callable[[], Iterable[Item]]
+
+
 def audit_instances(instances: Iterable[Item], seed: int = 0, *,
                     catalog: Catalog | None = None,
                     manifest: Mapping[str, Any] | None = None) -> AuditReport:
-    """Every audit of a release's instances: the adversaries on every family with choice
-    items (Holm over all their tests), the exact data audits on every family, and, given the
-    release's ``manifest`` and a ``catalog`` holding the specs it was built from, the spec
-    audits."""
-    report = AuditReport()
+    """``audit_families`` of instances held in memory (any families, in any order)."""
     by_family: dict[str, list[Item]] = defaultdict(list)
     for inst in instances:
         by_family[inst["family"]].append(inst)
-    sampled = sample_per_group((i for f in sorted(by_family) for i in by_family[f]), seed)
-    report.skipped = sorted(set(by_family) - set(sampled))
+    return audit_families({family: (lambda items=items: items)
+                           for family, items in by_family.items()},
+                          seed, catalog=catalog, manifest=manifest)
+
+
+def audit_families(sources: Mapping[str, Source], seed: int = 0, *,
+                   catalog: Catalog | None = None,
+                   manifest: Mapping[str, Any] | None = None) -> AuditReport:
+    """Every audit of a release's instances: the adversaries on every family with choice
+    items (Holm over all their tests), the exact data audits on every family, and, given the
+    release's ``manifest`` and a ``catalog`` holding the specs it was built from, the spec
+    audits.
+
+    ``sources`` reads each family's instances; each is read once for the data audits and the
+    adversaries' draw, and once more for the spec audits. Only counts, one pick per group and
+    a few bytes per group are kept, never the instances, so memory stays flat however large
+    the release."""
+    report = AuditReport()
+    duplicates = DuplicateIndex()
+    sampler = _GroupSampler(seed)
+    structures: dict[str, FamilyStructure] = {}
+    for family in sorted(sources):
+        structure = structures[family] = FamilyStructure(family, duplicates)
+        for inst in sources[family]():
+            structure.add(inst)
+            sampler.add(inst)
+    sampled = sampler.sampled()
+    report.skipped = sorted(set(sources) - set(sampled))
     if not _embedding_available():
         report.unavailable.append("embedding_nearest (install memspec[audit])")
     picks = {name: predict(sampled) for name, predict in predictors().items()} if sampled \
@@ -334,11 +376,22 @@ def audit_instances(instances: Iterable[Item], seed: int = 0, *,
                                         binomial_test(hits, len(items), chance, "greater")))
     for row, adjusted in zip(report.rows, holm([r.p_value for r in report.rows]), strict=True):
         row.p_holm = adjusted
-    report.findings = structure_findings(by_family)
+    report.findings = [f for family in sorted(structures)
+                       for f in structures[family].findings()]
     if manifest is None:
         report.specs_skipped = "no manifest given"
     else:
-        found, report.specs_skipped = spec_findings(catalog, manifest, by_family)
+        ordered = {family: (_in_group_order(sources[family], structure), structure.count)
+                   for family, structure in structures.items()}
+        found, report.specs_skipped = spec_findings(catalog, manifest, ordered)
         report.findings += found
     report.findings.sort(key=lambda f: (f.family, f.check))
     return report
+
+
+def _in_group_order(source: Source, structure: FamilyStructure) -> Source:
+    """``source`` as the spec audits need it, in order of group: as it is, when it already
+    was (a release's files are), else sorted, which holds the family in memory."""
+    if structure.in_group_order:
+        return source
+    return lambda: sorted(source(), key=lambda inst: inst["group"])

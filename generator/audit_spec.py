@@ -11,7 +11,7 @@ manifest); otherwise these audits are skipped, and the report says why.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from .audit_structure import Finding
@@ -158,20 +158,52 @@ class _Forgeries:
         ]
 
 
+def _by_group(items: Iterable[Item]) -> Iterator[tuple[int, dict[str, Item]]]:
+    """The instances of each group together, by id, from instances in order of their group."""
+    group: int | None = None
+    batch: dict[str, Item] = {}
+    for item in items:
+        if item["group"] != group:
+            if batch:
+                yield group, batch  # type: ignore[misc]
+            group, batch = item["group"], {}
+        batch[item["id"]] = item
+    if batch:
+        yield group, batch  # type: ignore[misc]
+
+
 def _family_findings(family: FamilySpec, renderer: Renderer, seed: int, groups: int,
-                     items: Sequence[Item]) -> list[Finding]:
-    shipped = {i["id"]: i for i in items}
+                     items: Iterable[Item], count: int) -> list[Finding]:
+    """The spec audits of one family over its ``count`` shipped instances, which come in
+    order of their group: each group is rendered again and compared with what was shipped
+    of it, then let go."""
     generator = FamilyGenerator(family, renderer, seed)
     areas = sorted({_AREAS.get(c[0]["kind"], _OTHER_AREA) for c in family.checks})
     runners = {area: _runner(family, renderer, area) for area in areas}
     failures: dict[str, str] = {}
-    declared: set[str] = set()
     forgeries = _Forgeries(family)
+    declared = shipped = 0
+    missing: list[str] = []  # declared, not shipped
+    extra: list[str] = []  # shipped, not declared
+    batches = _by_group(items)
+    waiting = next(batches, None)
     for group in range(groups):
+        # Shipped groups the specs never declare (before this one: a negative group number).
+        while waiting is not None and waiting[0] < group:
+            shipped += len(waiting[1])
+            extra += waiting[1]
+            waiting = next(batches, None)
+        batch: dict[str, Item] = {}
+        if waiting is not None and waiting[0] == group:
+            batch, waiting = waiting[1], next(batches, None)
+        shipped += len(batch)
         slots, rendered = generator.render_group(group)
-        declared.update(r.instance["id"] for r in rendered)
-        present = [RenderedVariant(shipped[r.instance["id"]], r.context) for r in rendered
-                   if r.instance["id"] in shipped]
+        ids = {r.instance["id"] for r in rendered}
+        declared += len(ids)
+        missing += ids - set(batch)
+        extra += set(batch) - ids
+        present = [RenderedVariant(batch[r.instance["id"]], r.context) for r in rendered
+                   if r.instance["id"] in batch]
         for area, runner in runners.items():
             if area in failures:
                 continue
@@ -179,7 +211,10 @@ def _family_findings(family: FamilySpec, renderer: Renderer, seed: int, groups: 
                 runner.check_group(present)
             except CheckFailed as err:
                 failures[area] = _first_problems(err)
-        forgeries.measure(slots, rendered, shipped)
+        forgeries.measure(slots, rendered, batch)
+    for _, batch in ([waiting] if waiting is not None else []) + list(batches):
+        shipped += len(batch)
+        extra += batch
     for area, runner in runners.items():
         if area not in failures:
             try:
@@ -187,40 +222,42 @@ def _family_findings(family: FamilySpec, renderer: Renderer, seed: int, groups: 
             except CheckFailed as err:
                 failures[area] = _first_problems(err)
     findings = [Finding(area, family.family_id, area not in failures,
-                        f"{len(runners[area].checks)} checks on {len(items)} instances",
+                        f"{len(runners[area].checks)} checks on {count} instances",
                         failures.get(area, ""))
                 for area in areas]
-    missing = sorted(declared - set(shipped))
-    extra = sorted(set(shipped) - declared)
-    problems = ([f"{len(missing)} declared variants missing, e.g. {missing[0]}"] if missing
-                else []) + ([f"{len(extra)} undeclared instances, e.g. {extra[0]}"] if extra
+    problems = ([f"{len(missing)} declared variants missing, e.g. {min(missing)}"] if missing
+                else []) + ([f"{len(extra)} undeclared instances, e.g. {min(extra)}"] if extra
                             else [])
     findings.append(Finding("balance: declared cells", family.family_id, not problems,
-                            f"{len(declared)} declared, {len(shipped)} shipped",
-                            "; ".join(problems)))
+                            f"{declared} declared, {shipped} shipped", "; ".join(problems)))
     return findings + forgeries.findings(family.family_id)
 
 
 def spec_findings(catalog: Catalog | None, manifest: Mapping[str, Any],
-                  by_family: Mapping[str, Sequence[Item]]) -> tuple[list[Finding], str | None]:
-    """The spec audits of every family, or none and the reason they cannot run."""
+                  families: Mapping[str, tuple[Callable[[], Iterable[Item]], int]]
+                  ) -> tuple[list[Finding], str | None]:
+    """The spec audits of every family, or none and the reason they cannot run.
+
+    ``families`` gives, per family, a function that reads its instances afresh in order of
+    their group, and how many there are."""
     if catalog is None:
         return [], "no project with the release's specs is at hand"
     reason = specs_mismatch(catalog, manifest)
     if reason is not None:
         return [], reason
-    families = manifest.get("counts", {}).get("families", {})
+    counts = manifest.get("counts", {}).get("families", {})
     renderer = Renderer(catalog.project)
     loader = catalog.loader()
     findings: list[Finding] = []
-    for family_id in sorted(by_family):
-        info = families.get(family_id)
+    for family_id in sorted(families):
+        info = counts.get(family_id)
         if info is None:
             return [], f"the manifest does not count family {family_id}"
+        read, count = families[family_id]
         try:
             family = catalog.family(family_id, loader)
             findings += _family_findings(family, renderer, manifest["seed"], info["groups"],
-                                         by_family[family_id])
+                                         read(), count)
         except MemspecError as err:
             return [], f"family {family_id} cannot be rendered again: {_first_problems(err)}"
     return findings, None

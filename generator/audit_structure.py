@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,46 +52,83 @@ def is_memory_choice(item: Item) -> bool:
     return bool(answer.get("options")) and "gold_index" in answer and "evidence" not in answer
 
 
-def gold_position(family: str, items: Sequence[Item]) -> Finding | None:
+class _GoldPositions:
     """The right answer sits in each position equally often (within one), per option count."""
-    by_size: dict[int, Counter[int]] = defaultdict(Counter)
-    for item in items:
+
+    def __init__(self) -> None:
+        self.by_size: dict[int, Counter[int]] = defaultdict(Counter)
+
+    def add(self, item: Item) -> None:
         if is_memory_choice(item):
-            by_size[len(item["answer"]["options"])][item["answer"]["gold_index"]] += 1
-    if not by_size:
-        return None
-    shown, uneven = [], []
-    for size, counts in sorted(by_size.items()):
-        row = [counts.get(position, 0) for position in range(size)]
-        shown.append(f"{size} options: " + " ".join(f"{p}:{n}" for p, n in enumerate(row)))
-        if max(row) - min(row) > 1:
-            uneven.append(f"with {size} options the right answer is at position "
-                          f"{row.index(max(row))} {max(row)} times but at position "
-                          f"{row.index(min(row))} {min(row)} times")
-    return Finding("balance: gold position", family, not uneven, "; ".join(shown),
-                   "; ".join(uneven))
+            self.by_size[len(item["answer"]["options"])][item["answer"]["gold_index"]] += 1
+
+    def finding(self, family: str) -> Finding | None:
+        if not self.by_size:
+            return None
+        shown, uneven = [], []
+        for size, counts in sorted(self.by_size.items()):
+            row = [counts.get(position, 0) for position in range(size)]
+            shown.append(f"{size} options: " + " ".join(f"{p}:{n}" for p, n in enumerate(row)))
+            if max(row) - min(row) > 1:
+                uneven.append(f"with {size} options the right answer is at position "
+                              f"{row.index(max(row))} {max(row)} times but at position "
+                              f"{row.index(min(row))} {min(row)} times")
+        return Finding("balance: gold position", family, not uneven, "; ".join(shown),
+                       "; ".join(uneven))
 
 
-def cells(family: str, items: Sequence[Item]) -> Finding:
+#: How a group of one design was filled: each variant with how many times it occurs.
+_Filling = tuple[tuple[str, int], ...]
+
+
+class _Cells:
     """Every group holds each variant of its design exactly once (arms, rotations,
-    conditions: the factorial cells), so every cell counts as many instances as groups."""
-    designs: dict[str, dict[int, Counter[str]]] = defaultdict(lambda: defaultdict(Counter))
-    for item in items:
-        designs[item.get("design", "")][item["group"]][item["variant"]] += 1
-    shown, problems = [], []
-    for design, groups in sorted(designs.items()):
-        variants = sorted({v for counter in groups.values() for v in counter})
-        shown.append(f"{design or 'design'}: {len(variants)} cells x {len(groups)} groups")
-        for group, counter in sorted(groups.items()):
-            missing = [v for v in variants if v not in counter]
-            repeated = [v for v, n in sorted(counter.items()) if n > 1]
-            if missing or repeated:
-                problems.append(f"group {group} of design {design!r}"
-                                + (f" lacks {', '.join(missing)}" if missing else "")
-                                + (f" repeats {', '.join(repeated)}" if repeated else ""))
-    detail = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more groups"
-                                        if len(problems) > 3 else "")
-    return Finding("balance: cells", family, not problems, "; ".join(shown), detail)
+    conditions: the factorial cells), so every cell counts as many instances as groups.
+
+    A group's variants are counted while its instances arrive and then kept as one shared
+    tuple (most groups are filled alike), so a family of many groups takes little memory."""
+
+    def __init__(self) -> None:
+        self.groups: dict[str, dict[int, _Filling]] = defaultdict(dict)
+        self._open: dict[tuple[str, int], Counter[str]] = {}
+        self._open_group: int | None = None
+        self._shared: dict[_Filling, _Filling] = {}
+
+    def add(self, item: Item) -> None:
+        if item["group"] != self._open_group:
+            self._close()
+            self._open_group = item["group"]
+        key = (item.get("design", ""), item["group"])
+        self._open.setdefault(key, Counter())[item["variant"]] += 1
+
+    def _close(self) -> None:
+        for (design, group), counter in self._open.items():
+            earlier = self.groups[design].get(group)
+            if earlier is not None:  # the group's instances were not all together
+                counter.update(dict(earlier))
+            filling = tuple(sorted(counter.items()))
+            self.groups[design][group] = self._shared.setdefault(filling, filling)
+        self._open.clear()
+
+    def finding(self, family: str) -> Finding:
+        self._close()
+        shown, problems, count = [], [], 0
+        for design, groups in sorted(self.groups.items()):
+            variants = sorted({v for filling in set(groups.values()) for v, _ in filling})
+            shown.append(f"{design or 'design'}: {len(variants)} cells x {len(groups)} groups")
+            for group, filling in sorted(groups.items()):
+                counts = dict(filling)
+                missing = [v for v in variants if v not in counts]
+                repeated = [v for v, n in filling if n > 1]
+                if missing or repeated:
+                    count += 1
+                    if len(problems) < 3:
+                        problems.append(f"group {group} of design {design!r}"
+                                        + (f" lacks {', '.join(missing)}" if missing else "")
+                                        + (f" repeats {', '.join(repeated)}" if repeated
+                                           else ""))
+        detail = "; ".join(problems) + (f"; and {count - 3} more groups" if count > 3 else "")
+        return Finding("balance: cells", family, not count, "; ".join(shown), detail)
 
 
 _OPTION_LINE = re.compile(r"\s*\(?[A-Za-z0-9]{1,2}[).:]\s*(.+?)\s*")
@@ -108,21 +145,33 @@ def probe_text(instance: Item) -> str:
     return "\n".join(kept)
 
 
-def gold_in_probe(family: str, items: Sequence[Item]) -> Finding | None:
+class _GoldInProbe:
     """No probe spells out its right answer while leaving a wrong one unsaid."""
-    audited = [i for i in items if is_memory_choice(i)]
-    if not audited:
-        return None
-    leaks = []
-    for item in audited:
+
+    def __init__(self) -> None:
+        self.audited = 0
+        self.leaks: list[str] = []  # the first few, in order
+        self.leak_count = 0
+
+    def add(self, item: Item) -> None:
+        if not is_memory_choice(item):
+            return
+        self.audited += 1
         text, answer = probe_text(item), item["answer"]
         if mentions(text, answer["gold"]) and not all(
                 mentions(text, o) for o in answer["options"]):
-            leaks.append(item["id"])
-    detail = (f"the probe names the right answer in {', '.join(leaks[:3])}"
-              + (f" and {len(leaks) - 3} more" if len(leaks) > 3 else "")) if leaks else ""
-    return Finding("leakage: gold in probe", family, not leaks,
-                   f"{len(leaks)} of {len(audited)} probes", detail)
+            self.leak_count += 1
+            if len(self.leaks) < 3:
+                self.leaks.append(item["id"])
+
+    def finding(self, family: str) -> Finding | None:
+        if not self.audited:
+            return None
+        more = self.leak_count - len(self.leaks)
+        detail = (f"the probe names the right answer in {', '.join(self.leaks)}"
+                  + (f" and {more} more" if more else "")) if self.leak_count else ""
+        return Finding("leakage: gold in probe", family, not self.leak_count,
+                       f"{self.leak_count} of {self.audited} probes", detail)
 
 
 def _stem(word: str) -> str:
@@ -162,39 +211,54 @@ def _own_words(treatment: Item, control: Item) -> tuple[set[str], set[str]]:
     return _content_words(" ".join(only_mine)), _content_words(" ".join(only_theirs))
 
 
-def theme_leak(family: str, items: Sequence[Item]) -> Finding | None:
+class _ThemeLeak:
     """In judge-scored pairs, the control arm says none of the theme's words: the words of the
     judge's rubric that the treatment arms say on their own (not in text both arms share). A
-    control arm carrying them would be scored up by the very judge it is compared by."""
-    pairs: dict[tuple[int, str], dict[str, Any]] = defaultdict(dict)
-    for item in items:
+    control arm carrying them would be scored up by the very judge it is compared by.
+
+    A pair is compared as soon as both its arms have arrived (they share a group); only what
+    the comparison found is kept, not the instances."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[tuple[int, str], dict[str, Any]] = defaultdict(dict)
+        #: Per complete pair, by its key: the control's id and the words it says on its own.
+        self._controls: dict[tuple[int, str], tuple[str, frozenset[str]]] = {}
+        self.theme: set[str] = set()
+
+    def add(self, item: Item) -> None:
         spec = item.get("analysis", {}).get("judge_pairs")
-        if spec and "rubric" in item["answer"]:
-            arm = item["axes"].get(spec["axis"])
-            if arm in (spec["treatment"], spec["control"]):
-                rest = {k: v for k, v in item["axes"].items() if k != spec["axis"]}
-                key = (item["group"], dumps(rest))
-                pairs[key]["treatment" if arm == spec["treatment"] else "control"] = item
-    complete = [p for _, p in sorted(pairs.items()) if len(p) == 2]
-    if not complete:
-        return None
-    # What each arm of a pair says that the other does not, word by word: framing the arms
-    # share ("I came across this ... among some old files") is neither arm's own.
-    own = [_own_words(pair["treatment"], pair["control"]) for pair in complete]
-    # The theme: every word of the rubric that a treatment says on its own, across the family
-    # (a word one group happens not to use is still the theme's in another).
-    theme: set[str] = set()
-    for pair, (treatment_words, _) in zip(complete, own, strict=True):
-        theme |= _content_words(pair["treatment"]["answer"]["rubric"]) & treatment_words
-    leaks = []
-    for pair, (_, control_words) in zip(complete, own, strict=True):
-        leaked = sorted(theme & control_words)
-        if len(leaked) >= LEAK_WORDS:
-            leaks.append(f"{pair['control']['id']} ({', '.join(leaked[:4])})")
-    detail = (f"the control arm uses the theme's words: {'; '.join(leaks[:3])}"
-              + (f"; and {len(leaks) - 3} more" if len(leaks) > 3 else "")) if leaks else ""
-    return Finding("leakage: control arm", family, not leaks,
-                   f"{len(leaks)} of {len(complete)} control arms", detail)
+        if not spec or "rubric" not in item["answer"]:
+            return
+        arm = item["axes"].get(spec["axis"])
+        if arm not in (spec["treatment"], spec["control"]):
+            return
+        rest = {k: v for k, v in item["axes"].items() if k != spec["axis"]}
+        key = (item["group"], dumps(rest))
+        pair = self._waiting[key]
+        pair["treatment" if arm == spec["treatment"] else "control"] = item
+        if len(pair) < 2:
+            return
+        del self._waiting[key]
+        # What each arm says that the other does not, word by word: framing the arms share
+        # ("I came across this ... among some old files") is neither arm's own.
+        treatment_words, control_words = _own_words(pair["treatment"], pair["control"])
+        # The theme: every word of the rubric that a treatment says on its own, across the
+        # family (a word one group happens not to use is still the theme's in another).
+        self.theme |= _content_words(pair["treatment"]["answer"]["rubric"]) & treatment_words
+        self._controls[key] = (pair["control"]["id"], frozenset(control_words))
+
+    def finding(self, family: str) -> Finding | None:
+        if not self._controls:
+            return None
+        leaks = []
+        for _, (control_id, control_words) in sorted(self._controls.items()):
+            leaked = sorted(self.theme & control_words)
+            if len(leaked) >= LEAK_WORDS:
+                leaks.append(f"{control_id} ({', '.join(leaked[:4])})")
+        detail = (f"the control arm uses the theme's words: {'; '.join(leaks[:3])}"
+                  + (f"; and {len(leaks) - 3} more" if len(leaks) > 3 else "")) if leaks else ""
+        return Finding("leakage: control arm", family, not leaks,
+                       f"{len(leaks)} of {len(self._controls)} control arms", detail)
 
 
 class DuplicateIndex:
@@ -218,16 +282,30 @@ class DuplicateIndex:
                        f"{len(clashes)} of {count} instances", "; ".join(clashes[:3]))
 
 
-def structure_findings(by_family: Mapping[str, Sequence[Item]]) -> list[Finding]:
-    """Every exact data-only audit on every family, in family order."""
-    duplicates = DuplicateIndex()
-    for family in sorted(by_family):
-        for item in by_family[family]:
-            duplicates.add(item)
-    findings: list[Finding] = []
-    for family, items in sorted(by_family.items()):
-        candidates = [gold_position(family, items), cells(family, items),
-                      gold_in_probe(family, items), theme_leak(family, items),
-                      duplicates.finding(family, len(items))]
-        findings += [f for f in candidates if f is not None]
-    return findings
+class FamilyStructure:
+    """Every exact data-only audit of one family, fed its instances one at a time (memory
+    grows with its groups by a few bytes each, not with its instances). ``duplicates`` is
+    shared by the families of a release, fed in family order."""
+
+    def __init__(self, family: str, duplicates: DuplicateIndex) -> None:
+        self.family = family
+        self.duplicates = duplicates
+        self.count = 0
+        #: Whether the instances came in order of their group (a release's files hold them so).
+        self.in_group_order = True
+        self._last_group: int | None = None
+        self._audits = (_GoldPositions(), _Cells(), _GoldInProbe(), _ThemeLeak())
+
+    def add(self, item: Item) -> None:
+        self.count += 1
+        if self._last_group is not None and item["group"] < self._last_group:
+            self.in_group_order = False
+        self._last_group = item["group"]
+        for audit in self._audits:
+            audit.add(item)
+        self.duplicates.add(item)
+
+    def findings(self) -> list[Finding]:
+        candidates = [audit.finding(self.family) for audit in self._audits]
+        candidates.append(self.duplicates.finding(self.family, self.count))
+        return [f for f in candidates if f is not None]

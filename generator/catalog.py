@@ -10,7 +10,7 @@ from .errors import MemspecError, Problem, SpecError, lookalike_note
 from .project import Project
 from .schemas import matches, schema_document
 from .spec import FamilyLoader, FamilySpec, ParadigmSpec, ReleaseSpec, load_paradigm, load_release
-from .yamlsafe import load_yaml_file
+from .yamlsafe import Located, load_yaml_file
 
 
 def yaml_files(folder: Path, problems: list[Problem], display: Callable[[Path], str]
@@ -49,6 +49,8 @@ class Catalog:
     family_where: dict[Path, tuple[int, int]] = field(default_factory=dict)
     #: Problems of paradigm files: why a paradigm a family names may be missing.
     paradigm_problems: list[Problem] = field(default_factory=list)
+    #: Every readable family file as parsed here, handed to loaders so none is parsed twice.
+    family_documents: dict[Path, Located] = field(default_factory=dict)
 
     @classmethod
     def load(cls, project: Project) -> Catalog:
@@ -65,6 +67,7 @@ class Catalog:
             except MemspecError as err:
                 catalog.unreadable[path] = err.problems
                 continue
+            catalog.family_documents[path] = located
             data = located.data
             family_id = data.get("family") if isinstance(data, dict) else None
             line, column = located.where(("family",))
@@ -112,7 +115,7 @@ class Catalog:
         paradigm that is missing is also told what is wrong with the paradigm files (leave it
         off where those problems are reported anyway)."""
         return FamilyLoader(self.project, self.paradigms,
-                            self.paradigm_problems if explain else ())
+                            self.paradigm_problems if explain else (), self.family_documents)
 
     def family_path(self, family: str) -> Path:
         """The file of a family given its id, or a path to a family file."""

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, TypeVar
 import typer
 from rich.console import Console
 
-from .audit import audit_instances, describe_failure
+from .audit import audit_families, audit_instances, describe_failure
 from .canonical import dump_bytes, dump_pretty_bytes
 from .catalog import Catalog
 from .errors import (
@@ -32,7 +32,7 @@ from .policies import POLICIES
 from .preview import render_preview
 from .project import Project, find_project
 from .release import BuiltRelease, atomic_write_bytes, atomic_writer, find_release, freeze
-from .release_data import load_release_instances
+from .release_data import load_release_instances, release_sources
 from .render import Renderer
 from .report import render_report
 from .report_format import as_csv, as_json, as_table, as_tests_table, audit_table, findings_table
@@ -574,8 +574,8 @@ def audit(
             raise SpecError.single(f"--format must be table or json, not {output_format!r}")
         _check_seed(seed)
         catalog = _catalog_if_any()
-        manifest, instances = load_release_instances(release_dir, catalog)
-        report = audit_instances(instances, seed, catalog=catalog, manifest=manifest)
+        manifest, sources = release_sources(release_dir, catalog)
+        report = audit_families(sources, seed, catalog=catalog, manifest=manifest)
         if output_format == "json":
             sys.stdout.write(json.dumps(report.to_json(), indent=2, sort_keys=True) + "\n")
         else:

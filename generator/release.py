@@ -20,10 +20,11 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from .audit import audit_instances, describe_failure
+from .audit import audit_families, describe_failure
 from .canonical import content_hash, dump_pretty_bytes
 from .card import render_card
 from .catalog import Catalog, UnknownFamily
@@ -299,9 +300,11 @@ def _write_file(path: Path, data: bytes) -> dict[str, Any]:
 def _audit(catalog: Catalog, release: ReleaseSpec, folder: Path,
            files: Mapping[str, Any], manifest: Mapping[str, Any], layout: int,
            refuse_failures: bool) -> dict[str, Any]:
-    """Audit the data files just written; what the manifest records of the outcome."""
-    written = (inst for name in files for inst in read_instances(folder / name))
-    report = audit_instances(written, catalog=catalog, manifest=manifest)
+    """Audit the data files just written, streamed from disk a family at a time; what the
+    manifest records of the outcome."""
+    sources = {release_family.family_id: partial(read_instances, folder / name)
+               for release_family, name in zip(release.families, files, strict=True)}
+    report = audit_families(sources, catalog=catalog, manifest=manifest)
     failures = report.failures()
     if failures and refuse_failures:
         raise CheckFailed([Problem(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,15 @@ def load_release_instances(folder: Path, catalog: Catalog | None = None,
     With ``check``, the folder must first pass verification, against the project's committed
     manifest when ``catalog`` has one for it: scoring a tampered release would give numbers
     nobody can reproduce. Releases the project does not know are checked against themselves."""
+    manifest, sources = release_sources(folder, catalog, check)
+    return manifest, [inst for read in sources.values() for inst in read()]
+
+
+def release_sources(folder: Path, catalog: Catalog | None = None, check: bool = True
+                    ) -> tuple[dict[str, Any], dict[str, Callable[[], Iterator[dict[str, Any]]]]]:
+    """The manifest of a built release and, per data file (one per family, named by it, in
+    manifest order), a function that streams its instances: checked as
+    ``load_release_instances`` checks, but nothing is held in memory."""
     if check:
         anchor = catalog if catalog is not None and _committed(folder, catalog) else None
         report = verify_release(folder, anchor)
@@ -31,9 +42,10 @@ def load_release_instances(folder: Path, catalog: Catalog | None = None,
     except (OSError, ValueError) as exc:
         raise SpecError.single(f"cannot read the release manifest: {exc}",
                                str(manifest_path)) from None
-    instances = [inst for name in sorted(manifest["files"]) if name.startswith("data/")
-                 for inst in read_instances(folder / name)]
-    return manifest, instances
+    sources = {name.removeprefix("data/").removesuffix(".jsonl"):
+               partial(read_instances, folder / name)
+               for name in sorted(manifest["files"]) if name.startswith("data/")}
+    return manifest, sources
 
 
 def _committed(folder: Path, catalog: Catalog) -> bool:

@@ -19,6 +19,7 @@ from types import TracebackType
 from typing import Any
 
 import jinja2
+import xxhash
 from jinja2 import nodes
 from jinja2.exceptions import SecurityError, TemplateSyntaxError, UndefinedError
 from jinja2.ext import Extension
@@ -429,6 +430,7 @@ class Renderer:
         self._inline: dict[tuple[str, str, int], CompiledTemplate] = {}
         self._expressions: dict[tuple[str, str], Callable[..., Any]] = {}
         self._compiled_expressions: dict[str, Any] = {}
+        self._codes: dict[tuple[str, str], Any] = {}  # Jinja's compiled code, by source and name
 
     def loaded_files(self) -> list[Path]:
         """Every template file read so far (directly or through include/extends/import)."""
@@ -452,14 +454,21 @@ class Renderer:
         key = (source, file, line)
         if key not in self._inline:
             origin = TemplateOrigin(file, line - 1, column, label)
-            self._inline[key] = self._compile(source, f"<{file}:{line}>", origin)
+            # Named by its text, not its place: inline texts repeat across families (an answer
+            # written the same way in each), and one name lets them share one compiled code.
+            # The origin still says where this one is written, for its errors.
+            name = f"<inline {xxhash.xxh3_64_hexdigest(source.encode('utf-8', 'surrogatepass'))}>"
+            self._inline[key] = self._compile(source, name, origin)
         return self._inline[key]
 
     def _compile(self, source: str, filename: str, origin: TemplateOrigin) -> CompiledTemplate:
         if _MSG_START in source or _MSG_END in source or _MSG_FIELD in source:
             raise origin.error("template contains reserved control characters", 1)
         try:
-            code = self.env.compile(source, name=filename, filename=filename)
+            code = self._codes.get((source, filename))
+            if code is None:
+                code = self._codes[source, filename] = self.env.compile(source, name=filename,
+                                                                        filename=filename)
         except TemplateSyntaxError as exc:
             raise origin.error(f"template syntax error: {exc.message}", exc.lineno) from None
         except RecursionError:

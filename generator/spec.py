@@ -185,8 +185,9 @@ class ReleaseSpec:
 
 # ------------------------------------------------------------------ loading helpers
 
-def _load_checked(path: Path, project: Project, schema: str) -> Located:
-    located = load_yaml_file(path, project.display(path))
+def _load_checked(path: Path, project: Project, schema: str,
+                  parsed: Located | None = None) -> Located:
+    located = parsed or load_yaml_file(path, project.display(path))
     if located.data is None:
         raise located.error("file is empty")
     problems = schema_problems(schema, located)
@@ -251,11 +252,15 @@ class FamilyLoader:
     """Loads families, resolving paradigms and pools; every problem is collected."""
 
     def __init__(self, project: Project, paradigms: Mapping[str, ParadigmSpec],
-                 paradigm_problems: Sequence[Problem] = ()) -> None:
+                 paradigm_problems: Sequence[Problem] = (),
+                 parsed: Mapping[Path, Located] | None = None) -> None:
         self.project = project
         self.paradigms = paradigms
         #: Why paradigm files could not be used, told to a family whose paradigm is missing.
         self.paradigm_problems = tuple(paradigm_problems)
+        #: Family files already parsed (by the catalog, which reads them all to learn their
+        #: ids), so that loading one does not parse it again.
+        self._parsed = parsed or {}
         self._pools: dict[Path, Pool] = {}
 
     def pool(self, relative: str, located: Located, path: tuple) -> Pool:
@@ -272,7 +277,7 @@ class FamilyLoader:
         return self._pools[key]
 
     def load(self, path: Path) -> FamilySpec:
-        located = _load_checked(path, self.project, "family")
+        located = _load_checked(path, self.project, "family", self._parsed.get(path))
         data = located.data
         out = ProblemCollector()
 
