@@ -212,6 +212,7 @@ def _family_findings(family: FamilySpec, renderer: Renderer, seed: int, groups: 
             except CheckFailed as err:
                 failures[area] = _first_problems(err)
         forgeries.measure(slots, rendered, batch)
+        del present, batch  # let this group go before the next one is read
     for _, batch in ([waiting] if waiting is not None else []) + list(batches):
         shipped += len(batch)
         extra += batch

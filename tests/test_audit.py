@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from scipy.stats import binomtest
 
-from conftest import ALL_RELEASES, LATEST_RELEASES, run_cli
+from conftest import ALL_RELEASES, LATEST_RELEASES, REPO, run_cli
 from generator.audit import audit_instances
 
 
@@ -311,3 +311,57 @@ def test_a_release_whose_control_arm_leaks_the_theme_is_refused_and_reported(
     made = run_cli("report", str(out / "leaky-v1"), "--out", str(report), root=project_copy)
     assert made.returncode == 0 and "audit FAILED" in made.stdout
     assert '<span class="fail">FAILED</span>' in report.read_text()
+
+
+class _Tracked(dict):
+    """An instance a test can watch (plain dicts take no weak references)."""
+
+
+def test_the_audit_of_a_release_holds_one_group_at_a_time_not_the_release(
+        built_dist: Path) -> None:
+    # Streamed from its files, a release's audit (data audits, adversaries' draw, and the spec
+    # audits, which render every group again) keeps at most a group or so of instances alive:
+    # memory that does not grow with the release.
+    import weakref
+
+    from generator.audit import audit_families
+    from generator.catalog import Catalog
+    from generator.project import Project
+
+    folder = built_dist / "example-v3"
+    manifest = json.loads((folder / "manifest.json").read_text())
+    alive = 0  # instances made and not yet freed
+    most_alive = 0
+
+    def reader(path: Path):
+        def freed() -> None:
+            nonlocal alive
+            alive -= 1
+
+        def read():
+            nonlocal alive, most_alive
+            with path.open(encoding="utf-8") as handle:
+                for line in handle:
+                    instance = json.loads(line)
+                    tracked = _Tracked(instance)
+                    alive += 1
+                    weakref.finalize(tracked, freed)
+                    most_alive = max(most_alive, alive)
+                    yield tracked
+        return read
+
+    sources = {name[5:-6]: reader(folder / name) for name in sorted(manifest["files"])
+               if name.startswith("data/")}
+    streamed = audit_families(sources, catalog=Catalog.load(Project(REPO)), manifest=manifest)
+    total = manifest["counts"]["instances"]
+    largest_group = max(f["instances"] // f["groups"]
+                        for f in manifest["counts"]["families"].values())
+    assert streamed.specs_skipped is None and streamed.ok
+    # A group in hand, the next one being read, and an instance or two of look-ahead.
+    assert most_alive <= 2 * largest_group + 2 < total // 4, (most_alive, largest_group, total)
+    # And it finds what the audit of the same instances held in memory finds.
+    held = audit_instances([json.loads(line) for name in sorted(manifest["files"])
+                            if name.startswith("data/")
+                            for line in (folder / name).read_text().splitlines()],
+                           catalog=Catalog.load(Project(REPO)), manifest=manifest)
+    assert streamed.to_json() == held.to_json()
