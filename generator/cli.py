@@ -212,12 +212,13 @@ def generate(
     def action() -> None:
         _check_seed(seed)
         project = _project()
-        spec = Catalog.load(project).family(family)
+        catalog = Catalog.load(project)
+        spec = catalog.family(family)
         first, count = (start, groups) if shard is None else \
             shard_groups(start, groups, parse_shard(shard))
         local = FamilyGenerator(spec, Renderer(project), seed)
         checks = local.checks
-        executor = executor_for(workers, engine, scheduler)
+        executor = executor_for(workers, engine, scheduler, catalog, local.renderer)
         fingerprint = fingerprint_for(executor, project.root)
         jobs = chunk_jobs(project.root, str(spec.path), seed, first, count,
                           fingerprint=fingerprint)
@@ -290,7 +291,7 @@ def freeze_cmd(
         spec = find_release(catalog, release)
         target = out_dir or project.default_dist
         if shard is not None:
-            executor = executor_for(workers, engine, scheduler)
+            executor = executor_for(workers, engine, scheduler, catalog)
             try:
                 path = freeze_shard(catalog, spec, parse_shard(shard), target, executor)
             finally:

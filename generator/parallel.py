@@ -12,6 +12,8 @@ import hashlib
 import json
 import multiprocessing
 import os
+import sys
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -105,8 +107,11 @@ def chunk_jobs(root: Path, family: str, seed: int, start: int, count: int,
 
 def fingerprint_for(executor: Executor, root: Path) -> str:
     """What chunk jobs carry for ``executor``: nothing when they render in this process,
-    else the project's ``tree_fingerprint``, which each worker checks."""
-    return "" if isinstance(executor, InProcess) else tree_fingerprint(root)
+    else the project's ``tree_fingerprint``, which each worker checks (workers forked with
+    the project already know it)."""
+    if isinstance(executor, InProcess):
+        return ""
+    return getattr(executor, "fingerprint", "") or tree_fingerprint(root)
 
 
 def tree_fingerprint(root: Path | str) -> str:
@@ -188,13 +193,31 @@ class InProcess(Executor):
 
 class Processes(Executor):
     """Chunks on a pool of worker processes. At most a few chunks per worker are in flight,
-    so memory stays flat however many groups there are."""
+    so memory stays flat however many groups there are.
 
-    def __init__(self, workers: int) -> None:
-        # forkserver: a worker never inherits a lock a thread of this process holds.
-        context = multiprocessing.get_context("forkserver")
+    On Linux, when this process runs a single thread, the workers are forked at once, with
+    ``catalog`` and ``renderer`` (the project as this process loaded it) handed down: they
+    start rendering without reading a spec or compiling a template again. Otherwise they come
+    from a fork server, which a lock held by another thread of this process cannot reach, and
+    load the project themselves."""
+
+    def __init__(self, workers: int, catalog: Any = None, renderer: Any = None) -> None:
         self.workers = workers
+        self.fingerprint = ""
+        fork = sys.platform == "linux" and threading.active_count() == 1 and catalog is not None
+        context = multiprocessing.get_context("fork" if fork else "forkserver")
         self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+        if fork:
+            from .render import Renderer
+
+            root = str(catalog.project.root)
+            self.fingerprint = tree_fingerprint(root)
+            _PROJECTS[(root, self.fingerprint)] = (catalog,
+                                                    renderer or Renderer(catalog.project))
+            try:
+                self.pool.submit(int).result()  # fork every worker now, while one thread runs
+            finally:
+                del _PROJECTS[(root, self.fingerprint)]  # this process renders nothing of it
 
     def map(self, jobs: Iterable[ChunkJob], local: Any = None) -> Iterator[ChunkResult]:
         return _ordered(self.pool.submit, render_chunk, jobs, 3 * self.workers)
@@ -257,9 +280,11 @@ class DaskCluster(Executor):
 ENGINES = ("local", "dask")
 
 
-def executor_for(workers: int, engine: str = "local", address: str | None = None) -> Executor:
+def executor_for(workers: int, engine: str = "local", address: str | None = None,
+                 catalog: Any = None, renderer: Any = None) -> Executor:
     """Where chunks are rendered: with the ``local`` engine, in this process for one worker,
-    else on a pool of ``workers`` processes; with ``dask``, on a Dask cluster."""
+    else on a pool of ``workers`` processes (handed ``catalog`` and ``renderer``, this
+    process's, where they can be; see ``Processes``); with ``dask``, on a Dask cluster."""
     if workers < 1:
         raise SpecError.single(f"--workers must be at least 1, got {workers}")
     if engine not in ENGINES:
@@ -269,7 +294,7 @@ def executor_for(workers: int, engine: str = "local", address: str | None = None
         raise SpecError.single("--scheduler needs --engine dask")
     if engine == "dask":
         return DaskCluster(workers, address)
-    return InProcess() if workers == 1 else Processes(workers)
+    return InProcess() if workers == 1 else Processes(workers, catalog, renderer)
 
 
 def available_cores() -> int:

@@ -559,7 +559,8 @@ def freeze(catalog: Catalog, release: ReleaseSpec, out: Path, *, write_manifest:
     final = out / release.full_name
     # A committed release was audited when it was first frozen, and its manifest pins both
     # the data and the audit's outcome (the failures it was allowed to keep, if any).
-    executor = executor_for(workers, engine, scheduler) if source is None else InProcess()
+    executor = executor_for(workers, engine, scheduler, catalog) if source is None \
+        else InProcess()
     source = source or rendered_chunks(executor, catalog.project.root, release.seed)
     with _staging(out, release.full_name) as staged:
         try:

@@ -27,6 +27,46 @@ def test_workers_give_the_bytes_of_one_process() -> None:
     assert len(one.stdout.splitlines()) == 48 * 8  # 8 variants per group
 
 
+def test_forked_workers_handed_the_project_and_workers_that_load_it_agree() -> None:
+    # A single-threaded process on Linux forks its workers with the project it loaded; one with
+    # other threads running (a progress bar) has them load it from a fork server instead.
+    code = """
+import sys, threading, time
+from pathlib import Path
+from generator.catalog import Catalog
+from generator.parallel import InProcess, Processes, chunk_jobs, fingerprint_for
+from generator.project import Project
+catalog = Catalog.load(Project(Path(sys.argv[1])))
+path = str(catalog.family_path(sys.argv[2]))
+if sys.argv[3] == "thread":  # another thread is running, as a progress bar's would
+    threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
+executor = Processes(2, catalog) if sys.argv[3] != "one" else InProcess()
+jobs = chunk_jobs(catalog.project.root, path, 5, 0, 40,
+                  fingerprint=fingerprint_for(executor, catalog.project.root))
+local = None
+if isinstance(executor, InProcess):
+    from generator.generate import FamilyGenerator
+    from generator.render import Renderer
+    local = FamilyGenerator(catalog.family(sys.argv[2]), Renderer(catalog.project), 5)
+print(getattr(executor, "pool", None) and executor.pool._mp_context.get_start_method())
+for chunk in executor.map(jobs, local):
+    sys.stdout.buffer.write(b"".join(chunk.lines))
+executor.close()
+"""
+    import subprocess
+    import sys
+
+    outputs = {}
+    for how in ("one", "fork", "thread"):
+        result = subprocess.run([sys.executable, "-c", code, str(REPO), FAMILY, how],
+                                capture_output=True, cwd=REPO, stdin=subprocess.DEVNULL)
+        assert result.returncode == 0, result.stderr.decode()
+        method, _, outputs[how] = result.stdout.partition(b"\n")
+        assert method == {"one": b"None", "fork": b"fork", "thread": b"forkserver"}[how]
+    assert outputs["one"].count(b"\n") == 40 * 8
+    assert outputs["fork"] == outputs["one"] == outputs["thread"]
+
+
 @pytest.mark.parametrize("shards", [2, 3, 7])
 def test_shards_in_order_are_the_whole(shards: int, tmp_path: Path) -> None:
     whole = _generate("example.choice.meeting_room", "--seed", "3", "--groups", "5",
