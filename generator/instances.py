@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,15 @@ def read_instances(path: Path) -> Iterator[dict[str, Any]]:
     with path.open(encoding="utf-8") as handle:
         for line in handle:
             yield json.loads(line)
+
+
+def family_sources(folder: Path, names: Iterable[str]
+                   ) -> dict[str, Callable[[], Iterator[dict[str, Any]]]]:
+    """Per data file among a release's ``names`` (``data/<family>.jsonl``), by family, a
+    function that streams its instances afresh each time it is called."""
+    return {name.removeprefix("data/").removesuffix(".jsonl"): partial(read_instances,
+                                                                       folder / name)
+            for name in names if name.startswith("data/")}
 
 
 def phase_messages(instance: Mapping[str, Any], phase: str) -> list[dict[str, str]]:

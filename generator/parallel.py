@@ -111,7 +111,7 @@ def fingerprint_for(executor: Executor, root: Path) -> str:
     the project already know it)."""
     if isinstance(executor, InProcess):
         return ""
-    return getattr(executor, "fingerprint", "") or tree_fingerprint(root)
+    return executor.fingerprint or tree_fingerprint(root)
 
 
 def tree_fingerprint(root: Path | str) -> str:
@@ -174,6 +174,10 @@ def render_chunk(job: ChunkJob, generator: Any = None) -> ChunkResult:
 class Executor:
     """Runs chunk jobs and yields their results in job order."""
 
+    #: The project's ``tree_fingerprint`` where the executor already took it (workers forked
+    #: with the project), else "".
+    fingerprint = ""
+
     def map(self, jobs: Iterable[ChunkJob], local: Any = None) -> Iterator[ChunkResult]:
         """Results of ``jobs`` in order; ``local`` is the jobs' FamilyGenerator in this
         process, which an executor that renders here uses instead of loading the specs."""
@@ -203,7 +207,6 @@ class Processes(Executor):
 
     def __init__(self, workers: int, catalog: Any = None, renderer: Any = None) -> None:
         self.workers = workers
-        self.fingerprint = ""
         fork = sys.platform == "linux" and threading.active_count() == 1 and catalog is not None
         context = multiprocessing.get_context("fork" if fork else "forkserver")
         self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)

@@ -20,7 +20,6 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -31,7 +30,7 @@ from .catalog import Catalog, UnknownFamily
 from .content_index import ContentIndex, records_from_files
 from .errors import CheckFailed, MemspecError, Problem, ProblemCollector, SpecError
 from .generate import FamilyGenerator
-from .instances import read_instances
+from .instances import family_sources
 from .loader_exports import LoaderExports
 from .manifest import (
     CARD_FILE,
@@ -302,9 +301,7 @@ def _audit(catalog: Catalog, release: ReleaseSpec, folder: Path,
            refuse_failures: bool) -> dict[str, Any]:
     """Audit the data files just written, streamed from disk a family at a time; what the
     manifest records of the outcome."""
-    sources = {release_family.family_id: partial(read_instances, folder / name)
-               for release_family, name in zip(release.families, files, strict=True)}
-    report = audit_families(sources, catalog=catalog, manifest=manifest)
+    report = audit_families(family_sources(folder, files), catalog=catalog, manifest=manifest)
     failures = report.failures()
     if failures and refuse_failures:
         raise CheckFailed([Problem(

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 from .catalog import Catalog
 from .errors import SpecError
-from .instances import read_instances
+from .instances import family_sources
 from .manifest import MANIFEST_FILE
 from .verify import verify_release
 
@@ -42,10 +41,7 @@ def release_sources(folder: Path, catalog: Catalog | None = None, check: bool = 
     except (OSError, ValueError) as exc:
         raise SpecError.single(f"cannot read the release manifest: {exc}",
                                str(manifest_path)) from None
-    sources = {name.removeprefix("data/").removesuffix(".jsonl"):
-               partial(read_instances, folder / name)
-               for name in sorted(manifest["files"]) if name.startswith("data/")}
-    return manifest, sources
+    return manifest, family_sources(folder, sorted(manifest["files"]))
 
 
 def _committed(folder: Path, catalog: Catalog) -> bool:
