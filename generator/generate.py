@@ -70,7 +70,10 @@ class FamilyGenerator:
         template = self._phase_templates[name]
         if isinstance(template, CompiledTemplate):
             return template.render_messages(context)
-        return [make_message(role, compiled.render_text(context), msg_name, compiled)
+        # A name written in the spec is YAML text, which need not be NFC: normalised here, as
+        # everything render_text gives already is.
+        return [make_message(role, compiled.render_text(context),
+                             msg_name and normalize(msg_name), compiled)
                 for role, msg_name, compiled in template]
 
     def _answer_template(self, key: str, text: str, where: tuple) -> CompiledTemplate:
@@ -209,7 +212,7 @@ class FamilyGenerator:
                 raise self.family.located.error(
                     f"phase {name!r} rendered no message in variant {variant.name!r}",
                     ("phases", name))
-            phases.append({"phase": name, "messages": [m.to_json() for m in messages]})
+            phases.append({"phase": name, "messages": messages})
         fields = {
             key: self._render_answer_text(key, text, context, ("fields", key))
             for key, text in self.family.fields.items()
@@ -232,7 +235,10 @@ class FamilyGenerator:
         if "analysis" in self.family.raw:
             instance["analysis"] = self.family.raw["analysis"]
         try:
-            instance = normalize(instance)
+            # The phases are canonical as rendered (render_text, make_message), and they are
+            # most of an instance: only the rest is normalised.
+            instance = {key: value if key == "phases" else normalize(value)
+                        for key, value in instance.items()}
         except CanonicalJSONError as exc:
             raise self.family.located.error(f"instance has no canonical form: {exc}") from None
         errors = schema_errors("instance", instance)

@@ -25,6 +25,7 @@ from jinja2.exceptions import SecurityError, TemplateSyntaxError, UndefinedError
 from jinja2.ext import Extension
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from .canonical import has_lone_surrogate
 from .errors import SpecError, lookalike_note
 from .limits import GROUP_MEGABYTES, BudgetExceeded
 from .project import Project
@@ -43,19 +44,9 @@ MAX_RANGE = 10_000
 MAX_RENDER_CHARS = 2_000_000
 
 
-@dataclass(frozen=True)
-class Message:
-    """One role-tagged message of a phase."""
-
-    role: str
-    content: str
-    name: str | None = None
-
-    def to_json(self) -> dict[str, str]:
-        out = {"role": self.role, "content": self.content}
-        if self.name:
-            out["name"] = self.name
-        return out
+#: One role-tagged message of a phase, in the form an instance holds it: ``role``, ``content``
+#: and, when the template names the speaker, ``name``.
+Message = dict[str, str]
 
 
 class MessageExtension(Extension):
@@ -329,7 +320,8 @@ class CompiledTemplate:
         return SpecError.single(message, file, line or 1, _column_of(source, line, needle))
 
     def render_text(self, context: Mapping[str, Any]) -> str:
-        """Render to NFC text; any failure is a SpecError at the template's file:line:col."""
+        """Render to canonical text (NFC, ``\\n`` line endings, no lone surrogate); any failure
+        is a SpecError at the template's file:line:col."""
         try:
             text = self.template.render(context)
         except SpecError as exc:
@@ -358,7 +350,12 @@ class CompiledTemplate:
                                     f"{MAX_RENDER_CHARS} limit", 1)
         if "\r" in text:
             text = text.replace("\r\n", "\n").replace("\r", "\n")
-        return text if text.isascii() else unicodedata.normalize("NFC", text)
+        if text.isascii():
+            return text
+        if has_lone_surrogate(text):
+            raise self.origin.error("render produced a lone surrogate (\\ud800-\\udfff), which "
+                                    "UTF-8 cannot encode", 1)
+        return unicodedata.normalize("NFC", text)
 
     def render_messages(self, context: Mapping[str, Any]) -> list[Message]:
         """Render and split the output into the messages its ``{% message %}`` blocks mark."""
@@ -378,13 +375,17 @@ class CompiledTemplate:
 
 
 def split_messages(text: str, template: CompiledTemplate) -> list[Message]:
-    """Split rendered text into messages; text outside message blocks must be blank."""
+    """Split rendered text into messages; text outside message blocks must be blank.
+
+    ``text`` is what ``render_text`` returned, so every part of it is already canonical: NFC,
+    ``\\n`` line endings, no lone surrogate (``make_message`` keeps it so)."""
     messages: list[Message] = []
     position = 0
     for match in _MESSAGE_RE.finditer(text):
-        _check_outside(text[position : match.start()], template)
+        if match.start() > position:
+            _check_outside(text[position : match.start()], template)
         role, name, line, body = match.groups()
-        messages.append(make_message(role, body, name or None, template, int(line)))
+        messages.append(make_message(role, body, name, template, int(line)))
         position = match.end()
     _check_outside(text[position:], template)
     return messages
@@ -394,7 +395,8 @@ def make_message(role: str, body: str, name: str | None, template: CompiledTempl
                  line: int = 1) -> Message:
     """A message from rendered text: stripped, refused if empty or if a ``{name}`` is left.
 
-    ``line`` is where the message starts in the template (its ``{% message %}`` tag)."""
+    ``line`` is where the message starts in the template (its ``{% message %}`` tag). Stripping
+    keeps canonical text canonical: whitespace composes with nothing under NFC."""
     content = body.strip()
     if not content:
         raise template.origin.error(f"{_article(role)} {role} message rendered empty", line,
@@ -407,7 +409,9 @@ def make_message(role: str, body: str, name: str | None, template: CompiledTempl
             "Jinja variables are written {{ name }}",
             line, col,
         )
-    return Message(role, content, name)
+    if name:
+        return {"role": role, "content": content, "name": name}
+    return {"role": role, "content": content}
 
 
 def _check_outside(chunk: str, template: CompiledTemplate) -> None:
