@@ -79,6 +79,11 @@ class MessageExtension(Extension):
 _FORMAT_WIDTH = re.compile(r"%[-+ #0]*(\d+)|%[-+ #0]*\d*\.(\d+)")
 
 
+#: What a plain dict answers to as attributes: its class's methods and nothing else (a dict has
+#: no attributes of its own).
+_DICT_ATTRIBUTES = frozenset(dir(dict))
+
+
 def _too_large(length: int) -> bool:
     return length > MAX_RENDER_CHARS
 
@@ -105,6 +110,18 @@ class _StrictSandbox(ImmutableSandboxedEnvironment):
                 if _too_large(width):
                     raise SecurityError(f"format width {width} is too large")
         return super().call_binop(context, operator, left, right)
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        # ``item.key`` on a plain dict (a pool item, a slot value, an instance) is most of what
+        # templates and checks read. Jinja tries the attribute first and reaches the key through
+        # a raised AttributeError, which costs more than the read; for a name that is not one of
+        # a dict's methods the attribute cannot exist, so the key is read at once, same result.
+        if type(obj) is dict and attribute not in _DICT_ATTRIBUTES:
+            try:
+                return obj[attribute]
+            except KeyError:
+                return self.undefined(obj=obj, name=attribute)
+        return super().getattr(obj, attribute)
 
     def unsafe_undefined(self, obj: Any, attribute: str) -> Any:
         if isinstance(obj, jinja2.Undefined):
