@@ -62,6 +62,14 @@ class RenderedVariant:
 
     instance: dict[str, Any]
     context: dict[str, Any]
+    _scope: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+
+    def scope(self) -> dict[str, Any]:
+        """What a check's expression sees: the slot values and ``instance`` (made once, for
+        every check of the instance)."""
+        if self._scope is None:
+            self._scope = {**self.context, "instance": self.instance}
+        return self._scope
 
 
 @dataclass
@@ -115,8 +123,7 @@ class CheckRunner:
                 if not self._applies(check, inst):
                     continue
                 if kind == "balanced":
-                    context = {**rendered.context, "instance": inst}
-                    value = self._expr(index, "of")(context)
+                    value = self._expr(index, "of")(rendered.scope())
                     try:
                         self._tallies[index][dumps(value)] += 1
                     except CanonicalJSONError:
@@ -152,7 +159,7 @@ class CheckRunner:
             if repeated:
                 return f"phase {check['phase']!r} repeats a message: {repeated[0][:60]!r}"
         elif kind == "forbidden_words":
-            words = self._expr(index, "words")({**rendered.context, "instance": inst})
+            words = self._expr(index, "words")(rendered.scope())
             if isinstance(words, str):
                 words = [words]
             elif not isinstance(words, (list, tuple)) or \
@@ -165,7 +172,7 @@ class CheckRunner:
                 if mentions(text, str(word)):
                     return f"forbidden word {word!r} appears in {', '.join(check['phases'])}"
         elif kind == "expr":
-            value = self._expr(index, "test")({**rendered.context, "instance": inst})
+            value = self._expr(index, "test")(rendered.scope())
             if not value:
                 return check["message"]
         return None

@@ -450,7 +450,7 @@ class Renderer:
         self._file_paths: set[Path] = set()
         self._inline: dict[tuple[str, str, int], CompiledTemplate] = {}
         self._expressions: dict[tuple[str, str], Callable[..., Any]] = {}
-        self._compiled_expressions: dict[str, Any] = {}
+        self._compiled_expressions: dict[str, jinja2.Template] = {}
         self._codes: dict[tuple[str, str], Any] = {}  # Jinja's compiled code, by source and name
 
     def loaded_files(self) -> list[Path]:
@@ -504,9 +504,10 @@ class Renderer:
                                 self.env.loader.names,  # type: ignore[union-attr]
                                 self.project.root)
 
-    def _compiled_expression(self, source: str, origin: TemplateOrigin) -> Any:
+    def _compiled_expression(self, source: str, origin: TemplateOrigin) -> jinja2.Template:
         """Jinja's compiled form of an expression, shared by every place that writes the same
-        source (where it is written matters only to error messages, added by the caller)."""
+        source (where it is written matters only to error messages, added by the caller): the
+        one-line template that ``compile_expression`` makes, which stores it in ``result``."""
         if source not in self._compiled_expressions:
             try:
                 compiled = self.env.compile_expression(source, undefined_to_none=False)
@@ -514,21 +515,26 @@ class Renderer:
                 raise origin.error(f"expression syntax error: {exc.message}", 1) from None
             except RecursionError:
                 raise origin.error("expression is nested too deeply to compile", 1) from None
-            inner = getattr(compiled, "_template", None)
-            if inner is not None:  # the same plain-dict globals as templates (see _compile)
-                inner.globals = dict(inner.globals)
-            self._compiled_expressions[source] = compiled
+            template = compiled._template  # noqa: SLF001 (run directly: see expression)
+            template.globals = dict(template.globals)  # plain-dict globals, as in _compile
+            self._compiled_expressions[source] = template
         return self._compiled_expressions[source]
 
     def expression(self, source: str, origin: TemplateOrigin) -> Callable[[Mapping[str, Any]], Any]:
         """A compiled Jinja expression; calling it evaluates it over a context."""
         key = (source, f"{origin.file}:{origin.line_offset}")
         if key not in self._expressions:
-            compiled = self._compiled_expression(source, origin)
+            template = self._compiled_expression(source, origin)
 
-            def evaluate(context: Mapping[str, Any], _c: Any = compiled) -> Any:
+            def evaluate(context: Mapping[str, Any], _t: jinja2.Template = template) -> Any:
+                # What calling Jinja's compiled expression does, less two copies of the context
+                # (its keyword arguments, then a dict of them): checks and slots run it for every
+                # instance, the context copied once, into the expression's own scope.
                 try:
-                    value = _c(**context)
+                    scope = _t.new_context(context)
+                    for _ in _t.root_render_func(scope):
+                        pass
+                    value = scope.vars["result"]
                     if isinstance(value, jinja2.Undefined):
                         value._fail_with_undefined_error()
                     return value

@@ -19,10 +19,12 @@ from .render import Renderer, TemplateOrigin
 from .rng import KeyedRandom
 from .spec import FamilySpec
 
+_SCALARS = frozenset({str, bool, int, float, type(None)})
+
 
 def _jsonable(value: Any) -> Any:
     """Plain JSON data from an expression result (tuples become lists); TypeError otherwise."""
-    if isinstance(value, (str, bool, int, float)) or value is None:
+    if type(value) in _SCALARS or isinstance(value, (str, bool, int, float)):
         return value
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
@@ -79,6 +81,10 @@ class _Sampler:
                     *(dumps(self.values[other]) for other in slot["shared_by"]))
         return (family_id, self.group, "slot", name)
 
+    def stream(self, name: str, slot: Mapping[str, Any]) -> KeyedRandom:
+        """The random stream of a slot that draws (balanced slots draw from their block's)."""
+        return KeyedRandom(self.seed, self.stream_path(name, slot))
+
     def candidates(self, pool_key: str, spec: Mapping[str, Any], where: tuple) -> list[Any]:
         """What a ``from`` or ``of`` draw picks among, less anything ``distinct_from`` excludes.
 
@@ -129,25 +135,23 @@ class _Sampler:
                                  context, (*where, "expr"), label)
         if "value" in slot:
             return slot["value"]
-        path = self.stream_path(name, slot)
-        rng = KeyedRandom(self.seed, path)
         if "table" in slot:
-            return self.table(name, slot["table"], path, where)
+            return self.table(name, slot["table"], self.stream_path(name, slot), where)
         if "from" in slot or "of" in slot:
             items = self.candidates(name, slot, where)
             if slot.get("balanced") is True:
                 if not items:
                     raise self.error(f"slot {name!r} has nothing to balance over", where)
                 return balanced_value(items, self.seed, self.family.family_id, name, self.group)
-            return self.draw(name, slot, items, rng, where)
+            return self.draw(name, slot, items, self.stream(name, slot), where)
         if "range" in slot:
             low, high = slot["range"]
             if slot.get("balanced") is True:
                 return balanced_value(list(range(low, high + 1)), self.seed,
                                       self.family.family_id, name, self.group)
-            return rng.randint(low, high)
+            return self.stream(name, slot).randint(low, high)
         if "choice" in slot:
-            return rng.choice(slot["choice"])
+            return self.stream(name, slot).choice(slot["choice"])
         return balanced_value(list(slot["balanced"]), self.seed, self.family.family_id, name,
                               self.group)
 
