@@ -9,6 +9,7 @@ cannot encode; an integer too long for every interpreter to print) is refused wi
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import re
@@ -99,6 +100,23 @@ def normalize(value: Any) -> Any:
             raise CanonicalJSONError(f"{value!r} has no JSON form")
         return 0.0 if value == 0 else value
     raise CanonicalJSONError(f"value of type {type(value).__name__} has no JSON form")
+
+
+def copy_data(value: Any) -> Any:
+    """A copy of plain data (dicts, lists and scalars) that shares no dict or list with it,
+    several times quicker than ``copy.deepcopy``, which it falls back on for anything else.
+    (Containers that occur twice come out as two copies: data is a tree, not a graph.)"""
+    kind = type(value)
+    if kind is dict:
+        return {key: copy_data(item) for key, item in value.items()}
+    if kind is list:
+        return [copy_data(item) for item in value]
+    if kind in _IMMUTABLE:
+        return value
+    return copy.deepcopy(value)
+
+
+_IMMUTABLE = frozenset({str, int, float, bool, type(None)})
 
 
 #: The one encoder of canonical text, made once (``json.dumps`` with options makes one a call).

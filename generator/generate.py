@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .canonical import CanonicalJSONError, dumps, normalize
+from .canonical import CanonicalJSONError, copy_data, dumps, normalize
 from .checks import CheckRunner, RenderedVariant
 from .errors import SpecError
 from .limits import GROUP_MEGABYTES, GROUP_SECONDS, Budget, BudgetExceeded
@@ -118,7 +117,7 @@ class FamilyGenerator:
         # a copy of its own.
         transformed = any(axis.transform or variant.axes[axis.name] in axis.value_transforms
                           for axis in design.axes)
-        context = copy.deepcopy(slots) if transformed else dict(slots)
+        context = copy_data(slots) if transformed else dict(slots)
         for axis in design.axes:
             value = variant.axes[axis.name]
             refs = [axis.transform] if axis.transform else []

@@ -49,8 +49,17 @@ MAX_RENDER_CHARS = 2_000_000
 Message = dict[str, str]
 
 
+#: The filter a ``{% message %}`` block applies to its body (a name no template needs to use).
+MESSAGE_FILTER = "_message_block"
+
+
 class MessageExtension(Extension):
-    """``{% message "user" %}...{% endmessage %}`` marks one message of a phase's output."""
+    """``{% message "user" %}...{% endmessage %}`` marks one message of a phase's output.
+
+    The block compiles to a filter block: its body renders in a scope of its own (a ``set``
+    inside does not leak out), and the filter wraps it in the markers ``split_messages`` reads.
+    A filter is called directly, where a call block would build a macro and pass it through the
+    sandbox's call checks: every message of every instance goes through here."""
 
     tags = {"message"}
 
@@ -61,19 +70,21 @@ class MessageExtension(Extension):
         if parser.stream.skip_if("comma"):
             name = parser.parse_expression()
         body = parser.parse_statements(("name:endmessage",), drop_needle=True)
-        call = self.call_method("_wrap", [role, name, nodes.Const(lineno)])
-        return nodes.CallBlock(call, [], [], body).set_lineno(lineno)
+        wrap = nodes.Filter(None, MESSAGE_FILTER, [role, name, nodes.Const(lineno)], [], None,
+                            None, lineno=lineno)
+        return nodes.FilterBlock(body, wrap).set_lineno(lineno)
 
-    def _wrap(self, role: Any, name: Any, lineno: int, caller: Callable[[], str]) -> str:
-        if role not in ROLES:
-            raise jinja2.TemplateRuntimeError(
-                f"message role {role!r} (line {lineno}) is not one of {', '.join(ROLES)}"
-            )
-        body = caller()
-        if _MSG_START in body:
-            raise jinja2.TemplateRuntimeError(f"message blocks cannot nest (line {lineno})")
-        return (f"{_MSG_START}{role}{_MSG_FIELD}{name or ''}{_MSG_FIELD}{lineno}{_MSG_FIELD}"
-                f"{body}{_MSG_END}")
+
+def _message_block(body: str, role: Any, name: Any, lineno: int) -> str:
+    """One message's rendered body between the markers that carry its role, name and line."""
+    if role not in ROLES:
+        raise jinja2.TemplateRuntimeError(
+            f"message role {role!r} (line {lineno}) is not one of {', '.join(ROLES)}"
+        )
+    if _MSG_START in body:
+        raise jinja2.TemplateRuntimeError(f"message blocks cannot nest (line {lineno})")
+    return (f"{_MSG_START}{role}{_MSG_FIELD}{name or ''}{_MSG_FIELD}{lineno}{_MSG_FIELD}"
+            f"{body}{_MSG_END}")
 
 
 _FORMAT_WIDTH = re.compile(r"%[-+ #0]*(\d+)|%[-+ #0]*\d*\.(\d+)")
@@ -219,6 +230,7 @@ def make_environment(project: Project) -> jinja2.Environment:
     env.filters["re_escape"] = re.escape
     env.filters["letter"] = _letter
     env.filters["add_days"] = _add_days
+    env.filters[MESSAGE_FILTER] = _message_block
     return env
 
 

@@ -8,7 +8,8 @@ from collections import Counter
 
 import pytest
 
-from generator.canonical import CanonicalJSONError, dump_bytes
+from conftest import REPO
+from generator.canonical import CanonicalJSONError, copy_data, dump_bytes
 from generator.rng import KeyedRandom
 from generator.sampling import balanced_value
 from generator.scoring import canonical_text, first_call, first_choice, first_line, is_correct
@@ -25,6 +26,29 @@ def test_canonical_json_is_sorted_nfc_and_compact() -> None:
 def test_canonical_json_refuses_what_has_no_json_form(bad: object) -> None:
     with pytest.raises(CanonicalJSONError):
         dump_bytes(bad)
+
+
+def test_copy_data_equals_deepcopy_and_shares_no_container() -> None:
+    import copy
+
+    shared = {"name": "Ada", "tags": ["a", "b"]}
+    slots = {"people": [shared, {"name": "Bo", "tags": []}], "n": 3, "x": 1.5, "none": None,
+             "pair": ("p", ["q"]), "flag": True}
+    copied = copy_data(slots)
+    assert copied == copy.deepcopy(slots)
+
+    def containers(value: object) -> list[int]:
+        if isinstance(value, dict):
+            return [id(value)] + [i for v in value.values() for i in containers(v)]
+        if isinstance(value, (list, tuple)):
+            return [id(value)] + [i for v in value for i in containers(v)]
+        return []
+
+    # A transform may rewrite the copy in place: nothing of the original may change with it.
+    assert not set(containers(copied)) & set(containers(slots))
+    copied["people"][0]["tags"].append("c")
+    copied["pair"][1].append("r")
+    assert shared["tags"] == ["a", "b"] and slots["pair"] == ("p", ["q"])
 
 
 def test_keyed_random_is_a_pure_function_of_seed_and_path() -> None:
@@ -169,3 +193,30 @@ def test_mentions_agrees_with_a_plain_whole_word_search() -> None:
         assert mentions(text, phrase, ignore_case) == expected
 
     agree()
+
+
+@pytest.mark.parametrize(("source", "outcome"), [
+    # A set inside a message stays inside it; the loop outside is seen from inside.
+    ('{% set x = 1 %}{% for i in range(2) %}{% message "user" %}{% set x = 9 %}{{ x }}'
+     '{{ loop.index }}{% endmessage %}{% endfor %}{% message "assistant", "bo" %}{{ x }}'
+     '{% endmessage %}',
+     [{"role": "user", "content": "91"}, {"role": "user", "content": "92"},
+      {"role": "assistant", "content": "1", "name": "bo"}]),
+    ('{% message who %}hi{% endmessage %}', "message role 'robot' (line 1) is not one of"),
+    ('{% message "user" %}a\n{% message "user" %}b{% endmessage %}{% endmessage %}',
+     "message blocks cannot nest (line 1)"),
+])
+def test_message_blocks_render_to_messages_or_located_errors(source: str,
+                                                             outcome: object) -> None:
+    from generator.errors import SpecError
+    from generator.project import Project
+    from generator.render import Renderer
+
+    template = Renderer(Project(REPO)).inline(source, "specs/x.yaml", 4, 7, "a test")
+    if isinstance(outcome, list):
+        assert template.render_messages({"who": "robot"}) == outcome
+        return
+    with pytest.raises(SpecError) as raised:
+        template.render_messages({"who": "robot"})
+    problem = raised.value.problems[0]
+    assert outcome in problem.message and (problem.file, problem.line) == ("specs/x.yaml", 4)
