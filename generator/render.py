@@ -201,6 +201,8 @@ def _safe_range(*args: int) -> range:
 def _finalize(value: Any) -> Any:
     """Only plain data may be printed: a method or generator would print its memory address,
     which changes from run to run."""
+    if type(value) is str:  # nearly every {{ }} of every template prints a string
+        return value
     if isinstance(value, (str, int, float, bool, list, tuple, dict, jinja2.Undefined)) or \
             value is None:
         return value
