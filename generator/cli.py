@@ -220,7 +220,7 @@ def generate(
         checks = local.checks
         executor = executor_for(workers, engine, scheduler, catalog, local.renderer)
         fingerprint = fingerprint_for(executor, project.root)
-        jobs = chunk_jobs(project.root, str(spec.path), seed, first, count,
+        jobs = chunk_jobs(project.root, spec, seed, first, count,
                           fingerprint=fingerprint)
         try:
             with _output(out_file) as sink, _progress(count, "generating") as advance:

@@ -23,11 +23,19 @@ from typing import Any
 
 from .canonical import dump_normalized_bytes, normalize
 from .errors import SpecError
-from .spec import ReleaseFamily
+from .spec import FamilySpec, ReleaseFamily
 
-#: Groups per chunk: large enough that a chunk's pickling and hand-over cost little next to
-#: rendering it, small enough that a few chunks per worker keep every worker busy.
-CHUNK_GROUPS = 16
+#: Instances a chunk aims at: enough that handing a chunk over (pickling it, a future, waking
+#: the writer) costs little next to rendering it, few enough that a few chunks per worker in
+#: flight keep every worker busy and memory small.
+CHUNK_INSTANCES = 256
+#: Most groups in a chunk (for families of one instance a group).
+MAX_CHUNK_GROUPS = 64
+
+
+def chunk_groups(variants: int) -> int:
+    """Groups per chunk for a family of (at most) ``variants`` instances a group."""
+    return max(1, min(MAX_CHUNK_GROUPS, CHUNK_INSTANCES // max(1, variants)))
 
 
 @dataclass(frozen=True)
@@ -90,19 +98,22 @@ class ChunkJobs:
     count: int
     entry: ReleaseFamily | None
     fingerprint: str
+    size: int  # groups per chunk
 
     def __iter__(self) -> Iterator[ChunkJob]:
         end = self.start + self.count
-        for first in range(self.start, end, CHUNK_GROUPS):
+        for first in range(self.start, end, self.size):
             yield ChunkJob(self.root, self.family, self.seed, first,
-                           min(CHUNK_GROUPS, end - first), self.entry, self.fingerprint)
+                           min(self.size, end - first), self.entry, self.fingerprint)
 
 
-def chunk_jobs(root: Path, family: str, seed: int, start: int, count: int,
+def chunk_jobs(root: Path, family: FamilySpec, seed: int, start: int, count: int,
                entry: ReleaseFamily | None = None, fingerprint: str = "") -> ChunkJobs:
-    """A family's groups cut into chunks, in order (``fingerprint``: the project's
-    ``tree_fingerprint``, which a worker in another process checks before it renders)."""
-    return ChunkJobs(str(root), family, seed, start, count, entry, fingerprint)
+    """A family's groups cut into chunks of about ``CHUNK_INSTANCES`` instances, in order
+    (``fingerprint``: the project's ``tree_fingerprint``, which a worker in another process
+    checks before it renders). Where chunks fall changes no byte of the output."""
+    return ChunkJobs(str(root), str(family.path), seed, start, count, entry, fingerprint,
+                     chunk_groups(len(family.variants())))
 
 
 def fingerprint_for(executor: Executor, root: Path) -> str:

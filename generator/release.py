@@ -99,7 +99,7 @@ def rendered_chunks(executor: Executor, root: Path, seed: int,
     def source(family: FamilySpec, entry: ReleaseFamily, generator: FamilyGenerator
                ) -> Iterator[tuple[int, ChunkResult]]:
         first, count = shard_groups(0, entry.groups, shard)
-        jobs = chunk_jobs(root, str(family.path), seed, first, count, entry, fingerprint)
+        jobs = chunk_jobs(root, family, seed, first, count, entry, fingerprint)
         for job, chunk in zip(jobs, executor.map(jobs, generator), strict=True):
             yield job.count, chunk
 

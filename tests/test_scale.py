@@ -37,12 +37,12 @@ from generator.catalog import Catalog
 from generator.parallel import InProcess, Processes, chunk_jobs, fingerprint_for
 from generator.project import Project
 catalog = Catalog.load(Project(Path(sys.argv[1])))
-path = str(catalog.family_path(sys.argv[2]))
 if sys.argv[3] == "thread":  # another thread is running, as a progress bar's would
     threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
 executor = Processes(2, catalog) if sys.argv[3] != "one" else InProcess()
-jobs = chunk_jobs(catalog.project.root, path, 5, 0, 40,
+jobs = chunk_jobs(catalog.project.root, catalog.family(sys.argv[2]), 5, 0, 40,
                   fingerprint=fingerprint_for(executor, catalog.project.root))
+assert [job.count for job in jobs] == [32, 8]  # chunks of about 256 instances, 8 a group
 local = None
 if isinstance(executor, InProcess):
     from generator.generate import FamilyGenerator
