@@ -6,6 +6,7 @@ import json
 import os
 import re
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -98,12 +99,21 @@ def _progress(total: int, label: str) -> Iterator[Callable[[str, int], None]]:
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    # Redrawn by hand, at most ten times a second, rather than by rich's refresh thread: with
+    # no second thread running, `--workers N` can fork its workers with the project already
+    # loaded (see parallel.Processes) instead of starting them from a fork server.
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=err, transient=True) as bar:
+                  TimeElapsedColumn(), console=err, transient=True, auto_refresh=False) as bar:
         task = bar.add_task(label, total=total)
+        drawn = 0.0
 
         def advance(name: str, n: int) -> None:
+            nonlocal drawn
             bar.update(task, advance=n, description=f"{label} {name}")
+            now = time.monotonic()  # when to redraw, nothing more: no output depends on it
+            if now - drawn >= 0.1:
+                bar.refresh()
+                drawn = now
 
         yield advance
 

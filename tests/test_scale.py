@@ -375,3 +375,30 @@ def test_the_compiled_spec_checks_agree_with_the_full_validator(folder: str) -> 
             if check(broken) != full.is_valid(broken):
                 disagreements.append((path.name, place))
     assert disagreements == []
+
+
+def test_a_progress_bar_on_a_terminal_starts_no_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Workers are forked with the project loaded only while one thread runs (Processes); a
+    # freeze on a terminal draws its progress bar while they start, so the bar must not run a
+    # refresh thread of its own.
+    import io
+    import sys
+    import threading
+
+    from generator import cli
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    from rich.console import Console
+
+    terminal = Terminal()
+    monkeypatch.setenv("TERM", "xterm-256color")  # a terminal rich draws on
+    monkeypatch.setattr(sys, "stderr", terminal)
+    monkeypatch.setattr(cli, "err", Console(stderr=True))  # as made at start on a terminal
+    threads = threading.active_count()
+    with cli._progress(10, "freezing") as advance:
+        advance("example.choice.meeting_room", 4)
+        assert threading.active_count() == threads
+    assert "freezing" in terminal.getvalue()  # it did draw
