@@ -20,13 +20,11 @@ _SEP = b"\x1f"
 
 def _encode_part(part: str | int) -> bytes:
     # Type-tag each part so that the int 1 and the string "1" are different keys.
-    kind = type(part)  # the exact types first: every random stream's path is encoded here
-    if kind is str:
-        return b"s" + part.encode("utf-8")  # type: ignore[union-attr]
-    if kind is int:
-        return b"i" + str(part).encode("ascii")
-    if isinstance(part, bool) or not isinstance(part, (str, int)):
-        raise TypeError(f"random path parts must be str or int, not {type(part).__name__}")
+    kind = type(part)
+    # Every random stream's path is encoded here: the exact types skip the checks.
+    if kind is not str and kind is not int and (
+            isinstance(part, bool) or not isinstance(part, (str, int))):
+        raise TypeError(f"random path parts must be str or int, not {kind.__name__}")
     if isinstance(part, int):
         return b"i" + str(part).encode("ascii")
     return b"s" + part.encode("utf-8")
