@@ -15,7 +15,7 @@ import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
+from types import CodeType, TracebackType
 from typing import Any
 
 import jinja2
@@ -23,9 +23,11 @@ import xxhash
 from jinja2 import nodes
 from jinja2.exceptions import SecurityError, TemplateSyntaxError, UndefinedError
 from jinja2.ext import Extension
+from jinja2.parser import Parser
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from .canonical import has_lone_surrogate
+from .code_cache import cached_code, fingerprint, module_sources
 from .errors import SpecError, lookalike_note
 from .limits import GROUP_MEGABYTES, BudgetExceeded
 from .project import Project
@@ -104,6 +106,7 @@ class _StrictSandbox(ImmutableSandboxedEnvironment):
     and arithmetic that would build a huge number or string is refused before it runs."""
 
     intercepted_binops = frozenset({"**", "*", "%"})
+    _compile_fingerprint: str | None = None
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
         if operator == "**" and isinstance(right, int) and abs(right) > 256 and \
@@ -133,6 +136,23 @@ class _StrictSandbox(ImmutableSandboxedEnvironment):
             except KeyError:
                 return self.undefined(obj=obj, name=attribute)
         return super().getattr(obj, attribute)
+
+    def compile(self, source: Any, name: str | None = None, filename: str | None = None,
+                raw: bool = False, defer_init: bool = False) -> Any:
+        # Every template, include and expression passes here; its code is kept between runs
+        # (a short command spends most of its time compiling). Errors are never kept.
+        if raw or defer_init or not isinstance(source, str):
+            return super().compile(source, name, filename, raw, defer_init)
+        return self.cached_compile(
+            ("template", name or "", filename or "", source),
+            lambda: super(_StrictSandbox, self).compile(source, name, filename))
+
+    def cached_compile(self, parts: tuple[str, ...], build: Callable[[], CodeType]) -> CodeType:
+        """The code ``build`` compiles, kept between runs under ``parts`` (which, with this
+        environment's configuration, must decide the code)."""
+        if self._compile_fingerprint is None:
+            self._compile_fingerprint = _compile_fingerprint(self)
+        return cached_code("jinja", (self._compile_fingerprint, *parts), build)
 
     def unsafe_undefined(self, obj: Any, attribute: str) -> Any:
         if isinstance(obj, jinja2.Undefined):
@@ -211,7 +231,29 @@ def _finalize(value: Any) -> Any:
         "a |list after map/select?)")
 
 
-def make_environment(project: Project) -> jinja2.Environment:
+def _compile_fingerprint(env: jinja2.Environment) -> str:
+    """Everything besides a template's own text that decides the code Jinja compiles it to:
+    Jinja's version, the options and extensions, the names of filters and tests (a missing
+    one fails the compile), and the source of this package's modules that configure them
+    (constant parts of a template are evaluated while compiling, with these filters)."""
+    own = __name__.rpartition(".")[0]
+    modules = [cls.__module__ for cls in (type(env), *(type(e) for e in
+                                                      env.extensions.values()))]
+    modules += [getattr(f, "__module__", None) or "" for f in (*env.filters.values(),
+                                                                *env.tests.values())]
+    options = (env.block_start_string, env.block_end_string, env.variable_start_string,
+               env.variable_end_string, env.comment_start_string, env.comment_end_string,
+               env.line_statement_prefix, env.line_comment_prefix, env.trim_blocks,
+               env.lstrip_blocks, env.newline_sequence, env.keep_trailing_newline,
+               env.optimized, env.is_async, bool(env.autoescape), env.finalize is not None,
+               env.undefined.__name__)
+    return fingerprint([jinja2.__version__, repr(options), *sorted(env.extensions),
+                        *sorted(env.filters), "\0", *sorted(env.tests),
+                        *module_sources(m for m in modules
+                                        if m == own or m.startswith(own + "."))])
+
+
+def make_environment(project: Project) -> _StrictSandbox:
     """The sandboxed Jinja environment every memspec template and expression runs in."""
     env = _StrictSandbox(
         finalize=_finalize,
@@ -524,15 +566,29 @@ class Renderer:
         one-line template that ``compile_expression`` makes, which stores it in ``result``."""
         if source not in self._compiled_expressions:
             try:
-                compiled = self.env.compile_expression(source, undefined_to_none=False)
+                code = self.env.cached_compile(("expression", source),
+                                               lambda: self._expression_code(source))
             except TemplateSyntaxError as exc:
                 raise origin.error(f"expression syntax error: {exc.message}", 1) from None
             except RecursionError:
                 raise origin.error("expression is nested too deeply to compile", 1) from None
-            template = compiled._template  # noqa: SLF001 (run directly: see expression)
-            template.globals = dict(template.globals)  # plain-dict globals, as in _compile
+            # Plain-dict globals, as in _compile.
+            template = self.env.template_class.from_code(
+                self.env, code, dict(self.env.make_globals(None)))
             self._compiled_expressions[source] = template
         return self._compiled_expressions[source]
+
+    def _expression_code(self, source: str) -> CodeType:
+        # What Jinja's compile_expression compiles: a template assigning the expression to
+        # ``result``. Built here, not by it, so that its code can be kept between runs.
+        parser = Parser(self.env, source, state="variable")
+        expression = parser.parse_expression()
+        if not parser.stream.eos:
+            raise TemplateSyntaxError("chunk after expression", parser.stream.current.lineno,
+                                      None, None)
+        expression.set_environment(self.env)
+        body = [nodes.Assign(nodes.Name("result", "store"), expression, lineno=1)]
+        return self.env.compile(nodes.Template(body, lineno=1))
 
     def expression(self, source: str, origin: TemplateOrigin) -> Callable[[Mapping[str, Any]], Any]:
         """A compiled Jinja expression; calling it evaluates it over a context."""

@@ -9,6 +9,7 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from .code_cache import cached_code
 from .errors import Problem, SpecError, lookalike_note
 from .yamlsafe import Located
 
@@ -114,7 +115,16 @@ def fast_check(name: str) -> Callable[[Any], bool]:
     by ``validator``, whose messages say where."""
     import fastjsonschema
 
-    compiled = fastjsonschema.compile(_self_contained(name))
+    schema = _self_contained(name)
+    # The generated module is large (each error repeats its part of the schema) and slow to
+    # compile, so its code is kept between runs; it defines ``validate`` for the whole schema.
+    code = cached_code("fastjsonschema", (fastjsonschema.VERSION, name,
+                                          json.dumps(schema, sort_keys=True)),
+                       lambda: compile(fastjsonschema.compile_to_code(schema),
+                                       f"<schema {name}>", "exec"))
+    namespace: dict[str, Any] = {}
+    exec(code, namespace)  # noqa: S102 (our own schema, compiled by fastjsonschema)
+    compiled = namespace["validate"]
 
     def check(value: Any) -> bool:
         try:

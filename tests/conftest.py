@@ -12,7 +12,14 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
+from generator.code_cache import CACHE_DIR_VARIABLE
+
 REPO = Path(__file__).resolve().parent.parent
+
+# Compiled code is cached in the checkout while testing, not in the user's cache: the suite's
+# many memspec processes then compile each template once, and a test run leaves nothing
+# outside the tree. The cache's own tests give each of theirs a folder of its own.
+os.environ.setdefault(CACHE_DIR_VARIABLE, str(REPO / ".pytest_cache" / "memspec-code"))
 
 
 def run_cli(*args: str, root: Path | None = None, env: dict[str, str] | None = None,

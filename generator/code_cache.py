@@ -1,0 +1,122 @@
+"""Compiled Python code kept between runs, as Python keeps its own in ``__pycache__``.
+
+Compiling is most of what a short command does: Jinja turns every template and expression
+into Python source and Python compiles it, and fastjsonschema does the same for every schema.
+The results are code objects, which ``marshal`` stores exactly; a later run that would
+compile the same thing loads them instead.
+
+An entry is named by the SHA-256 of everything its code depends on (the source, the name it
+is compiled under, the Python, library and memspec code that compile it), so an entry never
+goes stale: anything that changes makes a new name. Nothing random, timed or machine-specific
+enters a name, and a cached code object is the same code a fresh compile gives, so the cache
+changes no output. Reading or writing it never fails a command: a missing, unreadable,
+corrupt or unwritable cache only means compiling again.
+
+The cache lives in ``$MEMSPEC_CACHE_DIR`` if that is set (empty turns it off), else in
+``$XDG_CACHE_HOME/memspec`` or ``~/.cache/memspec``. It is safe to delete at any time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import marshal
+import os
+import sys
+from collections.abc import Callable, Iterable
+from importlib.util import MAGIC_NUMBER
+from pathlib import Path
+from types import CodeType
+
+#: Environment variable naming the cache folder; set to the empty string to turn caching off.
+CACHE_DIR_VARIABLE = "MEMSPEC_CACHE_DIR"
+#: Bumped when the layout of an entry changes.
+_FORMAT = b"memspec-code-cache-1"
+_HEADER = len(hashlib.sha256().digest())
+
+_directory: tuple[str | None, Path | None] | None = None
+
+
+def cache_directory() -> Path | None:
+    """Where compiled code is kept, or None when caching is off."""
+    global _directory
+    setting = os.environ.get(CACHE_DIR_VARIABLE)
+    # Looked up once per setting: tests and embedding programs may change the variable.
+    if _directory is not None and _directory[0] == setting:
+        return _directory[1]
+    if setting is not None:
+        folder = Path(setting) if setting else None
+    else:
+        # A relative XDG_CACHE_HOME is to be ignored, as its specification says.
+        base = os.environ.get("XDG_CACHE_HOME", "")
+        if not os.path.isabs(base):
+            base = os.path.join(os.path.expanduser("~"), ".cache")
+        folder = Path(base, "memspec") if os.path.isabs(base) else None
+    _directory = (setting, folder)
+    return folder
+
+
+def fingerprint(parts: Iterable[str | bytes]) -> str:
+    """A SHA-256 hex digest naming everything in ``parts``, in order (each part is length
+    prefixed, so no two different lists of parts share a fingerprint)."""
+    digest = hashlib.sha256(_FORMAT + MAGIC_NUMBER + sys.version.encode())
+    for part in parts:
+        data = part if isinstance(part, bytes) else part.encode("utf-8", "surrogatepass")
+        digest.update(len(data).to_bytes(8, "big"))
+        digest.update(data)
+    return digest.hexdigest()
+
+
+def module_sources(modules: Iterable[str]) -> list[bytes]:
+    """The source bytes of the named, already imported modules (for a fingerprint: the code
+    that compiles something decides what it compiles to)."""
+    sources = []
+    for name in sorted(set(modules)):
+        file = getattr(sys.modules.get(name), "__file__", None)
+        if file:
+            sources.append(name.encode() + b"\0" + Path(file).read_bytes())
+    return sources
+
+
+def cached_code(kind: str, parts: Iterable[str | bytes], build: Callable[[], CodeType]
+                ) -> CodeType:
+    """The code ``build`` returns for these ``parts``: from the cache when a run before built
+    it, else built now and kept for the next run. ``parts`` must name everything the code
+    depends on; ``build`` may raise, and then nothing is kept."""
+    folder = cache_directory()
+    if folder is None:
+        return build()
+    path = folder / kind / fingerprint(parts)
+    code = _read(path)
+    if code is None:
+        code = build()
+        _write(path, code)
+    return code
+
+
+def _read(path: Path) -> CodeType | None:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    payload = data[_HEADER:]
+    if hashlib.sha256(payload).digest() != data[:_HEADER]:
+        return None  # torn or damaged: compile again, and the write replaces it
+    try:
+        code = marshal.loads(payload)
+    except (EOFError, ValueError, TypeError):
+        return None
+    return code if isinstance(code, CodeType) else None
+
+
+def _write(path: Path, code: CodeType) -> None:
+    payload = marshal.dumps(code)
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        temporary.write_bytes(hashlib.sha256(payload).digest() + payload)
+        # Atomic: a process reading at the same moment sees no entry or a whole one.
+        os.replace(temporary, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)

@@ -1,0 +1,137 @@
+"""The cache of compiled code: a later run loads what an earlier one compiled, the output is
+the same byte for byte, and a damaged, missing or unwritable cache only means compiling."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jinja2.environment
+import pytest
+
+from conftest import REPO, run_cli
+from generator import schemas
+from generator.code_cache import CACHE_DIR_VARIABLE
+from generator.errors import SpecError
+from generator.project import Project
+from generator.render import Renderer, _compile_fingerprint, make_environment
+
+#: A family whose group uses templates, includes, inline texts and expressions.
+FAMILY = "trustgap.memory_trust.airline"
+
+
+def _entries(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _render_everything(renderer: Renderer) -> list[object]:
+    """What a family's generation compiles: a file template with includes, an inline
+    template and an expression, each rendered."""
+    context = {"items": [{"name": "b"}, {"name": "a"}]}
+    inline = renderer.inline('{% message "user" %}{{ items | map(attribute="name") | sort | '
+                             'join(",") }}{% endmessage %}', "specs/x.yaml", 3, 5, "a test")
+    expression = renderer.expression("items | selectattr('name', 'eq', 'a') | list | length",
+                                     inline.origin)
+    return [inline.render_messages(context), expression(context),
+            renderer.file("trustgap/context.j2").source]
+
+
+def test_a_second_process_writes_the_same_bytes_and_adds_no_entry(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    args = ("generate", FAMILY, "--groups", "2", "--seed", "7")
+    first = run_cli(*args, env={CACHE_DIR_VARIABLE: str(cache)})
+    assert first.returncode == 0, first.stderr
+    filled = _entries(cache)
+    assert any(name.startswith("jinja/") for name in filled)
+    assert any(name.startswith("fastjsonschema/") for name in filled)
+
+    second = run_cli(*args, env={CACHE_DIR_VARIABLE: str(cache)})
+    assert second.returncode == 0, second.stderr
+    assert second.stdout == first.stdout
+    assert _entries(cache) == filled  # everything was found; nothing was written again
+
+    off = run_cli(*args, env={CACHE_DIR_VARIABLE: ""})
+    assert off.returncode == 0, off.stderr
+    assert off.stdout == first.stdout
+
+
+def test_a_filled_cache_compiles_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                         ) -> None:
+    monkeypatch.setenv(CACHE_DIR_VARIABLE, str(tmp_path))
+    schemas.fast_check.cache_clear()
+    expected = _render_everything(Renderer(Project(REPO)))
+    assert schemas.fast_check("pool")({"pool": "a.b", "description": "d", "items": [1]})
+
+    def no_compiling(*args: object, **kwargs: object) -> None:
+        raise AssertionError("compiled although the cache holds the code")
+
+    # Jinja's code generator and fastjsonschema's are both unreachable now.
+    monkeypatch.setattr(jinja2.environment, "generate", no_compiling)
+    monkeypatch.setattr("fastjsonschema.compile_to_code", no_compiling)
+    schemas.fast_check.cache_clear()
+    try:
+        assert _render_everything(Renderer(Project(REPO))) == expected
+        check = schemas.fast_check("pool")
+        assert check({"pool": "a.b", "description": "d", "items": [1]})
+        assert not check({"pool": "a.b", "items": [1]})
+    finally:
+        schemas.fast_check.cache_clear()
+
+
+def test_a_damaged_or_unwritable_cache_only_means_compiling_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(CACHE_DIR_VARIABLE, str(tmp_path / "cache"))
+    expected = _render_everything(Renderer(Project(REPO)))
+    filled = _entries(tmp_path / "cache")
+    for index, name in enumerate(filled):
+        path = tmp_path / "cache" / name
+        data = path.read_bytes()
+        # Torn, flipped in the checksum, flipped in the code, emptied.
+        path.write_bytes([data[: len(data) // 2], bytes([data[0] ^ 1]) + data[1:],
+                          data[:-1] + bytes([data[-1] ^ 1]), b""][index % 4])
+    assert _render_everything(Renderer(Project(REPO))) == expected
+    assert _entries(tmp_path / "cache") == filled  # each damaged entry was written anew
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder\n")
+    monkeypatch.setenv(CACHE_DIR_VARIABLE, str(blocker / "cache"))
+    assert _render_everything(Renderer(Project(REPO))) == expected
+
+
+def test_a_template_that_fails_to_compile_leaves_no_entry(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(CACHE_DIR_VARIABLE, str(tmp_path))
+    origin = Renderer(Project(REPO)).inline("ok", "specs/x.yaml", 1, 1, "a test").origin
+    assert len(_entries(tmp_path)) == 1
+    for _ in range(2):  # the second time, too, each error comes from compiling
+        renderer = Renderer(Project(REPO))
+        with pytest.raises(SpecError) as raised:
+            renderer.inline("{% message 'user' %}{{ a + }}{% endmessage %}", "specs/x.yaml",
+                            9, 3, "a test")
+        problem = raised.value.problems[0]
+        assert "syntax error" in problem.message and problem.line == 9
+        with pytest.raises(SpecError, match="expression syntax error"):
+            renderer.expression("a +", origin)
+    assert len(_entries(tmp_path)) == 1
+
+
+def test_the_fingerprint_covers_options_filters_and_is_the_same_in_every_process() -> None:
+    project = Project(REPO)
+    base = _compile_fingerprint(make_environment(project))
+    with_filter = make_environment(project)
+    with_filter.filters["shout"] = str.upper
+    untrimmed = make_environment(project)
+    untrimmed.trim_blocks = False
+    assert len({base, _compile_fingerprint(with_filter), _compile_fingerprint(untrimmed)}) == 3
+
+    code = ("from generator.project import Project; from pathlib import Path;"
+            "from generator.render import _compile_fingerprint, make_environment;"
+            f"print(_compile_fingerprint(make_environment(Project(Path({str(REPO)!r})))))")
+    for seed, zone, locale in (("0", "UTC", "C"), ("4242", "Asia/Tokyo", "C.UTF-8")):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "TZ": zone, "LC_ALL": locale}
+        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                env=env, check=True)
+        assert result.stdout.strip() == base
