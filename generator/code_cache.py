@@ -87,11 +87,33 @@ def cached_code(kind: str, parts: Iterable[str | bytes], build: Callable[[], Cod
     if folder is None:
         return build()
     path = folder / kind / fingerprint(parts)
+    if not _private(path.parent):
+        return build()
     code = _read(path)
     if code is None:
         code = build()
         _write(path, code)
     return code
+
+
+_checked: dict[Path, bool] = {}
+
+
+def _private(folder: Path) -> bool:
+    """Whether code loaded from ``folder`` can only have been put there by this user: it is
+    theirs and no one else may write in it (else anyone who can would choose what runs).
+    A folder that does not exist yet will be made private."""
+    if folder not in _checked:
+        try:
+            status = folder.stat()
+        except FileNotFoundError:
+            return True  # made by _write, with mode 0o700; checked on the next call
+        except OSError:
+            status = None
+        owner = getattr(os, "getuid", lambda: None)()
+        _checked[folder] = status is not None and not status.st_mode & 0o022 and \
+            (owner is None or status.st_uid == owner)
+    return _checked[folder]
 
 
 def _read(path: Path) -> CodeType | None:

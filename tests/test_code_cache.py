@@ -4,6 +4,7 @@ the same byte for byte, and a damaged, missing or unwritable cache only means co
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -99,6 +100,28 @@ def test_a_damaged_or_unwritable_cache_only_means_compiling_again(
     blocker.write_text("not a folder\n")
     monkeypatch.setenv(CACHE_DIR_VARIABLE, str(blocker / "cache"))
     assert _render_everything(Renderer(Project(REPO))) == expected
+
+
+def test_a_cache_others_may_write_to_is_not_read(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(CACHE_DIR_VARIABLE, str(tmp_path / "filled"))
+    expected = _render_everything(Renderer(Project(REPO)))
+    compiled: list[object] = []
+    generate = jinja2.environment.generate
+
+    def counting(*args: object, **kwargs: object) -> object:
+        compiled.append(args[0])
+        return generate(*args, **kwargs)
+
+    monkeypatch.setattr(jinja2.environment, "generate", counting)
+    for mode, compiles in ((0o700, False), (0o777, True), (0o720, True)):
+        copy = tmp_path / f"copy-{mode:o}"
+        shutil.copytree(tmp_path / "filled", copy)
+        (copy / "jinja").chmod(mode)
+        monkeypatch.setenv(CACHE_DIR_VARIABLE, str(copy))
+        compiled.clear()
+        assert _render_everything(Renderer(Project(REPO))) == expected
+        assert bool(compiled) == compiles, oct(mode)
 
 
 def test_a_template_that_fails_to_compile_leaves_no_entry(tmp_path: Path,
