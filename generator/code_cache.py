@@ -132,7 +132,10 @@ def _read(path: Path) -> CodeType | None:
 
 
 def _write(path: Path, code: CodeType) -> None:
-    payload = marshal.dumps(code)
+    try:
+        payload = marshal.dumps(code)
+    except ValueError:  # a constant marshal cannot store: this code is simply not kept
+        return
     temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
