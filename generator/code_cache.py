@@ -1,7 +1,8 @@
 """Compiled Python code kept between runs, as Python keeps its own in ``__pycache__``.
 
-Compiling is most of what a short command does: Jinja turns every template and expression
-into Python source and Python compiles it, and fastjsonschema does the same for every schema.
+Compiling is a large part of what a short command does (a quarter of `memspec validate`):
+Jinja turns every template and expression into Python source and Python compiles it, and
+fastjsonschema does the same for every schema.
 The results are code objects, which ``marshal`` stores exactly; a later run that would
 compile the same thing loads them instead.
 
