@@ -453,16 +453,18 @@ def split_messages(text: str, template: CompiledTemplate) -> list[Message]:
 
     ``text`` is what ``render_text`` returned, so every part of it is already canonical: NFC,
     ``\\n`` line endings, no lone surrogate (``make_message`` keeps it so)."""
-    messages: list[Message] = []
-    position = 0
-    for match in _MESSAGE_RE.finditer(text):
-        if match.start() > position:
-            _check_outside(text[position : match.start()], template)
-        role, name, line, body = match.groups()
-        messages.append(make_message(role, body, name, template, int(line)))
-        position = match.end()
-    _check_outside(text[position:], template)
-    return messages
+    # [outside, role, name, line, body, outside, role, ...]: the regular expression splits
+    # in C what a loop over its matches would take apart in Python, message by message.
+    parts = _MESSAGE_RE.split(text)
+    if "".join(parts[::5]).strip():
+        # Stray text: find it in order, so the first problem in the output is the one named.
+        for index in range(0, len(parts), 5):
+            _check_outside(parts[index], template)
+            if index + 4 < len(parts):
+                make_message(parts[index + 1], parts[index + 4], parts[index + 2], template,
+                             int(parts[index + 3]))
+    return [make_message(parts[index], parts[index + 3], parts[index + 1], template,
+                         int(parts[index + 2])) for index in range(1, len(parts), 5)]
 
 
 def make_message(role: str, body: str, name: str | None, template: CompiledTemplate,
