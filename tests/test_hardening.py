@@ -4,6 +4,7 @@ templates, silent typos, paths leaving the tree, and crashes instead of located 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -13,9 +14,14 @@ import pytest
 from test_bad_input import FAMILY, RELEASE, TEMPLATE, edit, memspec, out, project  # noqa: F401
 
 from conftest import REPO, run_cli
+from generator.code_cache import CACHE_DIR_VARIABLE
 from generator.manifest import sha256_file, sums_text
 from generator.scoring import first_call
 from generator.verify import verify_release
+
+#: A bare environment for a memspec run (the test run's cache of compiled code kept).
+BARE_ENV = {"PATH": "/usr/bin:/bin", "MEMSPEC_GROUP_SECONDS": "2",
+            CACHE_DIR_VARIABLE: os.environ.get(CACHE_DIR_VARIABLE, "")}
 
 
 def _reseal(folder: Path) -> None:
@@ -89,7 +95,7 @@ def test_runaway_or_unstable_templates_are_refused(project: Path,  # noqa: F811
     result = subprocess.run(
         [sys.executable, "-m", "generator.cli", "--root", str(project), "validate"],
         capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60,
-        env={"PATH": "/usr/bin:/bin", "MEMSPEC_GROUP_SECONDS": "2"})
+        env=BARE_ENV)
     assert result.returncode == 2, result.stderr
     assert fragment in result.stderr and "Traceback" not in result.stderr
 
@@ -103,7 +109,7 @@ def test_a_catastrophic_regex_gold_is_stopped(project: Path) -> None:  # noqa: F
     result = subprocess.run(
         [sys.executable, "-m", "generator.cli", "--root", str(project), "validate"],
         capture_output=True, text=True, timeout=60,
-        env={"PATH": "/usr/bin:/bin", "MEMSPEC_GROUP_SECONDS": "2"})
+        env=BARE_ENV)
     assert result.returncode == 2 and "took longer than" in result.stderr
 
 
