@@ -1,4 +1,5 @@
-"""Compiled Python code kept between runs, as Python keeps its own in ``__pycache__``.
+"""Compiled Python code (and parsed specs) kept between runs, as Python keeps its own code in
+``__pycache__``.
 
 Compiling is a large part of what a short command does (a quarter of `memspec validate`):
 Jinja turns every template and expression into Python source and Python compiles it, and
@@ -15,6 +16,9 @@ corrupt or unwritable cache only means compiling again.
 
 The cache lives in ``$MEMSPEC_CACHE_DIR`` if that is set (empty turns it off), else in
 ``$XDG_CACHE_HOME/memspec`` or ``~/.cache/memspec``. It is safe to delete at any time.
+
+Parsing YAML is kept the same way (``cached_data``): a strict parse that remembers every
+value's place costs ten times what loading its result costs.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from collections.abc import Callable, Iterable
 from importlib.util import MAGIC_NUMBER
 from pathlib import Path
 from types import CodeType
+from typing import Any, TypeVar
 
 #: Environment variable naming the cache folder; set to the empty string to turn caching off.
 CACHE_DIR_VARIABLE = "MEMSPEC_CACHE_DIR"
@@ -36,6 +41,9 @@ _FORMAT = b"memspec-code-cache-1"
 _HEADER = len(hashlib.sha256().digest())
 
 _directory: tuple[str | None, Path | None] | None = None
+#: What ``_read`` returns for no usable entry (None is a value a parse may give).
+_MISSING = object()
+T = TypeVar("T")
 
 
 def cache_directory() -> Path | None:
@@ -84,17 +92,29 @@ def cached_code(kind: str, parts: Iterable[str | bytes], build: Callable[[], Cod
     """The code ``build`` returns for these ``parts``: from the cache when a run before built
     it, else built now and kept for the next run. ``parts`` must name everything the code
     depends on; ``build`` may raise, and then nothing is kept."""
+    return _cached(kind, parts, build, CodeType)
+
+
+def cached_data(kind: str, parts: Iterable[str | bytes], build: Callable[[], T]) -> T:
+    """As ``cached_code``, for the plain data ``marshal`` stores exactly (dicts in their
+    order, lists, tuples, strings, numbers, booleans, None): what parsing a file gives, say.
+    Each call returns objects of its own, shared with no other call."""
+    return _cached(kind, parts, build, object)
+
+
+def _cached(kind: str, parts: Iterable[str | bytes], build: Callable[[], T],
+            expected: type) -> T:
     folder = cache_directory()
     if folder is None:
         return build()
     path = folder / kind / fingerprint(parts)
     if not _private(path.parent):
         return build()
-    code = _read(path)
-    if code is None:
-        code = build()
-        _write(path, code)
-    return code
+    value = _read(path, expected)
+    if value is _MISSING:
+        value = build()
+        _write(path, value)
+    return value  # type: ignore[return-value]
 
 
 _checked: dict[Path, bool] = {}
@@ -117,25 +137,25 @@ def _private(folder: Path) -> bool:
     return _checked[folder]
 
 
-def _read(path: Path) -> CodeType | None:
+def _read(path: Path, expected: type) -> Any:
     try:
         data = path.read_bytes()
     except OSError:
-        return None
+        return _MISSING
     payload = data[_HEADER:]
     if hashlib.sha256(payload).digest() != data[:_HEADER]:
-        return None  # torn or damaged: compile again, and the write replaces it
+        return _MISSING  # torn or damaged: build again, and the write replaces it
     try:
-        code = marshal.loads(payload)
+        value = marshal.loads(payload)
     except (EOFError, ValueError, TypeError):
-        return None
-    return code if isinstance(code, CodeType) else None
+        return _MISSING
+    return value if isinstance(value, expected) else _MISSING
 
 
-def _write(path: Path, code: CodeType) -> None:
+def _write(path: Path, value: Any) -> None:
     try:
-        payload = marshal.dumps(code)
-    except ValueError:  # a constant marshal cannot store: this code is simply not kept
+        payload = marshal.dumps(value)
+    except ValueError:  # something marshal cannot store: this value is simply not kept
         return
     temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:

@@ -8,6 +8,7 @@ value means the same thing whichever YAML habits its author has.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from .canonical import has_lone_surrogate
+from .code_cache import cached_data, fingerprint, module_sources
 from .errors import PathPart, SpecError
 
 #: Largest spec, pool or release file accepted, in bytes.
@@ -197,7 +199,25 @@ def read_text(path: Path, display: str) -> str:
 
 
 def load_yaml_text(text: str, display: str) -> Located:
-    """Parse one YAML document strictly; errors name ``display`` with line and column."""
+    """Parse one YAML document strictly; errors name ``display`` with line and column.
+
+    A parse that succeeded is kept between runs, named by the text and the parsing code, so
+    the same text is parsed once; a text that fails is parsed (and fails) every time."""
+    data, positions, text_starts = cached_data(
+        "yaml", (_parser_fingerprint(), _StrictLoader.__name__, text),
+        lambda: _parse(text, display))
+    return Located(data, display, positions, text_starts)
+
+
+@functools.cache
+def _parser_fingerprint() -> str:
+    """What, besides the text and the parser in use, decides what a parse gives: PyYAML's
+    version, this module and the one whose checks it uses."""
+    return fingerprint([yaml.__version__,
+                        *module_sources([__name__, has_lone_surrogate.__module__])])
+
+
+def _parse(text: str, display: str) -> tuple[Any, dict, dict]:
     try:
         loader = _StrictLoader(text)
         try:
@@ -219,9 +239,8 @@ def load_yaml_text(text: str, display: str) -> Located:
     positions: dict[tuple[PathPart, ...], tuple[int, int]] = {}
     text_starts: dict[tuple[PathPart, ...], tuple[int, int]] = {}
     if root is None:
-        return Located(None, display, positions)
-    data = _construct(root, (), positions, display, 0, text_starts)
-    return Located(data, display, positions, text_starts)
+        return None, positions, text_starts
+    return _construct(root, (), positions, display, 0, text_starts), positions, text_starts
 
 
 def load_yaml_file(path: Path, display: str) -> Located:

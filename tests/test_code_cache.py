@@ -13,11 +13,12 @@ import jinja2.environment
 import pytest
 
 from conftest import REPO, run_cli
-from generator import schemas
+from generator import schemas, yamlsafe
 from generator.code_cache import CACHE_DIR_VARIABLE
 from generator.errors import SpecError
 from generator.project import Project
 from generator.render import Renderer, _compile_fingerprint, make_environment
+from generator.yamlsafe import load_yaml_text
 
 #: A family whose group uses templates, includes, inline texts and expressions.
 FAMILY = "trustgap.memory_trust.airline"
@@ -158,3 +159,31 @@ def test_the_fingerprint_covers_options_filters_and_is_the_same_in_every_process
         result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                                 env=env, check=True)
         assert result.stdout.strip() == base
+
+
+def test_a_parse_is_kept_and_each_load_gets_data_of_its_own(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    monkeypatch.setenv(CACHE_DIR_VARIABLE, str(tmp_path))
+    text = (REPO / "specs" / "families").rglob("*.yaml").__next__().read_text()
+    first = load_yaml_text(text, "specs/a.yaml")
+    assert len(_entries(tmp_path / "yaml")) == 1
+
+    def no_parsing(*args: object, **kwargs: object) -> None:
+        raise AssertionError("parsed although the cache holds the result")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(yamlsafe, "_construct", no_parsing)
+        second = load_yaml_text(text, "specs/b.yaml")
+    assert (second.data, second.positions, second.text_starts) == \
+        (first.data, first.positions, first.text_starts)
+    assert second.file == "specs/b.yaml"
+    first.data["changed"] = True  # a caller's edit reaches no other load
+    assert "changed" not in load_yaml_text(text, "specs/c.yaml").data
+
+    for _ in range(2):  # bad YAML is parsed, and refused, every time
+        with pytest.raises(SpecError) as raised:
+            load_yaml_text("a: 1\na: 2\n", "specs/bad.yaml")
+        assert (raised.value.problems[0].file, raised.value.problems[0].line) == \
+            ("specs/bad.yaml", 2)
+    assert len(_entries(tmp_path / "yaml")) == 1
