@@ -3,9 +3,8 @@
 
 Compiling is a large part of what a short command does (a quarter of `memspec validate`):
 Jinja turns every template and expression into Python source and Python compiles it, and
-fastjsonschema does the same for every schema.
-The results are code objects, which ``marshal`` stores exactly; a later run that would
-compile the same thing loads them instead.
+fastjsonschema does the same for every schema. The results are code objects, which
+``marshal`` stores exactly; a later run that would compile the same thing loads them instead.
 
 An entry is named by the SHA-256 of everything its code depends on (the source, the name it
 is compiled under, the Python, library and memspec code that compile it), so an entry never
