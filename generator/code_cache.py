@@ -131,8 +131,9 @@ def _private(folder: Path) -> bool:
         except OSError:
             status = None
         owner = getattr(os, "getuid", lambda: None)()
-        _checked[folder] = status is not None and not status.st_mode & 0o022 and \
-            (owner is None or status.st_uid == owner)
+        # Without POSIX owners (Windows), the folder's access lists guard it, not mode bits.
+        _checked[folder] = status is not None and (
+            owner is None or (status.st_uid == owner and not status.st_mode & 0o022))
     return _checked[folder]
 
 
