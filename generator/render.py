@@ -555,11 +555,7 @@ class Renderer:
             line, column = _deepest_bracket(self.env, source)
             raise origin.error("template is nested too deeply to compile (brackets or "
                                "blocks hundreds deep)", line, column) from None
-        # A plain dict, not Jinja's ChainMap: every render copies the globals, and copying a
-        # ChainMap costs more than rendering a short template.
-        globals_ = dict(self.env.make_globals(None))
-        template = self.env.template_class.from_code(self.env, code, globals_)
-        return CompiledTemplate(template, source, origin, filename,
+        return CompiledTemplate(self._template(code), source, origin, filename,
                                 self.env.loader.names,  # type: ignore[union-attr]
                                 self.project.root)
 
@@ -575,11 +571,14 @@ class Renderer:
                 raise origin.error(f"expression syntax error: {exc.message}", 1) from None
             except RecursionError:
                 raise origin.error("expression is nested too deeply to compile", 1) from None
-            # Plain-dict globals, as in _compile.
-            template = self.env.template_class.from_code(
-                self.env, code, dict(self.env.make_globals(None)))
-            self._compiled_expressions[source] = template
+            self._compiled_expressions[source] = self._template(code)
         return self._compiled_expressions[source]
+
+    def _template(self, code: CodeType) -> jinja2.Template:
+        # Globals in a plain dict, not Jinja's ChainMap: every render copies the globals, and
+        # copying a ChainMap costs more than rendering a short template.
+        return self.env.template_class.from_code(self.env, code,
+                                                 dict(self.env.make_globals(None)))
 
     def _expression_code(self, source: str) -> CodeType:
         # What Jinja's compile_expression compiles: a template assigning the expression to
