@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -119,17 +120,7 @@ def bench_floor(groups: int, repeats: int) -> dict[str, Any]:
     def run_floor(first: int) -> float:
         start = time.perf_counter()
         for context in contexts[first]:
-            rendered = {"phases": [], "id": context["family"], "group": context["group"]}
-            for name, template in phases.items():
-                if isinstance(template, list):
-                    messages = [{"role": role, "content": compiled.template.render(context)}
-                                for role, _, compiled in template]
-                else:
-                    messages = [{"text": template.template.render(context)}]
-                rendered["phases"].append({"phase": name, "messages": messages})
-            rendered["answer"] = {key: compiled.template.render(context)
-                                  for key, compiled in texts.items()}
-            json.dumps(rendered, sort_keys=True, ensure_ascii=False)
+            json.dumps(_floor_render(context, phases, texts), sort_keys=True, ensure_ascii=False)
         return time.perf_counter() - start
 
     # Taken in turns, best of each: a busy moment of the machine falls on one run, not one side.
@@ -142,7 +133,69 @@ def bench_floor(groups: int, repeats: int) -> dict[str, Any]:
     floor_rate = len(contexts[1]) / floor_seconds
     return {"family": PROCEDURAL, "instances": instances, "repeats": repeats,
             "memspec_per_s": round(memspec_rate, 1), "floor_per_s": round(floor_rate, 1),
-            "ratio": round(memspec_rate / floor_rate, 3), "target": ">= 0.75"}
+            "ratio": round(memspec_rate / floor_rate, 3), "target": ">= 0.75",
+            "stages_us": _stages(generator, groups, repeats, phases, texts)}
+
+
+def _stages(generator: Any, groups: int, repeats: int, phases: dict[str, Any],
+            texts: dict[str, Any]) -> dict[str, float]:
+    """Where an instance's time goes, in microseconds, best of ``repeats`` turns of new groups
+    each: memspec's loop cut into its stages, and the floor's into rendering and dumping."""
+    best: dict[str, float] = {}
+    for turn in range(1, repeats + 1):
+        numbers = range(10**6 * turn, 10**6 * turn + groups)
+        for stage, seconds in _stage_turn(generator, numbers, phases, texts).items():
+            best[stage] = min(best.get(stage, float("inf")), seconds)
+    return {stage: round(seconds / groups * 1e6, 1) for stage, seconds in best.items()}
+
+
+def _stage_turn(generator: Any, numbers: range, phases: dict[str, Any],
+                texts: dict[str, Any]) -> dict[str, float]:
+    """Seconds of each stage over the groups ``numbers`` (one variant each)."""
+    from generator.canonical import dump_normalized_bytes
+    from generator.sampling import sample_slots
+
+    family, variant = generator.family, generator.variants[0]
+    seconds: dict[str, float] = {}
+
+    def timed(stage: str, work: Callable[[], Any]) -> Any:
+        start = time.perf_counter()
+        result = work()
+        seconds[stage] = time.perf_counter() - start
+        return result
+
+    slots = timed("draw slots", lambda: [
+        sample_slots(family, generator.renderer, generator.seed, g, generator._slot_expressions)
+        for g in numbers])
+    pairs = list(zip(slots, numbers, strict=True))
+    contexts = [generator._variant_context(s, variant, g) for s, g in pairs]
+    timed("render phases, split messages", lambda: [
+        [generator._render_phase(name, c) for name in family.paradigm.phases] for c in contexts])
+    timed("render answer, check it scores", lambda: [generator._answer(c) for c in contexts])
+    rendered = timed("whole instance (the two above, schema)", lambda: [
+        generator.render_variant(s, variant, g) for s, g in pairs])
+    timed("paradigm's checks", lambda: [generator.checks.check_group([r]) for r in rendered])
+    timed("canonical JSON", lambda: [dump_normalized_bytes(r.instance) for r in rendered])
+    out = timed("floor: render", lambda: [_floor_render(c, phases, texts) for c in contexts])
+    timed("floor: json.dumps", lambda: [json.dumps(r, sort_keys=True, ensure_ascii=False)
+                                        for r in out])
+    return seconds
+
+
+def _floor_render(context: dict[str, Any], phases: dict[str, Any], texts: dict[str, Any]
+                  ) -> dict[str, Any]:
+    """The floor's work on one instance, up to its JSON: the same templates, rendered."""
+    rendered: dict[str, Any] = {"phases": [], "id": context["family"], "group": context["group"]}
+    for name, template in phases.items():
+        if isinstance(template, list):
+            messages = [{"role": role, "content": compiled.template.render(context)}
+                        for role, _, compiled in template]
+        else:
+            messages = [{"text": template.template.render(context)}]
+        rendered["phases"].append({"phase": name, "messages": messages})
+    rendered["answer"] = {key: compiled.template.render(context)
+                          for key, compiled in texts.items()}
+    return rendered
 
 
 def bench_workers(groups: int, tmp: Path, repeats: int) -> dict[str, Any]:
@@ -331,7 +384,13 @@ def _print_table(results: dict[str, Any]) -> None:
         if key in results:
             text, value = describe(results[key])
             table.add_row(text, value, results[key]["target"])
-    Console().print(table)
+    console = Console()
+    console.print(table)
+    if "stages_us" in results.get("a_floor", {}):
+        stages = Table("(a) stage of one instance", "µs", title="where (a)'s time goes")
+        for stage, micros in results["a_floor"]["stages_us"].items():
+            stages.add_row(stage, f"{micros:g}")
+        console.print(stages)
 
 
 if __name__ == "__main__":
