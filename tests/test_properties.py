@@ -44,7 +44,8 @@ STABLE = settings(derandomize=True, database=None, deadline=None,
 #: line endings.
 TRICKY = ["e\u0301", "\u00e9", "\u0041\u030a", "\u212b", "\u00c5", "\u1100\u1161\u11a8",
           "\uac01", "\U0001f600", "\U0001d518", "\U0010fffd", "\ufb01", "\u0323\u0307",
-          "\r\n", "\r", "\n", "\t", "\"", "\\", "\u2028", "\x00", " "]
+          "\r\n", "\r", "\n", "\t", "\"", "\\", "\u2028", "\x00", " ", "\x7f",
+          "\\u00e9", "u"]
 TEXT = st.one_of(st.text(max_size=12),
                  st.lists(st.sampled_from(TRICKY), max_size=6).map("".join))
 INTEGERS = st.one_of(st.integers(),
@@ -102,6 +103,17 @@ def test_canonical_bytes_are_one_line_stable_and_parse_back(value: Any) -> None:
     for text in _strings(parsed):
         assert "\r" not in text and unicodedata.is_normalized("NFC", text)
     assert json.loads(dump_pretty_bytes(value)) == parsed
+
+
+@settings(STABLE, max_examples=300)
+@given(JSON)
+def test_canonical_bytes_are_what_the_standard_library_writes_with_the_canonical_options(
+        value: Any) -> None:
+    # The writer takes a quicker path for plain ASCII; whatever the text, the bytes must be
+    # those of json.dumps with the options the format names, over the normalised value.
+    expected = json.dumps(normalize(value), ensure_ascii=False, sort_keys=True,
+                          separators=(",", ":"), allow_nan=False) + "\n"
+    assert dump_bytes(value) == expected.encode("utf-8")
 
 
 @settings(STABLE, max_examples=200)
