@@ -59,6 +59,10 @@ class ChunkResult:
     lines: list[bytes]
     tallies: dict[int, Counter]
     instances: list[dict[str, Any]] | None = None
+    #: The templates the chunk's groups fetched through include, import or extends (display
+    #: names): which a group reaches can depend on its values, and a release must pin them
+    #: whichever process rendered the group.
+    templates: tuple[str, ...] = ()
 
     def records(self) -> Iterator[tuple[bytes, dict[str, Any]]]:
         """Each instance's line with the instance (parsed back if it came from elsewhere)."""
@@ -170,6 +174,7 @@ def render_chunk(job: ChunkJob, generator: Any = None) -> ChunkResult:
     """Render one chunk, in whichever process runs it (with ``generator``, that one)."""
     keep = generator is not None
     generator = generator or _generator(job)
+    generator.renderer.take_fetched()  # what earlier work fetched is not this chunk's
     lines, instances = [], []
     for group_index in range(job.start, job.start + job.count):
         for instance in generator.group(group_index):
@@ -179,7 +184,8 @@ def render_chunk(job: ChunkJob, generator: Any = None) -> ChunkResult:
             lines.append(dump_normalized_bytes(instance))  # generated instances are normal
             if keep:
                 instances.append(instance)
-    return ChunkResult(lines, generator.checks.take_tallies(), instances if keep else None)
+    return ChunkResult(lines, generator.checks.take_tallies(), instances if keep else None,
+                       tuple(generator.renderer.take_fetched()))
 
 
 class Executor:

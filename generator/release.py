@@ -17,7 +17,7 @@ import hashlib
 import os
 import shutil
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -195,6 +195,7 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
     files: dict[str, dict[str, Any]] = {}
     family_counts: dict[str, dict[str, Any]] = {}
     seen_content = ContentIndex()
+    templates: set[str] = set()  # fetched by include, import or extends, in any process
     stats = ReleaseStats()
     exports = LoaderExports(folder, release) if layout >= 3 else None
     total = 0
@@ -209,6 +210,7 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
         try:
             for done, chunk in source(family, entry, generator):
                 generator.checks.add_tallies(chunk.tallies)
+                templates.update(chunk.templates)
                 for line, instance in chunk.records():
                     splits.add(instance)
                     seen_content.add(_content_key(instance))
@@ -237,7 +239,7 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
     root = hashlib.sha256(sums_text(data_hashes).encode("utf-8")).hexdigest()
     counts = {"instances": total, "groups": sum(e.groups for e in release.families),
               "families": family_counts}
-    inputs = input_hashes(project.root, release, families, renderer)
+    inputs = input_hashes(project.root, release, families, renderer, templates)
     if rendered_inputs is not None:
         inputs = _with_rendered_inputs(inputs, rendered_inputs, project.root)
     if committed is not None:
@@ -359,13 +361,18 @@ class _SplitContent:
 
 
 def input_hashes(root: Path, release: ReleaseSpec, families: list[FamilySpec],
-                  renderer: Renderer) -> dict[str, str]:
+                  renderer: Renderer, rendered: Iterable[str] = ()) -> dict[str, str]:
+    """SHA-256 of every file a release was made from, by its path in the project: the release
+    spec, its families, their paradigms and pools, and the templates ``renderer`` read or the
+    groups fetched in whichever process rendered them (``rendered``: display names, as
+    ChunkResult.templates gives them)."""
     paths = {release.path}
     for family in families:
         paths.add(family.path)
         paths.add(family.paradigm.path)
         paths.update(root / pool.file for pool in family.pools.values())
     paths.update(renderer.loaded_files())
+    paths.update(root / name for name in rendered)
     hashes = {}
     for path in paths:
         try:

@@ -108,6 +108,25 @@ class _StrictSandbox(ImmutableSandboxedEnvironment):
     intercepted_binops = frozenset({"**", "*", "%"})
     _compile_fingerprint: str | None = None
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: Display names of the templates fetched by name while rendering (include, import,
+        #: extends), until ``Renderer.take_fetched`` hands them out. Jinja reads a file once
+        #: and then serves it from its cache, so its loader cannot say which renders used it.
+        self.fetched: set[str] = set()
+
+    def get_template(self, name: Any, parent: str | None = None,
+                     globals: Any = None) -> jinja2.Template:
+        template = super().get_template(name, parent, globals)
+        self.fetched.add(template.filename or template.name or str(name))
+        return template
+
+    def select_template(self, names: Any, parent: str | None = None,
+                        globals: Any = None) -> jinja2.Template:
+        template = super().select_template(names, parent, globals)
+        self.fetched.add(template.filename or template.name or "")
+        return template
+
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
         if operator == "**" and isinstance(right, int) and abs(right) > 256 and \
                 left not in (0, 1, -1):
@@ -515,6 +534,13 @@ class Renderer:
     def loaded_files(self) -> list[Path]:
         """Every template file read so far (directly or through include/extends/import)."""
         return sorted(self.env.loader.loaded | self._file_paths)  # type: ignore[union-attr]
+
+    def take_fetched(self) -> list[str]:
+        """The templates (display names) that renders since the last call fetched through
+        include, import or extends, in order; forgotten once handed out."""
+        fetched = sorted(self.env.fetched)
+        self.env.fetched.clear()
+        return fetched
 
     def file(self, relative: str, origin: str | None = None, line: int | None = None,
              column: int | None = None) -> CompiledTemplate:

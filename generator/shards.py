@@ -47,6 +47,7 @@ def write_shard(catalog: Catalog, release: ReleaseSpec, shard: tuple[int, int], 
     source = rendered_chunks(executor, project.root, release.seed, shard)
     (folder / "data").mkdir(parents=True)
     recorded: dict[str, Any] = {}
+    templates: set[str] = set()  # fetched by include, import or extends, in any process
     for family, entry in zip(families, release.families, strict=True):
         generator = FamilyGenerator(family, renderer, release.seed)
         first, count = shard_groups(0, entry.groups, shard)
@@ -54,6 +55,7 @@ def write_shard(catalog: Catalog, release: ReleaseSpec, shard: tuple[int, int], 
         digest, instances = hashlib.sha256(), 0
         with (folder / "data" / f"{family.family_id}.jsonl").open("wb") as handle:
             for _, chunk in source(family, entry, generator):
+                templates.update(chunk.templates)
                 for line in chunk.lines:
                     handle.write(line)
                     digest.update(line)
@@ -66,7 +68,7 @@ def write_shard(catalog: Catalog, release: ReleaseSpec, shard: tuple[int, int], 
             "tallies": {str(i): dict(sorted(c.items())) for i, c in sorted(tallies.items())}}
     document = {"release": release.name, "version": release.version, "seed": release.seed,
                 "shard": list(shard), "families": recorded,
-                "inputs": input_hashes(project.root, release, families, renderer)}
+                "inputs": input_hashes(project.root, release, families, renderer, templates)}
     (folder / SHARD_FILE).write_bytes(dump_pretty_bytes(document))
     return document
 

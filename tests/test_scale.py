@@ -3,6 +3,7 @@ different hash seeds; errors in a worker reach the user as they would from one p
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -261,6 +262,36 @@ def test_merged_shards_are_the_release_a_single_freeze_makes(project_copy: Path,
     assert manifest.read_bytes() == sharded
     assert tree_bytes(tmp_path / "merged" / "fresh-v1") == \
         tree_bytes(tmp_path / "single" / "fresh-v1")
+
+
+def test_a_template_reached_only_through_include_is_pinned_however_groups_are_rendered(
+        project_copy: Path, tmp_path: Path) -> None:
+    # Jinja reads an included file when a group first renders it, in whichever process
+    # renders that group: the manifest must pin it whether the groups were rendered here, on
+    # workers, or in shards.
+    probe = project_copy / "templates" / "example" / "reversed_copy" / "probe.j2"
+    probe.write_text(probe.read_text().replace(
+        "{% endmessage %}", '{% include "example/reversed_copy/sign_off.j2" %}\n{% endmessage %}'))
+    (probe.parent / "sign_off.j2").write_text("Thank you.\n")
+    spec = project_copy / "specs" / "releases"
+    (spec / "fresh-v1.yaml").write_text((spec / "example-v3.yaml").read_text()
+                                        .replace("name: example", "name: fresh")
+                                        .replace("version: v3", "version: v1"))
+    frozen = run_cli("freeze", "fresh-v1", "--workers", "2", "--out", str(tmp_path / "a"),
+                     root=project_copy)
+    assert frozen.returncode == 0, frozen.stderr
+    manifest = json.loads((project_copy / "manifests" / "fresh-v1.json").read_text())
+    assert "templates/example/reversed_copy/sign_off.j2" in manifest["inputs"]
+    assert "Thank you." in (tmp_path / "a" / "fresh-v1" / "data" /
+                            "example.procedural.reversed_copy.jsonl").read_text()
+    rebuilt = run_cli("build", "fresh-v1", "--out", str(tmp_path / "b"), root=project_copy)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    folders = _shard_and_merge(project_copy, "fresh-v1", 2, tmp_path, "--workers", "2")
+    merged = run_cli("merge", *map(str, folders), "--out", str(tmp_path / "m"),
+                     root=project_copy)
+    assert merged.returncode == 0, merged.stderr
+    assert tree_bytes(tmp_path / "m" / "fresh-v1") == tree_bytes(tmp_path / "b" / "fresh-v1") \
+        == tree_bytes(tmp_path / "a" / "fresh-v1")
 
 
 def test_merge_of_a_bundled_release_is_its_committed_build(built_dist: Path,
