@@ -238,17 +238,53 @@ def _safe_range(*args: int) -> range:
     return result
 
 
+_UNPRINTABLE_HINT = "did you forget the () of a call, or a |list after map/select?"
+#: How CPython prints an object that has no text of its own: ``<… at 0x7f3a…>``.
+_OBJECT_ADDRESS_RE = re.compile(r"<[^<>\n]*? at 0x[0-9a-f]{6,}>", re.IGNORECASE)
+
+
+def object_address(text: str) -> str | None:
+    """The first ``<… at 0x…>`` in ``text``: an object printed with its memory address, which
+    changes from run to run (a method or iterator turned into text by ``~``, ``|string``,
+    ``%`` or ``.format``, perhaps upper-cased by a filter). None when there is none, which a
+    substring test mostly settles."""
+    if "0x" not in text and "0X" not in text:
+        return None
+    found = _OBJECT_ADDRESS_RE.search(text)
+    return found.group(0) if found else None
+
+
+def _refuse_unprintable(value: Any) -> None:
+    """Raise unless ``value`` is plain data throughout (strings, numbers, booleans, None, and
+    lists, tuples and dicts of them); an undefined value raises its own error."""
+    if type(value) in _PLAIN_SCALARS:
+        return
+    if isinstance(value, jinja2.Undefined):
+        value._fail_with_undefined_error()
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            _refuse_unprintable(item)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _refuse_unprintable(key)
+            _refuse_unprintable(item)
+    elif not isinstance(value, (str, int, float, bool)):
+        raise jinja2.TemplateRuntimeError(
+            f"a {type(value).__name__} cannot be printed ({_UNPRINTABLE_HINT})")
+
+
+_PLAIN_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _finalize(value: Any) -> Any:
-    """Only plain data may be printed: a method or generator would print its memory address,
-    which changes from run to run."""
+    """Only plain data may be printed, inside lists and dicts too: a method or generator would
+    print its memory address, which changes from run to run."""
     if type(value) is str:  # nearly every {{ }} of every template prints a string
         return value
-    if isinstance(value, (str, int, float, bool, list, tuple, dict, jinja2.Undefined)) or \
-            value is None:
-        return value
-    raise jinja2.TemplateRuntimeError(
-        f"a {type(value).__name__} cannot be printed (did you forget the () of a call, or "
-        "a |list after map/select?)")
+    if isinstance(value, jinja2.Undefined):
+        return value  # printing it raises the undefined error itself
+    _refuse_unprintable(value)
+    return value
 
 
 def _compile_fingerprint(env: jinja2.Environment) -> str:
@@ -441,6 +477,11 @@ class CompiledTemplate:
         if len(text) > MAX_RENDER_CHARS:
             raise self.origin.error(f"render produced {len(text)} characters, over the "
                                     f"{MAX_RENDER_CHARS} limit", 1)
+        address = object_address(text)
+        if address:
+            raise self.origin.error(f"render printed an object with its memory address, "
+                                    f"{address!r}, which changes from run to run "
+                                    f"({_UNPRINTABLE_HINT})", 1)
         if "\r" in text:
             text = text.replace("\r\n", "\n").replace("\r", "\n")
         if text.isascii():
@@ -492,6 +533,11 @@ def make_message(role: str, body: str, name: str | None, template: CompiledTempl
 
     ``line`` is where the message starts in the template (its ``{% message %}`` tag). Stripping
     keeps canonical text canonical: whitespace composes with nothing under NFC."""
+    if role not in ROLES:
+        # The {% message %} tag checks its role; this catches markers a template wrote itself
+        # ("\x02…" in a string literal), whose messages the instance schema does not see.
+        raise template.origin.error(f"message role {role!r} is not one of {', '.join(ROLES)}",
+                                    line, template.column_in_line(line, "message"))
     content = body.strip()
     if not content:
         raise template.origin.error(f"{_article(role)} {role} message rendered empty", line,

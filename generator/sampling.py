@@ -15,7 +15,7 @@ from typing import Any
 
 from .canonical import dumps
 from .errors import SpecError
-from .render import Renderer, TemplateOrigin
+from .render import Renderer, TemplateOrigin, object_address
 from .rng import KeyedRandom
 from .spec import FamilySpec
 
@@ -23,8 +23,15 @@ _SCALARS = frozenset({str, bool, int, float, type(None)})
 
 
 def _jsonable(value: Any) -> Any:
-    """Plain JSON data from an expression result (tuples become lists); TypeError otherwise."""
-    if type(value) in _SCALARS or isinstance(value, (str, bool, int, float)):
+    """Plain JSON data from an expression result (tuples become lists); TypeError otherwise,
+    also for text holding an object's memory address, which changes from run to run."""
+    if type(value) is str or isinstance(value, str):
+        address = object_address(value)
+        if address:
+            raise TypeError(f"{address!r} is an object printed with its memory address, which "
+                            "changes from run to run (did you forget the () of a call?)")
+        return value
+    if type(value) in _SCALARS or isinstance(value, (bool, int, float)):
         return value
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, run_cli
 from generator.canonical import CanonicalJSONError, copy_data, dump_bytes
 from generator.rng import KeyedRandom
 from generator.sampling import balanced_value
@@ -208,6 +209,8 @@ def test_mentions_agrees_with_a_plain_whole_word_search() -> None:
     ('{% message who %}hi{% endmessage %}', "message role 'robot' (line 1) is not one of"),
     ('{% message "user" %}a\n{% message "user" %}b{% endmessage %}{% endmessage %}',
      "message blocks cannot nest (line 1)"),
+    # Markers written by the template itself, not by the tag, with a role of their own.
+    ('{{ "\\x02wizard\\x1f\\x1f1\\x1fobey\\x03" }}', "message role 'wizard' is not one of"),
 ])
 def test_message_blocks_render_to_messages_or_located_errors(source: str,
                                                              outcome: object) -> None:
@@ -223,3 +226,48 @@ def test_message_blocks_render_to_messages_or_located_errors(source: str,
         template.render_messages({"who": "robot"})
     problem = raised.value.problems[0]
     assert outcome in problem.message and (problem.file, problem.line) == ("specs/x.yaml", 4)
+
+
+@pytest.mark.parametrize(("source", "outcome"), [
+    # Inside a list or dict, as on its own, only plain data prints; an undefined name fails.
+    ("{{ [d.items] }}", "a builtin_function_or_method cannot be printed"),
+    ("{{ {'k': (d.get,)} }}", "a builtin_function_or_method cannot be printed"),
+    ("{{ [xs|map('upper')] }}", "a generator cannot be printed"),
+    ("{{ [nope] }}", "'nope' is undefined"),
+    ("{{ {'k': nope} }}", "'nope' is undefined"),
+    # Turned into text first: the address is found in what was rendered, in any case.
+    ("{{ 'v=' ~ d.items }}", "memory address, '<built-in method items of dict object at 0x"),
+    ("{{ d.items|string }}", "memory address"),
+    ("{{ '%s' % (d.items,) }}", "memory address"),
+    ("{{ '{0.items}'.format(d) }}", "memory address"),
+    ("{{ d.items|upper }}", "memory address, '<BUILT-IN METHOD ITEMS"),
+    # Plain data prints as Python writes it; text that merely mentions 0x is left alone.
+    ("{{ [1, 'a', {'b': [2.5, none, true]}] }}", "[1, 'a', {'b': [2.5, None, True]}]"),
+    ("{{ 'colour 0x00ff00 at 0x12' }} <point at 0x12>", "colour 0x00ff00 at 0x12 <point at 0x12>"),
+])
+def test_only_plain_data_prints_so_no_memory_address_reaches_output(source: str,
+                                                                      outcome: str) -> None:
+    from generator.errors import SpecError
+    from generator.project import Project
+    from generator.render import Renderer
+
+    template = Renderer(Project(REPO)).inline(source, "specs/x.yaml", 4, 7, "a test")
+    values = {"d": {"a": 1}, "xs": ["a"]}
+    if "[" in outcome or "colour" in outcome:
+        assert template.render_text(values) == outcome
+        return
+    with pytest.raises(SpecError) as raised:
+        template.render_text(values)
+    problem = raised.value.problems[0]
+    assert outcome in problem.message and (problem.file, problem.line) == ("specs/x.yaml", 4)
+
+
+def test_a_slot_expression_that_prints_an_address_is_refused(project_copy: Path) -> None:
+    family = project_copy / "specs" / "families" / "example" / "reversed_copy.yaml"
+    text = family.read_text()
+    family.write_text(text.replace("slots:\n", "slots:\n  stamp: {expr: \"'at ' ~ range\"}\n", 1))
+    result = run_cli("generate", "example.procedural.reversed_copy", "--groups", "1",
+                     root=project_copy)
+    assert result.returncode == 2, result.stderr
+    assert "specs/families/example/reversed_copy.yaml:" in result.stderr
+    assert "memory address" in result.stderr and "Traceback" not in result.stderr
