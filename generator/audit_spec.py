@@ -17,7 +17,7 @@ from typing import Any
 from .audit_structure import Finding
 from .catalog import Catalog
 from .checks import CheckRunner, RenderedVariant, mentions
-from .errors import CheckFailed, MemspecError
+from .errors import CheckFailed, MemspecError, SpecError
 from .generate import FamilyGenerator
 from .instances import phase_messages
 from .manifest import sha256_file
@@ -37,10 +37,11 @@ _OTHER_AREA = "declared: other checks"
 
 def specs_mismatch(catalog: Catalog, manifest: Mapping[str, Any]) -> str | None:
     """Why the project's specs cannot stand for the release's, or None if they can."""
-    root = catalog.project.root
+    project = catalog.project
     for relative, digest in sorted(manifest.get("inputs", {}).items()):
-        path = root / relative
-        if not path.is_file():
+        try:
+            path = project.resolve_inside(project.root, relative, "input")
+        except SpecError:  # missing, or a path that leaves the project
             return f"{relative} is not in this project"
         if sha256_file(path) != digest:
             return f"{relative} differs from the file the release was built from"

@@ -8,11 +8,11 @@ from typing import Any
 from .canonical import CanonicalJSONError, copy_data, dumps, normalize
 from .checks import CheckRunner, RenderedVariant
 from .errors import SpecError
-from .limits import GROUP_MEGABYTES, GROUP_SECONDS, Budget, BudgetExceeded
+from .limits import Budget, BudgetExceeded, group_megabytes, group_seconds
 from .render import CompiledTemplate, Message, Renderer, TemplateOrigin, make_message
 from .rng import KeyedRandom
 from .sampling import sample_slots
-from .schemas import schema_errors
+from .schemas import first_error
 from .scoring import answer_problems
 from .spec import FamilySpec, TransformRef, Variant
 from .transforms import TransformCall, get_transform
@@ -36,7 +36,7 @@ class FamilyGenerator:
         self._designs = {design.name: design for design in family.designs}
         self._slot_expressions: dict[tuple, Any] = {}  # compiled once, kept across groups
         self._answer_templates: dict[tuple, CompiledTemplate] = {}
-        self._budget = Budget(GROUP_SECONDS, GROUP_MEGABYTES)
+        self._budget = Budget(group_seconds(), group_megabytes())
 
     # ----------------------------------------------------------- templates of the spec
 
@@ -243,12 +243,11 @@ class FamilyGenerator:
         # Messages are valid by construction (make_message: a role of ROLES, checked by the
         # {% message %} tag or the family's schema; content never empty; a name only when one
         # is given), and they are most of an instance: the schema checks the rest.
-        errors = schema_errors("instance", {**instance, "phases": [
+        error = first_error("instance", {**instance, "phases": [
             {"phase": phase["phase"], "messages": []} for phase in phases]})
-        if errors:
-            raise self.family.located.error(
-                f"generated instance {instance['id']} is invalid: {errors[0].message} "
-                f"(at {'/'.join(map(str, errors[0].absolute_path))})")
+        if error:
+            raise self.family.located.error(f"generated instance {instance['id']} is invalid: "
+                                            f"{error}")
         return RenderedVariant(instance, context)
 
     def render_group(self, group: int) -> tuple[dict[str, Any], list[RenderedVariant]]:
@@ -271,14 +270,14 @@ class FamilyGenerator:
                 _, rendered = self.render_group(group)
                 self.checks.check_group(rendered)
         except BudgetExceeded as exc:
-            message = (f"group {group} took longer than {GROUP_SECONDS:g} s to render and check "
-                       "(a runaway loop or regular expression?)")
+            message = (f"group {group} took longer than {self._budget.seconds:g} s to render "
+                       "and check (a runaway loop or regular expression?)")
             if exc.where is not None:  # a template was running: point at its line
                 raise SpecError.single(message, *exc.where) from None
             raise self.family.located.error(message) from None
         except MemoryError:
             raise self.family.located.error(
-                f"group {group} went over its memory budget of {GROUP_MEGABYTES} MB "
+                f"group {group} went over its memory budget of {self._budget.megabytes} MB "
                 "($MEMSPEC_GROUP_MEGABYTES)") from None
         return [r.instance for r in rendered]
 

@@ -7,18 +7,47 @@ import signal
 import threading
 from typing import Any
 
+from .errors import SpecError
+
 try:
     import resource
 except ImportError:  # not on every platform; budgets then fall back to none
     resource = None  # type: ignore[assignment]
 
-#: Seconds one group of one family may take to render and check ($MEMSPEC_GROUP_SECONDS).
-GROUP_SECONDS = float(os.environ.get("MEMSPEC_GROUP_SECONDS", "20"))
-#: Megabytes of memory one group may take on top of what the process holds when it starts
-#: ($MEMSPEC_GROUP_MEGABYTES). A render is at most a few million characters, so this is
-#: generous; it is there so that a template doubling a string in a loop, or asking for a
-#: gigabyte of padding in one call, fails at once instead of driving the machine out of memory.
-GROUP_MEGABYTES = int(os.environ.get("MEMSPEC_GROUP_MEGABYTES", "512"))
+#: Seconds one group of one family may take to render and check, by default.
+DEFAULT_GROUP_SECONDS = 20.0
+#: Megabytes of memory one group may take on top of what the process holds when it starts,
+#: by default. A render is at most a few million characters, so this is generous; it is there
+#: so that a template doubling a string in a loop, or asking for a gigabyte of padding in one
+#: call, fails at once instead of driving the machine out of memory.
+DEFAULT_GROUP_MEGABYTES = 512
+
+
+def group_seconds() -> float:
+    """The time budget of one group: ``$MEMSPEC_GROUP_SECONDS``, else the default."""
+    return float(_setting("MEMSPEC_GROUP_SECONDS", DEFAULT_GROUP_SECONDS, float, 10**6))
+
+
+def group_megabytes() -> int:
+    """The memory budget of one group: ``$MEMSPEC_GROUP_MEGABYTES``, else the default."""
+    return int(_setting("MEMSPEC_GROUP_MEGABYTES", DEFAULT_GROUP_MEGABYTES, int, 10**7))
+
+
+def _setting(name: str, default: float, kind: type, most: int) -> float:
+    """A positive number from the environment variable ``name`` (read when a run starts, so
+    that a bad one is a located error rather than a failure to start)."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = kind(text)
+    except ValueError:
+        value = None
+    if value is None or not 0 < value <= most:
+        what = "a number of seconds" if kind is float else "a whole number of megabytes"
+        raise SpecError.single(f"${name} must be {what} above 0 and at most {most:,}, "
+                               f"not {text!r}")
+    return value
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
@@ -72,6 +101,7 @@ class Budget:
 
     def __init__(self, seconds: float, megabytes: int) -> None:
         self.seconds = seconds
+        self.megabytes = megabytes
         self.bytes = megabytes * 1024 * 1024
         self._alarm_set = False
         self._previous_handler: Any = None
@@ -83,8 +113,12 @@ class Budget:
             return self
         if hasattr(signal, "setitimer") and signal.getitimer(signal.ITIMER_REAL)[0] == 0:
             self._previous_handler = signal.signal(signal.SIGALRM, _alarm)
+            try:
+                signal.setitimer(signal.ITIMER_REAL, self.seconds)
+            except (OSError, OverflowError, ValueError):
+                signal.signal(signal.SIGALRM, self._previous_handler or signal.SIG_DFL)
+                raise
             self._alarm_set = True
-            signal.setitimer(signal.ITIMER_REAL, self.seconds)
         now = _address_space() if resource is not None else None
         if now is not None:
             soft, hard = resource.getrlimit(resource.RLIMIT_AS)

@@ -90,17 +90,16 @@ def manifest_bytes(manifest: Mapping[str, Any]) -> bytes:
 
 def load_manifest(path: Path, display: str | None = None) -> dict[str, Any]:
     """A manifest file, parsed and checked against the manifest schema."""
-    from .schemas import schema_errors
+    from .schemas import first_error
 
     shown = display or str(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise SpecError.single(f"cannot read manifest: {exc}", shown) from None
-    errors = schema_errors("manifest", data)
-    if errors:
-        where = "/".join(map(str, errors[0].absolute_path)) or "top level"
-        raise SpecError.single(f"not a valid manifest: {errors[0].message} (at {where})", shown)
+    error = first_error("manifest", data)
+    if error:
+        raise SpecError.single(f"not a valid manifest: {error}", shown)
     return data
 
 

@@ -60,6 +60,7 @@ from .parallel import (
     shard_groups,
 )
 from .parquet_export import writer_name
+from .project import Project
 from .release_stats import ReleaseStats
 from .render import Renderer
 from .spec import FamilySpec, ReleaseFamily, ReleaseSpec
@@ -107,13 +108,13 @@ def rendered_chunks(executor: Executor, root: Path, seed: int,
 
 
 def _with_rendered_inputs(inputs: Mapping[str, str], rendered: Mapping[str, str],
-                          root: Path) -> dict[str, str]:
+                          project: Project) -> dict[str, str]:
     """The inputs a build records, with the templates that rendered its instances in other
-    processes; each must still hash the same here."""
+    processes; each must still be a file of the project that hashes the same."""
     merged = dict(inputs)
     for name, digest in rendered.items():
-        path = root / name
-        if not path.is_file() or sha256_file(path) != digest:
+        path = project.resolve_inside(project.root, name, "input")
+        if sha256_file(path) != digest:
             raise SpecError.single("changed since the shards were rendered (render them "
                                    "again)", name)
         merged[name] = digest
@@ -241,7 +242,7 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
               "families": family_counts}
     inputs = input_hashes(project.root, release, families, renderer, templates)
     if rendered_inputs is not None:
-        inputs = _with_rendered_inputs(inputs, rendered_inputs, project.root)
+        inputs = _with_rendered_inputs(inputs, rendered_inputs, project)
     if committed is not None:
         audit = dict(committed.get("audit", {"failures": []}))
     else:

@@ -29,7 +29,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from .canonical import has_lone_surrogate
 from .code_cache import cached_code, fingerprint, module_sources
 from .errors import SpecError, lookalike_note
-from .limits import GROUP_MEGABYTES, BudgetExceeded
+from .limits import BudgetExceeded, group_megabytes
 from .project import Project
 from .yamlsafe import read_text
 
@@ -362,9 +362,12 @@ _UNDEFINED_NAME = re.compile(r"'([^']+)' is undefined|has no attribute '([^']+)'
 _ATTRIBUTE_NAME = re.compile(r"attribute '([^']+)'")
 
 
-#: What a template that runs out of memory is told.
-MEMORY_MESSAGE = (f"template went over the memory budget of {GROUP_MEGABYTES} MB for one group "
-                  "($MEMSPEC_GROUP_MEGABYTES): a string or list grown without bound?")
+def memory_message() -> str:
+    """What a template that runs out of memory is told."""
+    return (f"template went over the memory budget of {group_megabytes()} MB for one group "
+            "($MEMSPEC_GROUP_MEGABYTES): a string or list grown without bound?")
+
+
 #: What a template that recurses without end is told.
 RECURSION_MESSAGE = ("template recursion too deep: a template that includes, extends or "
                      "imports itself (directly or through others), or a macro that calls "
@@ -380,7 +383,7 @@ def _describe_jinja_error(exc: BaseException) -> tuple[str, str | None]:
         needle = (match.group(1) or match.group(2)) if match else None
         return f"undefined in template: {exc}{lookalike_note(needle or '')}", needle
     if isinstance(exc, MemoryError):
-        return MEMORY_MESSAGE, None
+        return memory_message(), None
     if isinstance(exc, RecursionError):
         return RECURSION_MESSAGE, None
     return f"template error: {type(exc).__name__}: {exc}", None

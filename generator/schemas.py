@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # jsonschema is imported on use: only a rejected document nee
     from referencing import Registry
 
 SCHEMA_NAMES = ("family", "paradigm", "release", "pool", "instance", "manifest", "check",
-                "export")
+                "export", "shard")
 
 
 @cache
@@ -142,6 +142,16 @@ def schema_errors(name: str, value: Any) -> list[ValidationError]:
     if fast_check(name)(value):
         return []
     return sorted(validator(name).iter_errors(value), key=lambda e: list(e.path))
+
+
+def first_error(name: str, value: Any) -> str | None:
+    """The first error of ``value`` against the named schema and where it is (a JSON path,
+    or "top level"), as one line; None when it is valid."""
+    errors = schema_errors(name, value)
+    if not errors:
+        return None
+    where = "/".join(map(str, errors[0].absolute_path)) or "top level"
+    return f"{errors[0].message} (at {where})"
 
 
 def schema_document(name: str) -> dict[str, Any]:

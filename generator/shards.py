@@ -23,6 +23,7 @@ from .catalog import Catalog
 from .errors import CheckFailed, SpecError
 from .parallel import ChunkResult, Executor, shard_groups
 from .render import Renderer
+from .schemas import first_error
 from .spec import FamilySpec, ReleaseFamily, ReleaseSpec
 
 SHARD_FILE = "shard.json"
@@ -92,10 +93,11 @@ def load_shards(folders: Sequence[Path]) -> list[Shard]:
         path = folder / SHARD_FILE
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
-            _ = (record["release"], record["version"], record["seed"], record["inputs"],
-                 record["families"], int(record["shard"][0]), int(record["shard"][1]))
-        except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
+        except (OSError, ValueError) as exc:
             raise SpecError.single(f"not a shard of a release: {exc}", str(path)) from None
+        error = first_error("shard", record)
+        if error:
+            raise SpecError.single(f"not a shard of a release: {error}", str(path))
         shards.append(Shard(folder, record))
     if not shards:
         raise SpecError.single("merge needs the folders of a release's shards")

@@ -115,8 +115,10 @@ def out(tmp_path: Path) -> Path:
 
 # ------------------------------------------------------------------------------- helpers
 
-def memspec(root: Path, *args: object) -> subprocess.CompletedProcess[str]:
-    """Run the memspec CLI on the project at ``root`` in a subprocess."""
+def memspec(root: Path, *args: object, env: dict[str, str] | None = None
+            ) -> subprocess.CompletedProcess[str]:
+    """Run the memspec CLI on the project at ``root`` in a subprocess (with ``env`` added to
+    the environment)."""
     return subprocess.run(
         [sys.executable, "-m", "generator.cli", "--root", str(root), *map(str, args)],
         capture_output=True,
@@ -124,6 +126,7 @@ def memspec(root: Path, *args: object) -> subprocess.CompletedProcess[str]:
         stdin=subprocess.DEVNULL,
         cwd=root,
         timeout=120,
+        env={**os.environ, **(env or {})},
     )
 
 
@@ -586,3 +589,17 @@ def test_feedback_that_is_not_a_list_of_records_is_located(project: Path, out: P
     text = append(project, FAMILY, "feedback: \"'like'\"\n")
     assert_every_command_refuses(project, out, FAMILY, "feedback must give a list of records",
                                  line_of(text, "feedback:"))
+
+
+@pytest.mark.parametrize(("variable", "value"), [
+    ("MEMSPEC_GROUP_SECONDS", "abc"), ("MEMSPEC_GROUP_SECONDS", "inf"),
+    ("MEMSPEC_GROUP_SECONDS", "nan"), ("MEMSPEC_GROUP_SECONDS", "-1"),
+    ("MEMSPEC_GROUP_SECONDS", "1e300"), ("MEMSPEC_GROUP_MEGABYTES", "1.5"),
+    ("MEMSPEC_GROUP_MEGABYTES", "0"),
+])
+def test_a_bad_budget_setting_is_refused_before_anything_is_written(
+        project: Path, out: Path, variable: str, value: str) -> None:
+    result = memspec(project, "freeze", project / RELEASE, "--out", out, env={variable: value})
+    assert_refused(result)
+    assert f"${variable} must be" in result.stderr and repr(value) in result.stderr
+    assert_nothing_written(project, out)

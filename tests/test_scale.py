@@ -303,6 +303,28 @@ def test_merge_of_a_bundled_release_is_its_committed_build(built_dist: Path,
         tree_bytes(built_dist / "memorychecks-v3")
 
 
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("shard", ["0", "1"], "'0' is not of type 'integer' (at shard/0)"),
+    ("families", [], "[] is not of type 'object' (at families)"),
+    ("inputs", {"../../etc/hostname": "0" * 64}, "does not match"),
+    ("inputs", {"/etc/hostname": "0" * 64}, "does not match"),
+])
+def test_merge_refuses_a_shard_record_that_is_not_one(project_copy: Path, tmp_path: Path,
+                                                      key: str, value: object,
+                                                      message: str) -> None:
+    folders = _shard_and_merge(project_copy, "example-v3", 2, tmp_path)
+    record_file = folders[1] / "shard.json"
+    record = json.loads(record_file.read_text())
+    record[key] = value
+    record_file.write_text(json.dumps(record))
+    merged = run_cli("merge", *map(str, folders), "--out", str(tmp_path / "o"),
+                     root=project_copy)
+    assert merged.returncode == 2, merged.stderr
+    assert f"{record_file}: not a shard of a release: " in merged.stderr
+    assert message in merged.stderr and "Traceback" not in merged.stderr
+    assert not (tmp_path / "o").exists() or not list((tmp_path / "o").iterdir())
+
+
 def test_merge_refuses_missing_tampered_or_stale_shards(project_copy: Path,
                                                         tmp_path: Path) -> None:
     folders = _shard_and_merge(project_copy, "example-v3", 3, tmp_path)
