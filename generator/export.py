@@ -8,6 +8,8 @@ Nothing about any particular tool is written in Python.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -18,7 +20,7 @@ from .catalog import yaml_files
 from .errors import Problem, SpecError
 from .instances import phase_messages
 from .project import Project
-from .release import atomic_write_bytes
+from .release import TMP_PREFIX
 from .render import Renderer, TemplateOrigin
 from .schemas import schema_problems
 from .yamlsafe import Located, load_yaml_file
@@ -147,14 +149,16 @@ def export_release(project: Project, fmt: ExportFormat, manifest: Mapping[str, A
         for unit in _units(members, layout.get("pair")):
             relative = shaper.text(layout["path"], {**base, **unit}, (*where, "path")).strip()
             by_path[relative].append(unit)
-        for relative, units in by_path.items():
-            pure = PurePosixPath(relative)
-            if pure.is_absolute() or ".." in pure.parts or not relative:
-                raise fmt.located.error(f"export path {relative!r} must stay inside the "
+        for rendered, units in by_path.items():
+            pure = PurePosixPath(rendered)
+            if pure.is_absolute() or ".." in pure.parts or "\\" in rendered or \
+                    not pure.parts:
+                raise fmt.located.error(f"export path {rendered!r} must stay inside the "
                                         "output folder", (*where, "path"))
-            if relative in files:
-                raise fmt.located.error(f"two families export to {relative}",
-                                        (*where, "path"))
+            relative = pure.as_posix()  # one spelling: "a//b" and "a/./b" are "a/b"
+            clash = _clash(relative, files)
+            if clash:
+                raise fmt.located.error(f"export path {relative!r} {clash}", (*where, "path"))
             records = [shaper.build(layout["record"], {**base, **unit, "index": i},
                                     (*where, "record")) for i, unit in enumerate(units)]
             in_file = [inst for unit in units
@@ -164,16 +168,61 @@ def export_release(project: Project, fmt: ExportFormat, manifest: Mapping[str, A
                                                      "instances": in_file}, (*where, "file"))
             files[relative] = (json.dumps(document, indent=2, ensure_ascii=False,
                                           allow_nan=False) + "\n").encode("utf-8")
-    written = []
-    base = out.resolve()
-    for relative, data in sorted(files.items()):
+    return _write_all(out, files)
+
+
+def _clash(relative: str, files: Mapping[str, bytes]) -> str | None:
+    """Why ``relative`` cannot be written beside ``files`` (paths already taken), or None:
+    the same path, the same but for case (one file on many systems), or a file where the
+    other needs a folder."""
+    for other in files:
+        if other.casefold() == relative.casefold():
+            return f"is also where another family exports ({other!r})"
+        if other.startswith(relative + "/") or relative.startswith(other + "/"):
+            return f"and {other!r} need one path as both a file and a folder"
+    return None
+
+
+def _write_all(out: Path, files: Mapping[str, bytes]) -> list[Path]:
+    """Write ``files`` (relative paths) under ``out``, all or none: every path is checked to
+    stay inside ``out`` first (no folder it would make may lead through a symlink); the files
+    are then written beside their places, in a hidden folder of ``out``, and only once all are
+    written are they renamed into place."""
+    base = out.resolve() if out.exists() else None
+    for relative in files:
         path = out / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if not path.parent.resolve().is_relative_to(base) or path.is_symlink():
-            raise SpecError.single(f"{relative} would be written outside {out} (a symlink?)")
-        atomic_write_bytes(path, data)
-        written.append(path)
-    return written
+        existing = path.parent
+        while not existing.exists() and not existing.is_symlink() and existing != out:
+            existing = existing.parent
+        inside = base is None or existing.resolve().is_relative_to(base)
+        if not inside or path.is_symlink() or (path.exists() and not path.is_file()):
+            raise SpecError.single(f"{relative} would be written outside {out} or over a "
+                                   "folder (a symlink?)")
+        for parent in PurePosixPath(relative).parents:
+            if parent.parts and (out / parent).exists() and not (out / parent).is_dir():
+                raise SpecError.single(f"{relative} needs {parent} in {out} to be a folder, "
+                                       "and it is a file")
+    created = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
+    staging = out / f"{TMP_PREFIX}export-{os.getpid()}"
+    try:
+        for relative, data in files.items():
+            staged = staging / relative
+            staged.parent.mkdir(parents=True, exist_ok=True)
+            with staged.open("wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+        for relative in sorted(files):
+            (out / relative).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staging / relative, out / relative)
+    except BaseException:
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return [out / relative for relative in sorted(files)]
 
 
 def _units(members: list[dict[str, Any]], pair: Mapping[str, Any] | None

@@ -8,20 +8,39 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-
-def read_instances(path: Path) -> Iterator[dict[str, Any]]:
-    """The instances of one JSONL data file, streamed line by line."""
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            yield json.loads(line)
+from .errors import SpecError
+from .schemas import first_error
 
 
-def family_sources(folder: Path, names: Iterable[str]
+def read_instances(path: Path, validate: bool = False) -> Iterator[dict[str, Any]]:
+    """The instances of one JSONL data file, streamed line by line; a line that is not JSON
+    is an error at its line and column. With ``validate``, for a release nobody here pinned,
+    each must also be an instance by the schema."""
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                instance = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                raise SpecError.single(f"not UTF-8: {exc.reason}", str(path), number,
+                                       exc.start + 1) from None
+            except ValueError as exc:
+                column = getattr(exc, "colno", 1)
+                raise SpecError.single(f"not valid JSON: {getattr(exc, 'msg', exc)}",
+                                       str(path), number, column) from None
+            if validate or not isinstance(instance, dict):
+                error = first_error("instance", instance)
+                if error:
+                    raise SpecError.single(f"not an instance: {error}", str(path), number, 1)
+            yield instance
+
+
+def family_sources(folder: Path, names: Iterable[str], validate: bool = False
                    ) -> dict[str, Callable[[], Iterator[dict[str, Any]]]]:
     """Per data file among a release's ``names`` (``data/<family>.jsonl``), by family, a
-    function that streams its instances afresh each time it is called."""
-    return {name.removeprefix("data/").removesuffix(".jsonl"): partial(read_instances,
-                                                                       folder / name)
+    function that streams its instances afresh each time it is called (checked against the
+    instance schema with ``validate``)."""
+    return {name.removeprefix("data/").removesuffix(".jsonl"):
+            partial(read_instances, folder / name, validate)
             for name in names if name.startswith("data/")}
 
 

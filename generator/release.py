@@ -470,6 +470,15 @@ def _exchange(first: Path, second: Path) -> bool:
     raise OSError(code, os.strerror(code), str(first), None, str(second))
 
 
+def refuse_to_replace_foreign(final: Path, marker: str, what: str) -> None:
+    """Refuse to build into ``final`` when something other than an earlier ``what`` (a folder
+    holding ``marker``) is there: a build replaces its own output, never a user's files."""
+    if final.is_symlink() or (final.exists() and not (final.is_dir()
+                                                      and (final / marker).is_file())):
+        raise SpecError.single(f"{final} exists and is not {what}; move it away or choose "
+                               "another --out")
+
+
 def _move_into_place(staged: Path, final: Path, *, sync: bool = True) -> None:
     """Put the release built in ``staged`` at ``final``. A release already there is swapped
     out in one step (it ends up in ``staged``, which its caller removes), so it is never
@@ -562,6 +571,7 @@ def freeze(catalog: Catalog, release: ReleaseSpec, out: Path, *, write_manifest:
             f"no committed manifest {catalog.project.display(committed_path)}; run "
             f"`memspec freeze {catalog.project.display(release.path)}` and commit it")
     final = out / release.full_name
+    refuse_to_replace_foreign(final, SUMS_FILE, "a release memspec built")
     # A committed release was audited when it was first frozen, and its manifest pins both
     # the data and the audit's outcome (the failures it was allowed to keep, if any).
     executor = executor_for(workers, engine, scheduler, catalog) if source is None \

@@ -29,7 +29,10 @@ def release_sources(folder: Path, catalog: Catalog | None = None, check: bool = 
                     ) -> tuple[dict[str, Any], dict[str, Callable[[], Iterator[dict[str, Any]]]]]:
     """The manifest of a built release and, per data file (one per family, named by it, in
     manifest order), a function that streams its instances: checked as
-    ``load_release_instances`` checks, but nothing is held in memory."""
+    ``load_release_instances`` checks, but nothing is held in memory. Instances of a release
+    the project has no committed manifest for are checked against the instance schema as
+    they are read: their bytes are only checked against themselves."""
+    anchor = None
     if check:
         anchor = catalog if catalog is not None and _committed(folder, catalog) else None
         report = verify_release(folder, anchor)
@@ -41,7 +44,7 @@ def release_sources(folder: Path, catalog: Catalog | None = None, check: bool = 
     except (OSError, ValueError) as exc:
         raise SpecError.single(f"cannot read the release manifest: {exc}",
                                str(manifest_path)) from None
-    return manifest, family_sources(folder, sorted(manifest["files"]))
+    return manifest, family_sources(folder, sorted(manifest["files"]), validate=anchor is None)
 
 
 def _committed(folder: Path, catalog: Catalog) -> bool:

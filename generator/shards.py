@@ -165,9 +165,10 @@ def freeze_shard(catalog: Catalog, release: ReleaseSpec, shard: tuple[int, int],
                  executor: Executor) -> Path:
     """Write shard ``I/N`` of ``release`` to ``out/<name>-<version>.shard-I-of-N``, whole or
     not at all."""
-    from .release import _move_into_place, _staging
+    from .release import _move_into_place, _staging, refuse_to_replace_foreign
 
     name = shard_folder_name(release.full_name, shard)
+    refuse_to_replace_foreign(out / name, SHARD_FILE, "a shard memspec built")
     with _staging(out, name) as staged:
         write_shard(catalog, release, shard, staged / "shard", executor)
         _move_into_place(staged / "shard", out / name)

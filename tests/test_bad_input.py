@@ -603,3 +603,30 @@ def test_a_bad_budget_setting_is_refused_before_anything_is_written(
     assert_refused(result)
     assert f"${variable} must be" in result.stderr and repr(value) in result.stderr
     assert_nothing_written(project, out)
+
+
+@pytest.mark.parametrize("foreign", ["folder", "file", "symlink"])
+def test_freeze_never_replaces_what_is_not_a_release_it_built(project: Path, out: Path,
+                                                              foreign: str) -> None:
+    target = out / "demo-v1"
+    if foreign == "folder":
+        target.mkdir()
+        (target / "notes.txt").write_text("mine\n")
+    elif foreign == "file":
+        target.write_text("mine\n")
+    else:
+        (out / "elsewhere").mkdir()
+        target.symlink_to(out / "elsewhere")
+    before = sorted(p.relative_to(out).as_posix() for p in out.rglob("*"))
+    result = freeze(project, out)
+    assert_refused(result)
+    assert f"{target} exists and is not a release memspec built" in result.stderr
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == before
+    assert not list((project / "manifests").iterdir())
+    if foreign == "folder":
+        (target / "notes.txt").unlink()
+        target.rmdir()
+    else:
+        target.unlink()
+    assert freeze(project, out).returncode == 0
+    assert freeze(project, out).returncode == 0  # its own output, replaced as before

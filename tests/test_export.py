@@ -6,6 +6,8 @@ import json
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from conftest import run_cli
 
 FLAT = textwrap.dedent("""\
@@ -95,3 +97,50 @@ def test_export_refuses_a_symlink_out_of_the_folder(built_example: Path, project
                      root=project_copy)
     assert result.returncode == 2 and "outside" in result.stderr
     assert list(outside.iterdir()) == []
+
+
+def _paths(choice: str, paired: str, procedural: str) -> str:
+    """FLAT with each paradigm's path replaced."""
+    text = FLAT
+    for paradigm, path in (("example.procedural", procedural), ("example.choice", choice),
+                           ("example.paired", paired)):
+        head, _, tail = text.partition(f"  {paradigm}:\n")
+        line, _, rest = tail.partition("\n")
+        assert line.strip().startswith("path:")
+        text = f"{head}  {paradigm}:\n    path: \"{path}\"\n{rest}"
+    return text
+
+
+@pytest.mark.parametrize(("paths", "message"), [
+    # Spelled differently, one file: the second family would overwrite the first.
+    (("out/a.json", "out//shared.json", "out/./shared.json"),
+     "export path 'out/shared.json' is also where another family exports"),
+    (("out/a.json", "out/Shared.json", "out/shared.json"), "is also where another family"),
+    (("a.json", "b.json", "a.json/c.json"), "need one path as both a file and a folder"),
+])
+def test_export_paths_that_collide_are_refused_before_anything_is_written(
+        built_example: Path, project_copy: Path, tmp_path: Path, paths: tuple[str, str, str],
+        message: str) -> None:
+    (project_copy / "specs" / "exports").mkdir(exist_ok=True)
+    (project_copy / "specs" / "exports" / "flat.yaml").write_text(_paths(*paths))
+    out = tmp_path / "out"
+    result = run_cli("export", str(built_example), "--format", "flat", "--out", str(out),
+                     root=project_copy)
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr and "specs/exports/flat.yaml:" in result.stderr
+    assert not out.exists()
+
+
+def test_export_through_a_symlink_makes_no_folder_and_writes_nothing(
+        built_example: Path, project_copy: Path, tmp_path: Path) -> None:
+    (project_copy / "specs" / "exports").mkdir(exist_ok=True)
+    (project_copy / "specs" / "exports" / "flat.yaml").write_text(
+        _paths("a.json", "b.json", "link/new/c.json"))
+    outside, out = tmp_path / "outside", tmp_path / "out"
+    outside.mkdir()
+    out.mkdir()
+    (out / "link").symlink_to(outside)
+    result = run_cli("export", str(built_example), "--format", "flat", "--out", str(out),
+                     root=project_copy)
+    assert result.returncode == 2 and "link/new/c.json would be written outside" in result.stderr
+    assert list(outside.iterdir()) == [] and sorted(p.name for p in out.iterdir()) == ["link"]

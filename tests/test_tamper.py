@@ -265,3 +265,49 @@ def test_the_command_line_exits_1_and_names_the_file(copy: Path, change: str,
     assert result.returncode == 1, result.stdout + result.stderr
     assert name in result.stderr and "Traceback" not in result.stderr
     assert json.loads((copy.parent / RELEASE / "manifest.json").read_text())  # untouched
+
+
+def _reseal(release: Path, name: str, data: bytes) -> None:
+    """``release`` with file ``name`` replaced by ``data``, renamed, and its manifest and sums
+    made to agree: a release from elsewhere, which can only be checked against itself."""
+    (release / name).write_bytes(data)
+    manifest = json.loads((release / "manifest.json").read_text())
+    manifest["release"] = "elsewhere"
+    manifest["files"][name].update(sha256=hashlib.sha256(data).hexdigest(), bytes=len(data))
+
+    def sums(hashes: dict[str, str]) -> str:
+        return "".join(f"{digest}  {file}\n" for file, digest in sorted(hashes.items()))
+
+    manifest["root_sha256"] = hashlib.sha256(sums(
+        {n: i["sha256"] for n, i in manifest["files"].items() if n.startswith("data/")}
+    ).encode()).hexdigest()
+    (release / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    (release / "SHA256SUMS").write_text(sums(
+        {f: hashlib.sha256((release / f).read_bytes()).hexdigest()
+         for f in [*manifest["files"], "manifest.json"]}))
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    (b"{bad", ":4:2: not valid JSON"),
+    (b"[1, 2]", ":4:1: not an instance: [1, 2] is not of type 'object'"),
+    (b'{"id": "x"}', ":4:1: not an instance: "),
+    (b'"\xff"', ":4:2: not UTF-8"),
+])
+def test_a_resealed_release_from_elsewhere_is_read_with_located_errors(
+        built_dist: Path, tmp_path: Path, line: bytes, message: str) -> None:
+    release = tmp_path / "elsewhere-v1"
+    shutil.copytree(built_dist / "example-v1", release)
+    name = "data/example.choice.meeting_room.jsonl"
+    lines = (release / name).read_bytes().split(b"\n")
+    lines[3] = line
+    _reseal(release, name, b"\n".join(lines))
+    assert run_cli("verify", str(release)).returncode == 1  # no committed manifest to trust
+    responses = tmp_path / "responses.jsonl"
+    assert run_cli("respond", str(built_dist / "example-v1"), "--policy", "oracle", "--out",
+                   str(responses)).returncode == 0
+    for command in (["respond", str(release), "--policy", "oracle"],
+                    ["score", str(release), str(responses)], ["audit", str(release)]):
+        result = run_cli(*command)
+        assert result.returncode == 2, (command, result.stderr)
+        assert f"{release / name}{message}" in result.stderr, (command, result.stderr)
+        assert "Traceback" not in result.stderr
