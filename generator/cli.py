@@ -20,6 +20,7 @@ from .canonical import dump_bytes, dump_pretty_bytes
 from .catalog import Catalog
 from .errors import (
     EXIT_BAD_INPUT,
+    EXIT_BROKEN_PIPE,
     EXIT_CHECK_FAILED,
     CheckFailed,
     MemspecError,
@@ -86,6 +87,11 @@ def _run(action: Callable[[], T]) -> T:
     except RecursionError:
         err.print("error: input nested too deeply to process", markup=False)
         raise typer.Exit(EXIT_BAD_INPUT) from None
+    except BrokenPipeError:
+        # The reader went away (`memspec generate … | head`): stop quietly, as a pipe expects,
+        # and keep Python from failing again when it flushes standard output at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise typer.Exit(EXIT_BROKEN_PIPE) from None
     except OSError as exc:
         err.print(f"error: {exc.strerror or exc}: {exc.filename or ''}", markup=False)
         raise typer.Exit(EXIT_BAD_INPUT) from None
@@ -765,7 +771,12 @@ def _write_output(out_file: str, data: bytes) -> None:
 
 def main() -> Any:
     """Entry point of the ``memspec`` console script."""
+    # Text goes out as UTF-8 whatever the locale says (LC_ALL=C would make it ASCII, and
+    # instances are not); child processes started later are told the same.
     os.environ.setdefault("PYTHONIOENCODING", "utf-8")
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(encoding="utf-8")
     return app()
 
 

@@ -12,6 +12,9 @@ EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
 #: Exit status for bad input (a spec, template, pool or argument that cannot be used).
 EXIT_BAD_INPUT = 2
+#: Exit status when standard output's reader went away: a shell's for a process ended by
+#: SIGPIPE (128 + 13), which is what a pipeline expects of its writers.
+EXIT_BROKEN_PIPE = 141
 
 PathPart = str | int
 

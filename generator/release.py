@@ -523,10 +523,16 @@ def atomic_writer(path: Path, *, just_before: Callable[[], None] | None = None
     place, so that it and its manifest appear together)."""
     if path.is_dir():
         raise SpecError.single("is a folder; give a file name", str(path))
+    if not path.parent.is_dir():
+        raise SpecError.single(f"no folder {path.parent} to write into", str(path))
     _remove_stale_siblings(path)
     tmp = path.with_name(f"{TMP_PREFIX}{path.name}-{os.getpid()}")
     try:
-        with tmp.open("wb") as handle:
+        try:
+            handle = tmp.open("wb")
+        except OSError as exc:  # name the file asked for, not the hidden sibling
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
+        with handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())

@@ -109,3 +109,37 @@ def test_unknown_family_is_bad_input() -> None:
     result = run_cli("generate", "no.such.family")
     assert result.returncode == 2
     assert "unknown family 'no.such.family'" in result.stderr
+
+
+def test_a_reader_that_goes_away_ends_generate_quietly() -> None:
+    # `memspec generate … | head -c 100`: the pipe closes early; a writer in a pipeline
+    # stops as SIGPIPE would stop it (141), with nothing on stderr.
+    import subprocess
+    import sys
+
+    with subprocess.Popen([sys.executable, "-m", "generator.cli", "generate",
+                           "trustgap.memory_trust.airline", "--groups", "40"], cwd=REPO,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          stdin=subprocess.DEVNULL) as process:
+        assert process.stdout is not None and process.stderr is not None
+        assert len(process.stdout.read(100)) == 100
+        process.stdout.close()
+        stderr = process.stderr.read().decode()
+        assert process.wait(timeout=120) == 141, stderr
+    assert stderr == ""
+
+
+def test_output_is_utf8_whatever_the_locale() -> None:
+    family = "implicitmem.procedural.growth_recurrence"
+    result = run_cli("show", family, env={"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0",
+                                          "PYTHONIOENCODING": ""})
+    assert result.returncode == 0, result.stderr
+    assert any(not line.isascii() for line in result.stdout.splitlines())
+
+
+def test_an_output_file_in_a_missing_folder_is_named_as_given(tmp_path: Path) -> None:
+    target = tmp_path / "missing" / "family.jsonl"
+    result = run_cli("generate", "example.choice.meeting_room", "--out", str(target))
+    assert result.returncode == 2
+    assert f"{target}: no folder {target.parent} to write into" in result.stderr
+    assert ".memspec-tmp" not in result.stderr
