@@ -379,6 +379,8 @@ def verify(
             if regenerate or _state["root"] is not None:
                 raise
             catalog = None  # a release can still be checked against its own sums
+        if not release_dir.is_dir():
+            raise SpecError.single("release folder not found", str(release_dir))
         if manifest is not None and not manifest.is_file():
             raise SpecError.single("trusted manifest not found", str(manifest))
         report = verify_release(release_dir, catalog, regenerate=regenerate, trusted=manifest)
@@ -525,7 +527,9 @@ def score(
         help="Score instances without a response as unanswered instead of refusing.")] = False,
     abstain_pattern: Annotated[list[str] | None, typer.Option(
         help="Extra regular expression marking an abstention (repeatable).")] = None,
-    resamples: Annotated[int, typer.Option(min=100, help="Bootstrap resamples.")] = 2000,
+    resamples: Annotated[int, typer.Option(min=100, max=100_000, help="Bootstrap resamples "
+                                           "(each holds a draw of every value in memory).")
+                         ] = 2000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
 ) -> None:
     """Metrics with 95% bootstrap intervals: accuracy, abstention, reliance, Δmem, tests."""
@@ -685,25 +689,47 @@ def rho_star_cmd(
     """ρ*: the first level whose Δmem interval (in the chosen group) lies wholly below 0."""
 
     def action() -> None:
-        wanted = dict(part.split("=", 1) for part in _split_keys(where) if "=" in part)
-        levels = []
+        parts = _split_keys(where)
+        if not parts or not all("=" in part for part in parts):
+            raise SpecError.single(f"--where {where!r} is not KEY=VALUE[,KEY=VALUE]")
+        wanted = dict(part.split("=", 1) for part in parts)
+        levels: list[tuple[str, dict[str, Any]]] = []
         for run in runs:
             level, sep, path = run.partition("=")
-            if not sep:
+            if not sep or not level:
                 raise SpecError.single(f"{run!r} is not LEVEL=SCORES.json")
-            try:
-                report = json.loads(Path(path).read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                raise SpecError.single(f"cannot read scores: {exc}", path) from None
-            group = next((g["metrics"] for g in report.get("groups", [])
-                          if g.get("key") == wanted), None)
-            if group is None:
-                raise SpecError.single(f"no group {wanted} in the scores", path)
-            levels.append((level, group))
+            if any(level == seen for seen, _ in levels):
+                raise SpecError.single(f"level {level!r} is given twice")
+            levels.append((level, _stale_group(path, wanted)))
         found = rho_star(levels)
         out.print(found if found is not None else "none", markup=False)
 
     _run(action)
+
+
+def _stale_group(path: str, wanted: dict[str, str]) -> dict[str, Any]:
+    """The metrics of the group keyed ``wanted`` in a `score --format json` file, whose Δmem
+    interval must be two numbers (or nulls, where there was too little to tell)."""
+    try:
+        report = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SpecError.single(f"cannot read scores: {exc}", path) from None
+    groups = report.get("groups") if isinstance(report, dict) else None
+    if not isinstance(groups, list) or not all(
+            isinstance(g, dict) and isinstance(g.get("metrics"), dict) for g in groups):
+        raise SpecError.single("not the output of `memspec score --format json` (no list of "
+                               "groups with metrics)", path)
+    metrics = next((g["metrics"] for g in groups if g.get("key") == wanted), None)
+    if metrics is None:
+        raise SpecError.single(f"no group {wanted} in the scores", path)
+    interval = metrics.get("delta_mem_ci")
+    if interval is not None and not (
+            isinstance(interval, list) and len(interval) == 2 and all(
+                v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+                for v in interval)):
+        raise SpecError.single(f"delta_mem_ci of group {wanted} is not two numbers: "
+                               f"{interval!r}", path)
+    return metrics
 
 
 @app.command()

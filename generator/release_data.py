@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .catalog import Catalog
-from .errors import SpecError
+from .errors import CheckFailed, SpecError
 from .instances import family_sources
 from .manifest import MANIFEST_FILE
 from .verify import verify_release
@@ -32,12 +32,14 @@ def release_sources(folder: Path, catalog: Catalog | None = None, check: bool = 
     ``load_release_instances`` checks, but nothing is held in memory. Instances of a release
     the project has no committed manifest for are checked against the instance schema as
     they are read: their bytes are only checked against themselves."""
+    if not folder.is_dir():
+        raise SpecError.single("release folder not found", str(folder))
     anchor = None
     if check:
         anchor = catalog if catalog is not None and _committed(folder, catalog) else None
         report = verify_release(folder, anchor)
-        if not report.ok:
-            raise SpecError(report.problems)
+        if not report.ok:  # a tampered release is a failed check, as `memspec verify` says
+            raise CheckFailed(report.problems)
     manifest_path = folder / MANIFEST_FILE
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))

@@ -98,6 +98,7 @@ def rho_star(levels: Sequence[tuple[str, Mapping[str, object]]]) -> str | None:
     ``levels`` pairs a level name with the metrics of the stale condition at that level."""
     for name, metrics in levels:
         interval = metrics.get("delta_mem_ci")
-        if isinstance(interval, (list, tuple)) and interval and interval[1] < 0:
+        if isinstance(interval, (list, tuple)) and interval and interval[1] is not None \
+                and interval[1] < 0:
             return name
     return None

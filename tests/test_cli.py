@@ -143,3 +143,12 @@ def test_an_output_file_in_a_missing_folder_is_named_as_given(tmp_path: Path) ->
     assert result.returncode == 2
     assert f"{target}: no folder {target.parent} to write into" in result.stderr
     assert ".memspec-tmp" not in result.stderr
+
+
+@pytest.mark.parametrize("command", [["verify"], ["audit"], ["respond", "--policy", "oracle"]])
+def test_a_release_folder_that_is_not_there_is_bad_input(tmp_path: Path,
+                                                         command: list[str]) -> None:
+    missing = tmp_path / "nowhere"
+    result = run_cli(command[0], str(missing), *command[1:])
+    assert result.returncode == 2, result.stderr
+    assert f"{missing}: release folder not found" in result.stderr

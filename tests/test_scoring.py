@@ -217,7 +217,7 @@ def test_score_refuses_a_tampered_release(built_example: Path, tmp_path: Path) -
     data = copy / "data" / f"{CHOICE}.jsonl"
     data.write_text(data.read_text().replace("Room", "Hall", 1))
     result = run_cli("score", str(copy), str(responses))
-    assert result.returncode == 2
+    assert result.returncode == 1  # a tampered release is a failed check
     assert f"data/{CHOICE}.jsonl" in result.stderr
 
 
@@ -232,6 +232,22 @@ def test_rho_star_reads_scored_runs(built_example: Path, tmp_path: Path) -> None
         runs.append(f"{level}={path}")
     result = run_cli("rho-star", *runs, "--where", "condition=stale")
     assert result.returncode == 0 and result.stdout.strip() == "large"
+
+
+@pytest.mark.parametrize(("scores", "where", "message"), [
+    ("[]", "condition=stale", "not the output of `memspec score --format json`"),
+    ('{"groups": 5}', "condition=stale", "not the output of `memspec score --format json`"),
+    ('{"groups": [{"key": {"condition": "stale"}, "metrics": {"delta_mem_ci": [null, "a"]}}]}',
+     "condition=stale", "delta_mem_ci of group {'condition': 'stale'} is not two numbers"),
+    ('{"groups": []}', "conditionstale", "--where 'conditionstale' is not KEY=VALUE"),
+])
+def test_rho_star_refuses_what_is_not_a_scores_file(tmp_path: Path, scores: str, where: str,
+                                                    message: str) -> None:
+    path = tmp_path / "scores.json"
+    path.write_text(scores)
+    result = run_cli("rho-star", f"small={path}", "--where", where)
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr and "Traceback" not in result.stderr
 
 
 def test_oracle_is_perfect_on_every_bundled_release(built_dist: Path, tmp_path: Path) -> None:
