@@ -524,7 +524,8 @@ def score(
     dataset_key: Annotated[str, typer.Option(
         help="Key that names a dataset for normalisation.")] = "family",
     allow_missing: Annotated[bool, typer.Option(
-        help="Score instances without a response as unanswered instead of refusing.")] = False,
+        help="Score instances without a response as unanswered, and judge requests without "
+             "a judgment as unjudged, instead of refusing.")] = False,
     abstain_pattern: Annotated[list[str] | None, typer.Option(
         help="Extra regular expression marking an abstention (repeatable).")] = None,
     resamples: Annotated[int, typer.Option(min=100, max=100_000, help="Bootstrap resamples "
@@ -561,8 +562,9 @@ def score(
         outcomes = [outcome(i, responses.get(i["id"]), abstain_pattern or ())
                     for i in instances]
         if judgments is not None and unblind is not None:
-            outcomes = attach_judgments(outcomes, load_judgments(judgments, unblind),
-                                        normalize, dataset_key)
+            scores = load_judgments(judgments, unblind, [i["id"] for i in instances],
+                                    allow_missing=allow_missing)
+            outcomes = attach_judgments(outcomes, scores, normalize, dataset_key)
         report = score_outcomes(outcomes, _split_keys(by),
                                 ScoreOptions(cluster, resamples, seed))
         if output_format == "json":

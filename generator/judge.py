@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -91,13 +91,24 @@ def _number(value: Any) -> bool:
         math.isfinite(value)
 
 
-def load_judgments(path: Path, unblind_path: Path) -> dict[str, float]:
-    """Judge scores by instance id, unblinded; malformed lines are errors naming the line."""
+def load_judgments(path: Path, unblind_path: Path, instance_ids: Collection[str], *,
+                   allow_missing: bool = False) -> dict[str, float]:
+    """Judge scores by instance id, unblinded; malformed lines are errors naming the line.
+
+    The unblinding map must name instances of the release being scored (``instance_ids``),
+    and every request in it must have its judgment, unless ``allow_missing``: a metric
+    computed from the judgments that happened to come back would not say so."""
     unblind = parse_strict_json(read_text(unblind_path, str(unblind_path)), str(unblind_path))
     if not isinstance(unblind, dict) or not all(
-            isinstance(v, dict) and v and all(isinstance(x, str) for x in v.values())
-            for v in unblind.values()):
+            isinstance(v, dict) and v and set(v) <= {"response", "A", "B"}
+            and all(isinstance(x, str) for x in v.values()) for v in unblind.values()):
         raise SpecError.single("not an unblinding map written by judge-requests",
+                               str(unblind_path))
+    foreign = sorted({i for slots in unblind.values() for i in slots.values()}
+                     - set(instance_ids))
+    if foreign:
+        raise SpecError.single(f"the unblinding map names instances this release does not "
+                               f"hold ({len(foreign)} in all; first: {', '.join(foreign[:3])})",
                                str(unblind_path))
     scores: dict[str, float] = {}
     problems: list[Problem] = []
@@ -136,4 +147,10 @@ def load_judgments(path: Path, unblind_path: Path) -> dict[str, float]:
             scores[instance_id] = float(given[slot])
     if problems:
         raise SpecError(problems)
+    missing = [request for request, slots in unblind.items()
+               if not all(i in scores for i in slots.values())]
+    if missing and not allow_missing:
+        raise SpecError.single(f"{len(missing)} of {len(unblind)} judge requests have no "
+                               f"judgment (first: {', '.join(missing[:3])}); pass "
+                               "--allow-missing to leave their items unjudged", display)
     return scores

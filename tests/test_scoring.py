@@ -348,6 +348,32 @@ def test_judgments_are_checked_against_the_scale(built_example: Path, tmp_path: 
         assert "Traceback" not in result.stderr
 
 
+def test_judgments_must_cover_the_requests_of_this_release(built_example: Path,
+                                                           tmp_path: Path) -> None:
+    responses = respond(built_example, "oracle", tmp_path)
+    requests_path = tmp_path / "requests.jsonl"
+    run_cli("judge-requests", str(built_example), str(responses), "--out", str(requests_path))
+    requests = _lines(requests_path)
+    unblind = tmp_path / "requests.jsonl.unblind.json"
+    one = _write(tmp_path / "one.jsonl", [json.dumps(
+        {"request_id": requests[0]["request_id"], "scores": {"A": 9, "B": 2}})])
+    args = ["score", str(built_example), str(responses), "--judgments", str(one), "--unblind",
+            str(unblind), "--format", "json"]
+    refused = run_cli(*args)
+    assert refused.returncode == 2
+    assert (f"one.jsonl: {len(requests) - 1} of {len(requests)} judge requests have no "
+            "judgment") in refused.stderr
+    assert run_cli(*args, "--allow-missing").returncode == 0
+    mapping = json.loads(unblind.read_text())
+    first = next(iter(mapping))
+    mapping[first] = {slot: "someone.else-00000-base" for slot in mapping[first]}
+    unblind.write_text(json.dumps(mapping))
+    foreign = run_cli(*args, "--allow-missing")
+    assert foreign.returncode == 2
+    assert ("names instances this release does not hold (1 in all; first: "
+            "someone.else-00000-base)") in foreign.stderr
+
+
 def test_a_lone_surrogate_response_is_a_located_error(built_example: Path,
                                                       tmp_path: Path) -> None:
     records = _lines(respond(built_example, "oracle", tmp_path))
