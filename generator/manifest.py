@@ -60,6 +60,9 @@ def parse_sums(text: str, file: str) -> dict[str, str]:
     for number, line in enumerate(text.split("\n"), start=1):
         if not line:
             continue
+        if "\r" in line:
+            raise SpecError.single("a carriage return in the line (its line endings were "
+                                   "changed)", file, number, 1)
         digest, sep, name = line.partition("  ")
         if not sep or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
             raise SpecError.single(f"malformed line: {line[:80]!r}", file, number, 1)

@@ -111,7 +111,9 @@ def verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool = 
         report.fail("SHA256SUMS is missing", str(sums_path))
         return report
     try:
-        sums = sums_path.read_text(encoding="utf-8")
+        # Bytes as they are: reading text would turn \r\n or \r into \n, and coreutils
+        # reads such a file as other names, so it must not pass here either.
+        sums = sums_path.read_bytes().decode("utf-8")
         listed = parse_sums(sums, SUMS_FILE)
     except (MemspecError, UnicodeDecodeError) as exc:
         report.fail(f"SHA256SUMS is unreadable: {exc}", SUMS_FILE)

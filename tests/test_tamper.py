@@ -311,3 +311,13 @@ def test_a_resealed_release_from_elsewhere_is_read_with_located_errors(
         assert result.returncode == 2, (command, result.stderr)
         assert f"{release / name}{message}" in result.stderr, (command, result.stderr)
         assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("ending", [b"\r\n", b"\r"])
+def test_sums_with_other_line_endings_are_caught(copy: Path, catalog: Catalog,
+                                                 ending: bytes) -> None:
+    sums = copy / "SHA256SUMS"
+    sums.write_bytes(sums.read_bytes().replace(b"\n", ending))
+    report = verify_release(copy, catalog)
+    assert not report.ok
+    assert any("carriage return" in problem.message for problem in report.problems)
