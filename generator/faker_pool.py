@@ -11,9 +11,8 @@ import re
 from importlib.metadata import version
 from pathlib import Path
 
-import yaml
-
 from .errors import SpecError
+from .yamlsafe import dump_yaml
 
 _PROVIDER_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 #: How many draws to attempt per requested item before giving up on uniqueness.
@@ -57,6 +56,11 @@ def faker_items(provider: str, count: int, locale: str, seed: int) -> list[str]:
     except TypeError as exc:
         raise SpecError.single(f"provider {provider!r} cannot be called without "
                                f"arguments: {exc}") from None
+    except SpecError:
+        raise
+    except Exception as exc:  # Faker's own failure (a provider needing a missing extra)
+        raise SpecError.single(f"provider {provider!r} failed: {type(exc).__name__}: "
+                               f"{exc}") from None
     return items
 
 
@@ -71,7 +75,7 @@ def pool_document(pool_id: str, provider: str, count: int, locale: str, seed: in
                    "seed": seed},
         "items": items,
     }
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+    return dump_yaml(data, f"pool {pool_id}")
 
 
 def pool_id_for(out: Path, specs: Path) -> str:

@@ -10,11 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from .errors import SpecError
 from .project import Project
 from .spec import ParadigmSpec
+from .yamlsafe import dump_yaml
 
 
 def _substitute(value: Any, tokens: dict[str, str]) -> Any:
@@ -78,7 +77,7 @@ def scaffold_family(project: Project, family_id: str, paradigm: ParadigmSpec) ->
             **scaffold["family"]}
     files: dict[Path, str] = {
         project.specs / "families" / f"{family_dir}.yaml":
-            yaml.safe_dump(body, sort_keys=False, allow_unicode=True, width=100),
+            dump_yaml(body, f"scaffold of {paradigm.paradigm_id}"),
     }
     #: Where the paradigm names each file (its JSON path), for errors.
     named: dict[Path, tuple[str, ...]] = {}
@@ -86,8 +85,8 @@ def scaffold_family(project: Project, family_id: str, paradigm: ParadigmSpec) ->
         files[project.templates / family_dir / name] = text
         named[project.templates / family_dir / name] = ("scaffold", "templates", name)
     for name, pool in scaffold.get("pools", {}).items():
-        files[project.specs / "pools" / family_dir / f"{name}.yaml"] = yaml.safe_dump(
-            pool, sort_keys=False, allow_unicode=True, width=100)
+        files[project.specs / "pools" / family_dir / f"{name}.yaml"] = dump_yaml(
+            pool, f"scaffold of {paradigm.paradigm_id}")
         named[project.specs / "pools" / family_dir / f"{name}.yaml"] = ("scaffold", "pools", name)
     for path in files:
         if not path.resolve().is_relative_to(project.root.resolve()) or \

@@ -64,6 +64,31 @@ _StrictResolver.add_implicit_resolver(
 )
 
 
+class _StrictDumper(yaml.SafeDumper):
+    """Writes YAML that the strict loader, and any YAML 1.1 reader, reads as the data it was
+    given: a string that either would take for a number, boolean or null (``1e5``, ``no``)
+    is quoted."""
+
+
+def _quote_what_the_strict_loader_types() -> None:
+    for first, resolvers in _StrictResolver.yaml_implicit_resolvers.items():
+        for tag, pattern in resolvers:
+            _StrictDumper.add_implicit_resolver(tag, pattern, [first])
+
+
+_quote_what_the_strict_loader_types()
+
+
+def dump_yaml(data: Any, display: str) -> str:
+    """The YAML text of ``data`` (keys in the order given), checked to load back the same
+    with ``load_yaml_text``: what memspec writes for an author, memspec reads as written."""
+    text = yaml.dump(data, Dumper=_StrictDumper, sort_keys=False, allow_unicode=True,
+                     width=100)
+    if load_yaml_text(text, display).data != data:
+        raise SpecError.single("cannot be written as YAML that reads back the same", display)
+    return text
+
+
 class _RefuseAnchors:
     """Composer hook shared by both parsers: refuse anchors and aliases as they are met."""
 

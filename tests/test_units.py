@@ -271,3 +271,32 @@ def test_a_slot_expression_that_prints_an_address_is_refused(project_copy: Path)
     assert result.returncode == 2, result.stderr
     assert "specs/families/example/reversed_copy.yaml:" in result.stderr
     assert "memory address" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_yaml_memspec_writes_reads_back_as_written() -> None:
+    from generator.yamlsafe import dump_yaml, load_yaml_text
+
+    # Strings a YAML reader could take for numbers, booleans or null are quoted.
+    data = {"pool": "x.y", "items": ["1e5", "12E3", ".5", "-.5e3", "no", "yes", "True", "null",
+                                     "~", "", "007", "3.0", "0x1F", ".inf", "plain text", "é"],
+            "nested": {"n": 5, "f": 2.5, "b": False, "none": None}}
+    text = dump_yaml(data, "pool.yaml")
+    assert load_yaml_text(text, "pool.yaml").data == data
+    import yaml
+
+    assert yaml.safe_load(text) == data  # a YAML 1.1 reader agrees
+
+
+def test_a_faker_provider_that_fails_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from faker import Faker
+
+    from generator.errors import SpecError
+    from generator.faker_pool import faker_items
+
+    def needs_an_extra(self: Faker) -> str:
+        raise ModuleNotFoundError("No module named 'PIL'")
+
+    monkeypatch.setattr(Faker, "picture", needs_an_extra, raising=False)
+    with pytest.raises(SpecError, match="provider 'picture' failed: ModuleNotFoundError: No "
+                                        "module named 'PIL'"):
+        faker_items("picture", 2, "en_US", 0)
