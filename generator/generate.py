@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
 
 from .canonical import CanonicalJSONError, copy_data, dumps, normalize
 from .checks import CheckRunner, RenderedVariant
@@ -16,6 +16,8 @@ from .schemas import first_error
 from .scoring import answer_problems
 from .spec import FamilySpec, TransformRef, Variant
 from .transforms import TransformCall, get_transform
+
+T = TypeVar("T")
 
 
 def instance_id(family_id: str, group: int, variant: str) -> str:
@@ -252,8 +254,11 @@ class FamilyGenerator:
 
     def render_group(self, group: int) -> tuple[dict[str, Any], list[RenderedVariant]]:
         """The slot values of one group (before any variant's transforms) and every variant
-        rendered from them, unchecked: what an audit needs to re-run the checks on instances
-        that were shipped."""
+        rendered from them, unchecked, within the group's budget: what an audit needs to
+        re-run the checks on instances that were shipped."""
+        return self.within_budget(group, lambda: self._render_group(group))
+
+    def _render_group(self, group: int) -> tuple[dict[str, Any], list[RenderedVariant]]:
         try:
             slots = sample_slots(self.family, self.renderer, self.seed, group,
                                  self._slot_expressions)
@@ -265,10 +270,20 @@ class FamilyGenerator:
 
     def group(self, group: int) -> list[dict[str, Any]]:
         """Every variant of one group, checked; raises on any error."""
+
+        def render_and_check() -> list[dict[str, Any]]:
+            _, rendered = self._render_group(group)
+            self.checks.check_group(rendered)
+            return [r.instance for r in rendered]
+
+        return self.within_budget(group, render_and_check)
+
+    def within_budget(self, group: int, work: Callable[[], T]) -> T:
+        """``work()`` on ``group`` within the time and memory budget of one group; running out
+        of either is an error at the template line that was running, or at the family."""
         try:
             with self._budget:
-                _, rendered = self.render_group(group)
-                self.checks.check_group(rendered)
+                return work()
         except BudgetExceeded as exc:
             message = (f"group {group} took longer than {self._budget.seconds:g} s to render "
                        "and check (a runaway loop or regular expression?)")
@@ -279,7 +294,6 @@ class FamilyGenerator:
             raise self.family.located.error(
                 f"group {group} went over its memory budget of {self._budget.megabytes} MB "
                 "($MEMSPEC_GROUP_MEGABYTES)") from None
-        return [r.instance for r in rendered]
 
     def groups(self, count: int, start: int = 0) -> Iterator[list[dict[str, Any]]]:
         """Groups ``start .. start+count-1`` in order, then the family-scope checks."""

@@ -9,6 +9,7 @@ the top.
 
 from __future__ import annotations
 
+from functools import partial
 from html import escape
 
 from .checks import RenderedVariant
@@ -28,7 +29,7 @@ def render_preview(family: FamilySpec, renderer: Renderer, seed: int, groups: in
         _, variants = generator.render_group(group)
         rendered.append(variants)
         try:
-            generator.checks.check_group(variants)
+            generator.within_budget(group, partial(generator.checks.check_group, variants))
         except CheckFailed as err:
             problems += [p.message for p in err.problems]
     try:

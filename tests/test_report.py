@@ -147,3 +147,16 @@ def test_highlight_marks_changed_phrases_whole_and_escapes() -> None:
         "a <mark>new</mark> &lt;b&gt; <mark>phrase</mark> here."
     assert highlight("one two three", "zero") == "<mark>one two three</mark>"
     assert highlight("same", "same") == "same" and highlight("x & y", None) == "x &amp; y"
+
+
+def test_the_preview_keeps_a_group_to_its_time_budget(project_copy: Path,
+                                                      tmp_path: Path) -> None:
+    probe = project_copy / "templates" / "example" / "reversed_copy" / "probe.j2"
+    probe.write_text(probe.read_text() + "{% for i in range(10000) %}{% for j in range(10000) %}"
+                     "{% endfor %}{% endfor %}\n")
+    out = tmp_path / "preview.html"
+    result = run_cli("preview", "example.procedural.reversed_copy", "--out", str(out),
+                     root=project_copy, env={"MEMSPEC_GROUP_SECONDS": "1"}, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert "probe.j2:5:1: group 0 took longer than 1 s" in result.stderr
+    assert not out.exists()
