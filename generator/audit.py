@@ -364,7 +364,8 @@ def audit_families(sources: Mapping[str, Source], seed: int = 0, *,
     sampled = sampler.sampled()
     report.skipped = sorted(set(sources) - set(sampled))
     if not _embedding_available():
-        report.unavailable.append("embedding_nearest (install memspec[audit])")
+        report.unavailable.append("embedding_nearest (needs the audit extra: "
+                                  "pip install -e '.[audit]')")
     picks = {name: predict(sampled) for name, predict in predictors().items()} if sampled \
         else {}
     for unit, items in _units(sampled):

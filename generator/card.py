@@ -26,6 +26,7 @@ def render_card(release: ReleaseSpec, counts: Mapping[str, Any], root_sha256: st
                 descriptions: Mapping[str, str], release_file: str,
                 audit_failures: Sequence[Mapping[str, Any]] = (), *, layout: int = 1,
                 audit_summary: Sequence[Mapping[str, Any]] = (),
+                audit_unavailable: Sequence[str] = (),
                 charts: Sequence[str] = (), configs: Sequence[Config] = ()) -> str:
     """Markdown with YAML front matter; a pure function of its arguments. ``layout`` 2 adds
     the audit summary and the charts (files of the release, linked by relative path);
@@ -81,7 +82,7 @@ def render_card(release: ReleaseSpec, counts: Mapping[str, Any], root_sha256: st
         for f in audit_failures:
             lines.append(f"| {f['check']} | `{f['family']}` | {_failure_outcome(f)} |")
     if layout >= 2:
-        lines += _audit_section(audit_summary) + _charts_section(charts)
+        lines += _audit_section(audit_summary, audit_unavailable) + _charts_section(charts)
     lines += ["", "## What each family measures", ""]
     for family_id in families:
         lines += [f"- `{family_id}`: {' '.join(descriptions[family_id].split())}"]
@@ -197,22 +198,31 @@ def _loading_section(release: ReleaseSpec, configs: Sequence[Config]) -> list[st
     ]
 
 
-_AUDIT_INTRO = (
-    "The release was frozen after `memspec audit`. Memoryless adversaries (answer position, "
-    "majority gold, longest and shortest option, word overlap with the probe, a probe-only "
-    "classifier, a pretrained text-embedding model) must not beat chance on any family "
-    "(one-sided exact binomial test, Holm-corrected, alpha 0.05); gold positions, cells and "
-    "the balance the specs declare must hold exactly; no probe, control arm or duplicate may "
-    "leak; every counterfeit must match the record it forges in length within 5% and share "
-    "none of its named entities. `memspec audit` and `memspec report` show every row.")
+def _audit_intro(unavailable: Sequence[str]) -> str:
+    """What the audit asked of the release; adversaries that could not run are named as such,
+    not listed among those that did."""
+    embedding = not any(name.startswith("embedding_nearest") for name in unavailable)
+    adversaries = ("answer position, majority gold, longest and shortest option, word overlap "
+                   "with the probe, a probe-only classifier"
+                   + (", a pretrained text-embedding model" if embedding else ""))
+    missing = (f" Not run where it was frozen: {', '.join(unavailable)}." if unavailable
+               else "")
+    return (
+        f"The release was frozen after `memspec audit`. Memoryless adversaries ({adversaries}) "
+        "must not beat chance on any family (one-sided exact binomial test, Holm-corrected, "
+        "alpha 0.05); gold positions, cells and the balance the specs declare must hold "
+        "exactly; no probe, control arm or duplicate may leak; every counterfeit must match the "
+        "record it forges in length within 5% and share none of its named entities. `memspec "
+        f"audit` and `memspec report` show every row.{missing}")
 
 
 def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|")
 
 
-def _audit_section(summary: Sequence[Mapping[str, Any]]) -> list[str]:
-    lines = ["", "## Audit", "", _AUDIT_INTRO, "",
+def _audit_section(summary: Sequence[Mapping[str, Any]], unavailable: Sequence[str]
+                   ) -> list[str]:
+    lines = ["", "## Audit", "", _audit_intro(unavailable), "",
              "| family | adversaries (strongest) | balance | leakage | counterfeit | "
              "declared checks | result |",
              "| --- | --- | --- | --- | --- | --- | --- |"]

@@ -78,9 +78,9 @@ _TASK_SOURCE = '''"""inspect_ai tasks for the memspec release RELEASE_NAME (by `
     inspect eval task.py@memspec_judged --model PROVIDER/MODEL [-T grader=PROVIDER/MODEL]
 
 memspec_release holds the programmatically scored items and scores the first attempt exactly
-as `memspec score` does (it imports memspec's scoring: `pip install memspec`). memspec_judged
-holds the judge-scored items; a grader model rates each response on the item's rubric, and
-the score is the rating on the family's scale.
+as `memspec score` does (it imports memspec's scoring: install memspec where inspect runs).
+memspec_judged holds the judge-scored items; a grader model rates each response on the
+item's rubric, and the score is the rating on the family's scale.
 """
 
 import json

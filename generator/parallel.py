@@ -273,8 +273,8 @@ class DaskCluster(Executor):
         try:
             from distributed import Client, LocalCluster
         except ImportError:
-            raise SpecError.single("--engine dask needs Dask distributed: "
-                                   "pip install 'memspec[dask]'") from None
+            raise SpecError.single("--engine dask needs Dask distributed: pip install -e "
+                                   "'.[dask]' in memspec's checkout") from None
         self.cluster = None
         if address is None:
             # No dashboard: it would open a port, and nothing here reads it.

@@ -267,6 +267,7 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
     card = render_card(release, counts, root, descriptions,
                        project.display(release.path), audit["failures"], layout=layout,
                        audit_summary=audit.get("summary", ()),
+                       audit_unavailable=audit.get("unavailable", ()),
                        charts=[f"{PLOTS_DIR}/{name}" for name in charts], configs=configs)
     files[CARD_FILE] = _write_file(folder / CARD_FILE, card.encode("utf-8"))
     return {
@@ -311,7 +312,9 @@ def _audit(catalog: Catalog, release: ReleaseSpec, folder: Path,
             f"{describe_failure(f)}; a system without memory could pass. Fix the family, "
             "or freeze with --allow-audit-failures to publish it with the failure recorded",
             catalog.project.display(release.path)) for f in failures])
-    return {"failures": failures, **({"summary": report.summary()} if layout >= 2 else {})}
+    return {"failures": failures, **({"summary": report.summary()} if layout >= 2 else {}),
+            # Recorded only when some adversary could not run, so that the card says so.
+            **({"unavailable": report.unavailable} if report.unavailable else {})}
 
 
 def _refuse_field_clash(release: ReleaseSpec, index: int, family: FamilySpec) -> None:
@@ -622,6 +625,8 @@ def freeze(catalog: Catalog, release: ReleaseSpec, out: Path, *, write_manifest:
         else:
             manifest_data = manifest_bytes(built)
             manifest = built
+            notes = tuple(f"the audit ran without {name}; the card says so"
+                          for name in built["audit"].get("unavailable", ()))
         _write_seal(staged, manifest_data)
         _fsync_tree(staged)
         if committed is None:

@@ -157,9 +157,32 @@ def test_without_the_audit_extra_the_embedding_adversary_is_reported_missing(
     items = [_item("lab.fair", g, "Which one did I lend you?", _options(g), g % 3)
              for g in range(24)]
     report = audit.audit_instances(items)
-    assert report.unavailable == ["embedding_nearest (install memspec[audit])"]
+    assert report.unavailable == ["embedding_nearest (needs the audit extra: pip install -e "
+                                  "'.[audit]')"]
     assert "embedding_nearest" not in {r.check for r in report.rows}
     assert report.ok and len(report.rows) == 6
+
+
+def test_a_freeze_without_the_audit_extra_says_so_in_its_manifest_and_card(
+        monkeypatch: pytest.MonkeyPatch, project_copy: Path, tmp_path: Path) -> None:
+    import generator.audit as audit
+    from generator.catalog import Catalog
+    from generator.project import Project
+    from generator.release import find_release, freeze
+
+    monkeypatch.setattr(audit, "_embedding_available", lambda: False)
+    spec = project_copy / "specs" / "releases"
+    (spec / "fresh-v1.yaml").write_text((spec / "example-v3.yaml").read_text()
+                                        .replace("name: example", "name: fresh")
+                                        .replace("version: v3", "version: v1"))
+    catalog = Catalog.load(Project(project_copy))
+    built = freeze(catalog, find_release(catalog, "fresh-v1"), tmp_path, write_manifest=True)
+    assert built.manifest["audit"]["unavailable"] == [
+        "embedding_nearest (needs the audit extra: pip install -e '.[audit]')"]
+    assert any("the audit ran without embedding_nearest" in note for note in built.notes)
+    card = (tmp_path / "fresh-v1" / "README.md").read_text()
+    assert "a pretrained text-embedding model" not in card
+    assert "Not run where it was frozen: embedding_nearest" in card
 
 
 def _judged(family: str, group: int, arm: str, priming: str) -> dict:

@@ -59,11 +59,16 @@ def test_chat_completion_example_produces_scorable_responses(built_example: Path
     finally:
         server.shutdown()
     assert result.returncode == 0, result.stderr
-    scored = run_cli("score", str(built_example), str(tmp_path / "responses.jsonl"),
-                     "--allow-missing", "--by", "family", "--format", "json")
-    assert scored.returncode == 0, scored.stderr
-    report = json.loads(scored.stdout)
-    assert report["overall"]["answered"] == 108 and report["overall"]["missing"] == 36
+    then = re.search(r"## Scoring responses.*?Then:\n\n```\n(.*?)```", text, re.S)
+    assert then is not None
+    outputs = []
+    for line in then.group(1).splitlines():  # the commands as written, run in that folder
+        words = line.split()
+        assert words[0] == "memspec"
+        outputs.append(run_cli(*words[1:], cwd=tmp_path))
+        assert outputs[-1].returncode == 0, (line, outputs[-1].stderr)
+    report = json.loads(outputs[-1].stdout)
+    assert report["overall"]["answered"] == 144 and report["overall"]["missing"] == 0
     choice = next(g["metrics"] for g in report["groups"]
                   if g["key"] == {"family": "example.choice.meeting_room"})
     # Always "B": right in exactly one rotation of three in every group.
