@@ -47,6 +47,9 @@ from .stats import rho_star
 from .validate import validate as validate_specs
 from .verify import verify_release
 
+#: Columns a table may take when standard output is not a terminal.
+PIPE_WIDTH = 1000
+
 app = typer.Typer(
     name="memspec",
     help="Declarative, deterministic evaluation data for the memory of LLM agents.",
@@ -55,7 +58,10 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 err = Console(stderr=True, highlight=False, soft_wrap=True)
-out = Console(highlight=False, soft_wrap=True)
+#: Into a file or a pipe, tables are drawn at their own width: rich would otherwise fit them
+#: into 80 columns, cutting the names that tell their rows apart.
+out = Console(highlight=False, soft_wrap=True,
+              width=None if sys.stdout.isatty() else PIPE_WIDTH)
 _state: dict[str, Path | None] = {"root": None}
 T = TypeVar("T")
 

@@ -384,3 +384,12 @@ def test_a_lone_surrogate_response_is_a_located_error(built_example: Path,
     result = run_cli("judge-requests", str(built_example), str(path), "--out",
                      str(tmp_path / "r.jsonl"))
     assert result.returncode == 2 and "bad.jsonl:5:" in result.stderr
+
+
+def test_a_table_into_a_pipe_is_drawn_at_its_own_width(built_example: Path,
+                                                       tmp_path: Path) -> None:
+    responses = respond(built_example, "oracle", tmp_path)
+    result = run_cli("score", str(built_example), str(responses), "--by", "family,condition")
+    assert result.returncode == 0, result.stderr
+    assert "family=example.choice.meeting_room, condition=clean" in result.stdout
+    assert "1.000 [1.000, 1.000]" in result.stdout and "…" not in result.stdout
