@@ -377,6 +377,8 @@ def audit_families(sources: Mapping[str, Source], seed: int = 0, *,
                                         binomial_test(hits, len(items), chance, "greater")))
     for row, adjusted in zip(report.rows, holm([r.p_value for r in report.rows]), strict=True):
         row.p_holm = adjusted
+    duplicates.resolve(lambda: (inst for family in sorted(sources)
+                                for inst in sources[family]()))
     report.findings = [f for family in sorted(structures)
                        for f in structures[family].findings()]
     if manifest is None:

@@ -12,12 +12,13 @@ from __future__ import annotations
 import difflib
 import re
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .canonical import content_hash, dumps
+from .canonical import dumps
 from .checks import mentions
+from .content_index import ContentIndex, content_key
 from .instances import phase_messages
 
 Item = Mapping[str, Any]
@@ -262,22 +263,40 @@ class _ThemeLeak:
 
 
 class DuplicateIndex:
-    """Instances with the same content (phases and answer, by XXH3-128), wherever they are:
-    in one family, across families or across splits."""
+    """Instances with the same content (``content_key``), wherever they are: in one family,
+    across families or across splits. Memory grows by 8 bytes an instance (a ContentIndex);
+    the few instances whose keys may agree are read back, once all were added, to compare
+    their full keys (``resolve``)."""
 
     def __init__(self) -> None:
-        self.first: dict[str, str] = {}
-        self.clashes: dict[str, list[str]] = defaultdict(list)  # family -> descriptions
+        self._index = ContentIndex()
+        self._clashes: dict[str, list[str]] | None = None  # family -> descriptions
 
     def add(self, item: Item) -> None:
-        key = content_hash({"phases": item["phases"], "answer": item["answer"]})
-        if key not in self.first:
-            self.first[key] = item["id"]
-            return
-        self.clashes[item["family"]].append(f"{item['id']} repeats {self.first[key]}")
+        self._index.add(content_key(item))
+
+    def resolve(self, stream: Callable[[], Iterable[Item]]) -> None:
+        """Find the clashes, given ``stream``: the instances again, in the order added."""
+        wanted = self._index.candidates()
+        self._clashes = defaultdict(list)
+        first: dict[str, str] = {}
+        positions = iter(wanted)
+        target = next(positions, None)
+        for position, item in enumerate(stream() if wanted else ()):
+            if target is None:
+                break
+            if position != target:
+                continue
+            target = next(positions, None)
+            key = content_key(item)
+            if key in first:
+                self._clashes[item["family"]].append(f"{item['id']} repeats {first[key]}")
+            else:
+                first[key] = item["id"]
 
     def finding(self, family: str, count: int) -> Finding:
-        clashes = self.clashes.get(family, [])
+        assert self._clashes is not None, "resolve() first"
+        clashes = self._clashes.get(family, [])
         return Finding("leakage: duplicates", family, not clashes,
                        f"{len(clashes)} of {count} instances", "; ".join(clashes[:3]))
 

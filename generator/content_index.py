@@ -14,6 +14,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from .canonical import content_hash
+
+
+def content_key(instance: Mapping[str, Any]) -> str:
+    """What makes two instances the same content: XXH3-128 of their phases and answer."""
+    return content_hash({"phases": instance["phases"], "answer": instance["answer"]})
+
 
 class ContentIndex:
     """The content keys (hex digests) of a stream of instances, in the order they came."""

@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from .audit import audit_families, describe_failure
-from .canonical import content_hash, dump_pretty_bytes
+from .canonical import dump_pretty_bytes
 from .card import render_card
 from .catalog import Catalog, UnknownFamily
-from .content_index import ContentIndex, records_from_files
+from .content_index import ContentIndex, content_key, records_from_files
 from .errors import CheckFailed, MemspecError, Problem, ProblemCollector, SpecError
 from .generate import FamilyGenerator
 from .instances import family_sources
@@ -166,10 +166,6 @@ class _HashingWriter:
         return {"sha256": self.digest.hexdigest(), "bytes": self.size, "records": self.records}
 
 
-def _content_key(instance: dict[str, Any]) -> str:
-    return content_hash({"phases": instance["phases"], "answer": instance["answer"]})
-
-
 def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
                         progress: Progress | None = None, *,
                         refuse_audit_failures: bool = False,
@@ -214,7 +210,7 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
                 templates.update(chunk.templates)
                 for line, instance in chunk.records():
                     splits.add(instance)
-                    seen_content.add(_content_key(instance))
+                    seen_content.add(content_key(instance))
                     writer.write(line)
                     if layout >= 2:
                         stats.add(instance)
@@ -287,7 +283,7 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
 def _refuse_duplicate_content(index: ContentIndex, data_files: list[Path],
                               families: list[FamilySpec]) -> None:
     """Refuse a release in which two instances have the same phases and answer."""
-    found = index.first_duplicate(records_from_files(data_files, _content_key))
+    found = index.first_duplicate(records_from_files(data_files, content_key))
     if found is not None:
         instance, earlier = found
         file = next(f.file for f in families if f.family_id == instance["family"])
