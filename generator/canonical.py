@@ -14,7 +14,6 @@ import json
 import math
 import re
 import unicodedata
-from collections.abc import Iterable
 from typing import Any
 
 import xxhash
@@ -162,11 +161,6 @@ def dump_pretty_bytes(value: Any) -> bytes:
         normalize(value), ensure_ascii=False, sort_keys=True, indent=2, allow_nan=False
     )
     return (text + "\n").encode("utf-8")
-
-
-def jsonl_bytes(records: Iterable[Any]) -> bytes:
-    """Canonical JSON Lines for ``records``."""
-    return b"".join(dump_bytes(r) for r in records)
 
 
 def content_hash(value: Any) -> str:

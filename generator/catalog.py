@@ -158,6 +158,3 @@ class Catalog:
                     f"{self.project.display(paths[0])}", self.project.display(path),
                     *self.family_where.get(path, (1, 1)), ("family",)))
         return problems
-
-    def pool_paths(self) -> list[Path]:
-        return self._files("pools")

@@ -10,7 +10,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from .code_cache import cached_code
-from .errors import Problem, SpecError, lookalike_note
+from .errors import Problem, lookalike_note
 from .yamlsafe import Located
 
 if TYPE_CHECKING:  # jsonschema is imported on use: only a rejected document needs it
@@ -215,10 +215,3 @@ def schema_problems(name: str, located: Located) -> list[Problem]:
         line, column = located.where(path)
         problems.append(Problem(_describe(leaf), located.file, line, column, path or None))
     return problems
-
-
-def check_against_schema(name: str, located: Located) -> None:
-    """Raise a SpecError listing every schema error of ``located``."""
-    problems = schema_problems(name, located)
-    if problems:
-        raise SpecError(problems)

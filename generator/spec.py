@@ -12,7 +12,7 @@ from .errors import Problem, ProblemCollector, SpecError
 from .pools import Pool, load_pool
 from .project import Project
 from .schemas import schema_problems
-from .transforms import get_transform
+from .transforms import get_transform, transform_names
 from .yamlsafe import Located, load_yaml_file
 
 SLOT_SOURCES = ("from", "of", "value", "expr", "range", "choice", "balanced", "table")
@@ -120,9 +120,6 @@ class FamilySpec:
         """Every variant of a group, in a fixed order (designs, then axis products)."""
         prefix = len(self.designs) > 1
         return [v for d in self.designs for v in d.variants(prefix)]
-
-    def axis_names(self) -> set[str]:
-        return {a.name for d in self.designs for a in d.axes}
 
 
 @dataclass(frozen=True)
@@ -411,7 +408,8 @@ class FamilyLoader:
                     assert ref is not None
                     transform = get_transform(ref.name)
                     if transform is None:
-                        problem(f"unknown transform {ref.name!r}", (*ref_where, "name"))
+                        problem(f"unknown transform {ref.name!r}; known transforms: "
+                                f"{', '.join(transform_names())}", (*ref_where, "name"))
                         continue
                     for text in transform.check_args(ref.args, slot_names):
                         problem(f"transform {ref.name!r}: {text}", (*ref_where, "args"))

@@ -342,3 +342,15 @@ def test_scramble_and_rebind_break_bindings_and_keep_entries() -> None:
                                                   "values": "pair"}))
     swap = {"Ann Lee": "Bob Orr", "Bob Orr": "Ann Lee"}
     assert [r["who"] for r in context["log"]] == [swap.get(r["who"], r["who"]) for r in LOG]
+
+
+def test_an_unknown_transform_is_located_and_the_known_ones_named(project_copy: Path) -> None:
+    family = project_copy / "specs" / "families" / "trustgap" / "preferred_language.yaml"
+    text = family.read_text()
+    family.write_text(text.replace("transform: {name: rotate,", "transform: {name: rotat,", 1))
+    result = run_cli("validate", str(family), root=project_copy)
+    assert result.returncode == 2
+    line = next(n for n, row in enumerate(text.splitlines(), start=1) if "name: rotate" in row)
+    assert f"preferred_language.yaml:{line}:" in result.stderr
+    assert "unknown transform 'rotat'; known transforms: counterfeit, rebind, rotate" \
+        in result.stderr
