@@ -753,7 +753,7 @@ def export(
     specs/exports/."""
 
     def action() -> None:
-        from .export import export_release, find_export
+        from .export import BUILT_IN_FORMAT, export_release, find_export
         from .export_inspect import write_inspect
 
         project = _project()
@@ -764,7 +764,7 @@ def export(
             raise SpecError.single(f"no built release at {release} or {folder}; run "
                                    "`memspec build` first")
         manifest, instances = load_release_instances(folder, Catalog.load(project))
-        if export_format == "inspect":
+        if export_format == BUILT_IN_FORMAT:
             written = write_inspect(manifest, instances, out_dir)
         else:
             written = export_release(project, find_export(project, export_format), manifest,

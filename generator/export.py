@@ -33,6 +33,10 @@ class ExportFormat:
     located: Located
 
 
+#: The format memspec writes itself (an inspect_ai dataset and task), besides the declared ones.
+BUILT_IN_FORMAT = "inspect"
+
+
 def find_export(project: Project, name: str) -> ExportFormat:
     """The export format declared as ``export: NAME`` under specs/exports/."""
     problems: list[Problem] = []
@@ -48,7 +52,7 @@ def find_export(project: Project, name: str) -> ExportFormat:
                 raise SpecError(found)
             return ExportFormat(name, located.data["paradigms"], located)
     raise SpecError(problems or [Problem(f"unknown export format {name!r}; known: "
-                                         f"{', '.join(sorted(known)) or 'none'}")])
+                                         f"{', '.join(sorted([*known, BUILT_IN_FORMAT]))}")])
 
 
 def check_export_file(path: Path, project: Project, renderer: Renderer) -> None:

@@ -196,6 +196,9 @@ def validate(catalog: Catalog, paths: list[Path] | None = None,
             report.releases += 1
         except MemspecError as err:
             report.add(err)
+    # One file can be reached several ways (a pool two slots draw from, and the pool file
+    # itself): each problem is reported once.
+    report.problems = list(dict.fromkeys(report.problems))
     if report.problems and report.exit_code == EXIT_OK:
         report.exit_code = EXIT_BAD_INPUT
     return report

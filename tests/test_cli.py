@@ -152,3 +152,15 @@ def test_a_release_folder_that_is_not_there_is_bad_input(tmp_path: Path,
     result = run_cli(command[0], str(missing), *command[1:])
     assert result.returncode == 2, result.stderr
     assert f"{missing}: release folder not found" in result.stderr
+
+
+def test_a_problem_reached_several_ways_is_reported_once(project_copy: Path) -> None:
+    # Two slots draw from this pool, and the pool file is validated itself: one problem.
+    pool = (project_copy / "specs" / "pools" / "implicitmem" / "procedural" / "cache_key_prefix"
+            / "teams.yaml")
+    pool.write_text(pool.read_text().replace("  - name: Orchard\n    code: ORC\n",
+                                             "  - name: Lighthouse\n    code: LHT\n", 1))
+    result = run_cli("validate", root=project_copy)
+    assert result.returncode == 2
+    assert result.stderr.count("duplicate pool item (same as item 0)") == 1
+    assert "1 problem(s)" in result.stderr

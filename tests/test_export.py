@@ -81,7 +81,8 @@ def test_export_paths_stay_inside_the_output(built_example: Path, project_copy: 
 
 def test_unknown_export_format(built_example: Path) -> None:
     result = run_cli("export", str(built_example), "--format", "nope", "--out", "/tmp/x-none")
-    assert result.returncode == 2 and "unknown export format 'nope'" in result.stderr
+    assert result.returncode == 2 and "unknown export format 'nope'; known: " in result.stderr
+    assert "inspect" in result.stderr.rsplit("known: ", 1)[1]
 
 
 def test_export_refuses_a_symlink_out_of_the_folder(built_example: Path, project_copy: Path,
