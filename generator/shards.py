@@ -108,9 +108,14 @@ def load_shards(folders: Sequence[Path]) -> list[Shard]:
                 raise SpecError.single(
                     f"shards of different builds: {name} differs from {shards[0].folder}",
                     str(shard.folder / SHARD_FILE))
+    cuts = sorted({s.record["shard"][1] for s in shards})
+    if len(cuts) > 1:
+        raise SpecError.single("shards of different cuts: into "
+                               + " and into ".join(map(str, cuts))
+                               + " shards; merge the shards of one cut")
     total = first["shard"][1]
     indices = sorted(s.record["shard"][0] for s in shards)
-    if any(s.record["shard"][1] != total for s in shards) or indices != list(range(total)):
+    if indices != list(range(total)):
         raise SpecError.single(f"merge needs each of the {total} shards once; got shards "
                                + ", ".join(str(i) for i in indices))
     return sorted(shards, key=lambda s: s.index)

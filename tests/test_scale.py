@@ -338,6 +338,12 @@ def test_merge_refuses_missing_tampered_or_stale_shards(project_copy: Path,
                     str(tmp_path / "o"), root=project_copy)
     assert twice.returncode == 2 and "got shards 0, 1, 1" in twice.stderr
 
+    halves = _shard_and_merge(project_copy, "example-v3", 2, tmp_path / "halves")
+    mixed = run_cli("merge", str(folders[1]), str(folders[2]), str(halves[0]), "--out",
+                    str(tmp_path / "o"), root=project_copy)
+    assert mixed.returncode == 2
+    assert "shards of different cuts: into 2 and into 3 shards" in mixed.stderr
+
     data = folders[1] / "data" / "example.choice.meeting_room.jsonl"
     original = data.read_bytes()
     data.write_bytes(original.replace(b"Room", b"Hall", 1))
