@@ -288,7 +288,9 @@ def _refuse_duplicate_content(index: ContentIndex, data_files: list[Path],
         instance, earlier = found
         file = next(f.file for f in families if f.family_id == instance["family"])
         raise CheckFailed.single(f"duplicate content: {instance['id']} has the same phases "
-                                 f"and answer as {earlier['id']}", file)
+                                 f"and answer as {earlier['id']} (two groups drew the same "
+                                 "values: are the family's pools large enough for the groups "
+                                 "the release asks of it?)", file)
 
 
 def _write_file(path: Path, data: bytes) -> dict[str, Any]:
