@@ -60,3 +60,10 @@ def all_messages(instance: Mapping[str, Any]) -> list[dict[str, str]]:
 def phase_text(instance: Mapping[str, Any], phases: list[str]) -> str:
     """The contents of the named phases' messages, joined by newlines."""
     return "\n".join(m["content"] for p in phases for m in phase_messages(instance, p))
+
+
+def pair_key(instance: Mapping[str, Any], axis: str) -> tuple:
+    """What pairs two instances along ``axis``: the same family, group, design and values of
+    every other axis."""
+    rest = tuple(sorted((k, v) for k, v in instance["axes"].items() if k != axis))
+    return (instance["family"], instance["group"], instance["design"], rest)

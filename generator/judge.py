@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import Problem, SpecError
-from .instances import all_messages
+from .instances import all_messages, pair_key
 from .responses import parse_strict_json
 from .rng import KeyedRandom
 from .yamlsafe import read_text
@@ -47,11 +47,9 @@ def build_requests(instances: Sequence[Mapping[str, Any]], responses: Mapping[st
         declared = inst.get("analysis", {}).get("judge_pairs")
         if declared and inst["axes"].get(declared["axis"]) in (declared["treatment"],
                                                                declared["control"]):
-            rest = tuple(sorted((k, v) for k, v in inst["axes"].items()
-                                if k != declared["axis"]))
             role = "treatment" if inst["axes"][declared["axis"]] == declared["treatment"] \
                 else "control"
-            pairs[(inst["family"], inst["group"], inst["design"], rest)][role] = inst
+            pairs[pair_key(inst, declared["axis"])][role] = inst
             continue
         request_id = _request_id(len(requests))
         requests.append({"request_id": request_id, "instructions": INSTRUCTIONS_SINGLE,

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import SpecError
+from .instances import pair_key
 from .scoring import canonical_text, first_attempt, first_choice, first_line, is_correct
 from .stats import binomial_test, bootstrap_ci, holm, mcnemar_exact, normalise
 
@@ -135,12 +136,6 @@ def _chance(outcomes: Sequence[Outcome]) -> float | None:
         options = o.instance["answer"].get("options")
         chances.add(declared if declared else (1 / len(options) if options else None))
     return chances.pop() if len(chances) == 1 else None
-
-
-def _pair_key(instance: Mapping[str, Any], axis: str) -> tuple:
-    """What pairs two instances along ``axis``: same group, design and other axis values."""
-    rest = tuple(sorted((k, v) for k, v in instance["axes"].items() if k != axis))
-    return (instance["family"], instance["group"], instance["design"], rest)
 
 
 def _arms(scored: Sequence[Outcome], axes: set[str]
@@ -279,7 +274,7 @@ def _influence(subset: Sequence[Outcome]) -> dict[tuple[str, int], float]:
         value = o.instance["axes"].get(pairs["axis"])
         role = {pairs["treatment"]: "t", pairs["control"]: "c"}.get(value)
         if role:
-            arms[(o.unit, _pair_key(o.instance, pairs["axis"]))][role] = o.judge
+            arms[(o.unit, pair_key(o.instance, pairs["axis"]))][role] = o.judge
     diffs: dict[tuple[str, int], list[float]] = defaultdict(list)
     for (unit, _), scores in arms.items():
         if "t" in scores and "c" in scores:
