@@ -575,8 +575,8 @@ class Renderer:
         self.env = make_environment(project)
         self._files: dict[str, CompiledTemplate] = {}
         self._file_paths: set[Path] = set()
-        self._inline: dict[tuple[str, str, int], CompiledTemplate] = {}
-        self._expressions: dict[tuple[str, str], Callable[..., Any]] = {}
+        self._inline: dict[tuple[str, str, int, int, str], CompiledTemplate] = {}
+        self._expressions: dict[tuple[str, TemplateOrigin], Callable[..., Any]] = {}
         self._compiled_expressions: dict[str, jinja2.Template] = {}
         self._codes: dict[tuple[str, str], Any] = {}  # Jinja's compiled code, by source and name
 
@@ -606,7 +606,7 @@ class Renderer:
     def inline(self, source: str, file: str, line: int, column: int, label: str
                ) -> CompiledTemplate:
         """A template written inline in a YAML spec at ``file:line:column``."""
-        key = (source, file, line)
+        key = (source, file, line, column, label)  # its errors name its own place and label
         if key not in self._inline:
             origin = TemplateOrigin(file, line - 1, column, label)
             # Named by its text, not its place: inline texts repeat across families (an answer
@@ -669,7 +669,7 @@ class Renderer:
 
     def expression(self, source: str, origin: TemplateOrigin) -> Callable[[Mapping[str, Any]], Any]:
         """A compiled Jinja expression; calling it evaluates it over a context."""
-        key = (source, f"{origin.file}:{origin.line_offset}")
+        key = (source, origin)  # its errors name its own place and label
         if key not in self._expressions:
             template = self._compiled_expression(source, origin)
 

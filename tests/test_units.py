@@ -262,6 +262,29 @@ def test_only_plain_data_prints_so_no_memory_address_reaches_output(source: str,
     assert outcome in problem.message and (problem.file, problem.line) == ("specs/x.yaml", 4)
 
 
+def test_the_same_text_written_twice_on_a_line_fails_at_each_place_and_label() -> None:
+    """Inline templates and expressions are compiled once per text, but each keeps its own
+    column and label: the second of two on one line (a YAML flow mapping) is not reported
+    where the first is written."""
+    from generator.errors import SpecError
+    from generator.project import Project
+    from generator.render import Renderer, TemplateOrigin
+
+    renderer = Renderer(Project(REPO))
+    renderer.inline("{{ nope }}", "specs/x.yaml", 4, 7, "answer gold")
+    second = renderer.inline("{{ nope }}", "specs/x.yaml", 4, 30, "answer habit")
+    with pytest.raises(SpecError) as raised:
+        second.render_text({})
+    problem = raised.value.problems[0]
+    assert (problem.line, problem.column) == (4, 33) and "answer habit" in problem.message
+    renderer.expression("nope", TemplateOrigin("specs/x.yaml", 3, 7, "check a"))
+    evaluate = renderer.expression("nope", TemplateOrigin("specs/x.yaml", 3, 30, "check b"))
+    with pytest.raises(SpecError) as raised:
+        evaluate({})
+    problem = raised.value.problems[0]
+    assert (problem.line, problem.column) == (4, 30) and "check b" in problem.message
+
+
 def test_a_slot_expression_that_prints_an_address_is_refused(project_copy: Path) -> None:
     family = project_copy / "specs" / "families" / "example" / "reversed_copy.yaml"
     text = family.read_text()
