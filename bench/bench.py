@@ -85,24 +85,25 @@ def _answer_templates(generator: Any) -> dict[str, Any]:
 
 def bench_floor(groups: int, repeats: int) -> dict[str, Any]:
     """(a) memspec's own loop against rendering the same templates and dumping JSON."""
-    from generator.canonical import dump_normalized_bytes
     from generator.catalog import Catalog
     from generator.generate import FamilyGenerator
+    from generator.parallel import chunk_jobs, render_chunk
     from generator.project import Project
     from generator.render import Renderer
     from generator.sampling import sample_slots
 
     project = Project(REPO)
-    generator = FamilyGenerator(Catalog.load(project).family(PROCEDURAL), Renderer(project), 7)
+    family = Catalog.load(project).family(PROCEDURAL)
+    generator = FamilyGenerator(family, Renderer(project), 7)
     generator.group(0)  # compile the templates for both loops
 
     def run_memspec(first: int) -> tuple[int, float]:
+        # What `memspec generate` runs in one process: the groups in chunks, each rendered,
+        # checked and written to canonical JSON lines.
         start = time.perf_counter()
         instances = 0
-        for g in range(first, first + groups):
-            for instance in generator.group(g):
-                dump_normalized_bytes(instance)
-                instances += 1
+        for job in chunk_jobs(REPO, family, generator.seed, first, groups):
+            instances += len(render_chunk(job, generator).lines)
         return instances, time.perf_counter() - start
 
     # The same values: the contexts memspec renders from, worked out before the clock starts.
@@ -152,7 +153,7 @@ def _stages(generator: Any, groups: int, repeats: int, phases: dict[str, Any],
 def _stage_turn(generator: Any, numbers: range, phases: dict[str, Any],
                 texts: dict[str, Any]) -> dict[str, float]:
     """Seconds of each stage over the groups ``numbers`` (one variant each)."""
-    from generator.canonical import dump_normalized_bytes
+    from generator.canonical import dump_instance_bytes
     from generator.sampling import sample_slots
 
     family, variant = generator.family, generator.variants[0]
@@ -175,7 +176,7 @@ def _stage_turn(generator: Any, numbers: range, phases: dict[str, Any],
     rendered = timed("whole instance (the two above, schema)", lambda: [
         generator.render_variant(s, variant, g) for s, g in pairs])
     timed("paradigm's checks", lambda: [generator.checks.check_group([r]) for r in rendered])
-    timed("canonical JSON", lambda: [dump_normalized_bytes(r.instance) for r in rendered])
+    timed("canonical JSON", lambda: [dump_instance_bytes(r.instance) for r in rendered])
     out = timed("floor: render", lambda: [_floor_render(c, phases, texts) for c in contexts])
     timed("floor: json.dumps", lambda: [json.dumps(r, sort_keys=True, ensure_ascii=False)
                                         for r in out])

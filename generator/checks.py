@@ -16,7 +16,7 @@ from typing import Any
 from .canonical import CanonicalJSONError, dumps
 from .errors import CheckFailed, Problem
 from .instances import phase_messages, phase_text
-from .render import Renderer, TemplateOrigin
+from .render import Renderer, RenderScope, TemplateOrigin
 from .yamlsafe import Located
 
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]")
@@ -68,7 +68,9 @@ class RenderedVariant:
         """What a check's expression sees: the slot values and ``instance`` (made once, for
         every check of the instance)."""
         if self._scope is None:
-            self._scope = {**self.context, "instance": self.instance}
+            context = self.context
+            self._scope = RenderScope(context, instance=self.instance) \
+                if type(context) is RenderScope else {**context, "instance": self.instance}
         return self._scope
 
 

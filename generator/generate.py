@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 from .canonical import CanonicalJSONError, copy_data, dumps, normalize
 from .checks import CheckRunner, RenderedVariant
 from .errors import SpecError
 from .limits import Budget, BudgetExceeded, group_megabytes, group_seconds
-from .render import CompiledTemplate, Message, Renderer, TemplateOrigin, make_message
+from .render import CompiledTemplate, Message, Renderer, RenderScope, TemplateOrigin, make_message
 from .rng import KeyedRandom
 from .sampling import sample_slots
 from .schemas import first_error
@@ -112,14 +113,14 @@ class FamilyGenerator:
                 *(dumps(context[name]) for name in ref.shared_by))
 
     def _variant_context(self, slots: dict[str, Any], variant: Variant, group: int
-                         ) -> dict[str, Any]:
+                         ) -> RenderScope:
         design = self._designs[variant.design]
         # Templates cannot change what they are given (an immutable sandbox), so the variants
         # of a group may share the slot values; only a transform, which rewrites them, needs
-        # a copy of its own.
+        # a copy of its own. Every render and check of the variant reads this one scope.
         transformed = any(axis.transform or variant.axes[axis.name] in axis.value_transforms
                           for axis in design.axes)
-        context = copy_data(slots) if transformed else dict(slots)
+        context = self.renderer.scope(copy_data(slots) if transformed else slots)
         for axis in design.axes:
             value = variant.axes[axis.name]
             refs = [axis.transform] if axis.transform else []
@@ -294,6 +295,11 @@ class FamilyGenerator:
             raise self.family.located.error(
                 f"group {group} went over its memory budget of {self._budget.megabytes} MB "
                 "($MEMSPEC_GROUP_MEGABYTES)") from None
+
+    def budget_session(self) -> AbstractContextManager[None]:
+        """Inside it, groups rendered one after another set up their budget once for the run
+        (``Budget.session``), each still held to its own time and memory."""
+        return self._budget.session()
 
     def groups(self, count: int, start: int = 0) -> Iterator[list[dict[str, Any]]]:
         """Groups ``start .. start+count-1`` in order, then the family-scope checks."""

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .canonical import dump_normalized_bytes, normalize
+from .canonical import dump_instance_bytes, normalize
 from .errors import SpecError
 from .spec import FamilySpec, ReleaseFamily
 
@@ -176,14 +176,16 @@ def render_chunk(job: ChunkJob, generator: Any = None) -> ChunkResult:
     generator = generator or _generator(job)
     generator.renderer.take_fetched()  # what earlier work fetched is not this chunk's
     lines, instances = [], []
-    for group_index in range(job.start, job.start + job.count):
-        for instance in generator.group(group_index):
-            if job.entry is not None:
-                instance["fields"] = normalize(dict(sorted(
-                    {**instance["fields"], **job.entry.release_fields(group_index)}.items())))
-            lines.append(dump_normalized_bytes(instance))  # generated instances are normal
-            if keep:
-                instances.append(instance)
+    with generator.budget_session():
+        for group_index in range(job.start, job.start + job.count):
+            for instance in generator.group(group_index):
+                if job.entry is not None:
+                    instance["fields"] = normalize(dict(sorted(
+                        {**instance["fields"], **job.entry.release_fields(group_index)}
+                        .items())))
+                lines.append(dump_instance_bytes(instance))  # generated instances are normal
+                if keep:
+                    instances.append(instance)
     return ChunkResult(lines, generator.checks.take_tallies(), instances if keep else None,
                        tuple(generator.renderer.take_fetched()))
 

@@ -51,6 +51,19 @@ MAX_RENDER_CHARS = 2_000_000
 Message = dict[str, str]
 
 
+class RenderScope(dict):
+    """The names a template or expression sees, Jinja's globals among them, in one dict that
+    renders read as it is.
+
+    Jinja copies a plain context twice a render (``dict()`` of it, then merged with the
+    globals); an instance renders and checks a dozen times from one context, so it is made into
+    a scope once (``Renderer.scope``) and shared. Templates cannot change it: the sandbox is
+    immutable, and Jinja keeps a template's own names (``set``, loop variables, an expression's
+    result) in a layer of their own."""
+
+    __slots__ = ()
+
+
 #: The filter a ``{% message %}`` block applies to its body (a name no template needs to use).
 MESSAGE_FILTER = "_message_block"
 
@@ -247,8 +260,9 @@ def object_address(text: str) -> str | None:
     """The first ``<… at 0x…>`` in ``text``: an object printed with its memory address, which
     changes from run to run (a method or iterator turned into text by ``~``, ``|string``,
     ``%`` or ``.format``, perhaps upper-cased by a filter). None when there is none, which a
-    substring test mostly settles."""
-    if "0x" not in text and "0X" not in text:
+    substring test mostly settles: a ``<`` first, since one character is found by memchr and
+    two by a loop that takes a hundred times as long over a rendered phase."""
+    if "<" not in text or ("0x" not in text and "0X" not in text):
         return None
     found = _OBJECT_ADDRESS_RE.search(text)
     return found.group(0) if found else None
@@ -451,11 +465,23 @@ class CompiledTemplate:
             source = ""
         return SpecError.single(message, file, line or 1, _column_of(source, line, needle))
 
+    def _render(self, context: Mapping[str, Any]) -> str:
+        """What ``Template.render`` does, reading a RenderScope as it is (other contexts are
+        merged with the globals, one copy rather than Jinja's two)."""
+        template = self.template
+        env = template.environment
+        scope = context if type(context) is RenderScope else {**template.globals, **context}
+        try:
+            return env.concat(template.root_render_func(  # type: ignore[attr-defined]
+                env.context_class(env, scope, template.name, template.blocks)))
+        except Exception:
+            env.handle_exception()  # raises it again, its traceback at the template's lines
+
     def render_text(self, context: Mapping[str, Any]) -> str:
         """Render to canonical text (NFC, ``\\n`` line endings, no lone surrogate); any failure
         is a SpecError at the template's file:line:col."""
         try:
-            text = self.template.render(context)
+            text = self._render(context)
         except SpecError as exc:
             if exc.problems and exc.problems[0].file is None:
                 # Raised by the loader for an {% include %}/{% import %}: locate the tag.
@@ -526,8 +552,17 @@ def split_messages(text: str, template: CompiledTemplate) -> list[Message]:
             if index + 4 < len(parts):
                 make_message(parts[index + 1], parts[index + 4], parts[index + 2], template,
                              int(parts[index + 3]))
+    roles, names, contents = parts[1::5], parts[2::5], [body.strip() for body in parts[4::5]]
+    if "{" not in text and _ROLE_SET.issuperset(roles) and all(contents) and not any(names):
+        # What make_message would make of each, without its checks one by one: nothing here
+        # can fail them (a role of ROLES, no content empty, no brace for a placeholder).
+        return [{"role": role, "content": content}
+                for role, content in zip(roles, contents, strict=True)]
     return [make_message(parts[index], parts[index + 3], parts[index + 1], template,
                          int(parts[index + 2])) for index in range(1, len(parts), 5)]
+
+
+_ROLE_SET = frozenset(ROLES)
 
 
 def make_message(role: str, body: str, name: str | None, template: CompiledTemplate,
@@ -579,6 +614,11 @@ class Renderer:
         self._expressions: dict[tuple[str, TemplateOrigin], Callable[..., Any]] = {}
         self._compiled_expressions: dict[str, jinja2.Template] = {}
         self._codes: dict[tuple[str, str], Any] = {}  # Jinja's compiled code, by source and name
+        self._globals = dict(self.env.make_globals(None))
+
+    def scope(self, values: Mapping[str, Any]) -> RenderScope:
+        """``values`` with Jinja's globals beneath them, for renders and expressions to share."""
+        return RenderScope(self._globals, **values)
 
     def loaded_files(self) -> list[Path]:
         """Every template file read so far (directly or through include/extends/import)."""
@@ -652,8 +692,7 @@ class Renderer:
     def _template(self, code: CodeType) -> jinja2.Template:
         # Globals in a plain dict, not Jinja's ChainMap: every render copies the globals, and
         # copying a ChainMap costs more than rendering a short template.
-        return self.env.template_class.from_code(self.env, code,
-                                                 dict(self.env.make_globals(None)))
+        return self.env.template_class.from_code(self.env, code, self._globals)
 
     def _expression_code(self, source: str) -> CodeType:
         # What Jinja's compile_expression compiles: a template assigning the expression to
@@ -674,14 +713,17 @@ class Renderer:
             template = self._compiled_expression(source, origin)
 
             def evaluate(context: Mapping[str, Any], _t: jinja2.Template = template) -> Any:
-                # What calling Jinja's compiled expression does, less two copies of the context
-                # (its keyword arguments, then a dict of them): checks and slots run it for every
-                # instance, the context copied once, into the expression's own scope.
+                # What calling Jinja's compiled expression does, less its copies of the context
+                # (its keyword arguments, a dict of them, then merged with the globals): checks
+                # and slots run it for every instance, over a RenderScope they share.
                 try:
-                    scope = _t.new_context(context)
-                    for _ in _t.root_render_func(scope):
+                    env = _t.environment
+                    scope = context if type(context) is RenderScope else \
+                        {**_t.globals, **context}
+                    local = env.context_class(env, scope, _t.name, _t.blocks)
+                    for _ in _t.root_render_func(local):  # type: ignore[attr-defined]
                         pass
-                    value = scope.vars["result"]
+                    value = local.vars["result"]
                     if isinstance(value, jinja2.Undefined):
                         value._fail_with_undefined_error()
                     return value

@@ -15,7 +15,7 @@ from typing import Any
 
 from .canonical import dumps
 from .errors import SpecError
-from .render import Renderer, TemplateOrigin, object_address
+from .render import Renderer, RenderScope, TemplateOrigin, object_address
 from .rng import KeyedRandom
 from .spec import FamilySpec
 
@@ -75,6 +75,8 @@ class _Sampler:
         self.seed = seed
         self.group = group
         self.values: dict[str, Any] = {}
+        #: What a slot's expression sees: the slots drawn so far, ``group`` and ``family``.
+        self.scope = renderer.scope({"group": group, "family": family.family_id})
         self._expressions = {} if expressions is None else expressions
 
     def error(self, message: str, where: tuple) -> SpecError:
@@ -136,10 +138,9 @@ class _Sampler:
     def slot(self, name: str, slot: Mapping[str, Any]) -> Any:
         where = ("slots", name)
         if "expr" in slot:
-            context = {**self.values, "group": self.group, "family": self.family.family_id}
             label = f"slot {name!r}"
             return self.evaluate(self.expression(slot["expr"], (*where, "expr"), label),
-                                 context, (*where, "expr"), label)
+                                 self.scope, (*where, "expr"), label)
         if "value" in slot:
             return slot["value"]
         if "table" in slot:
@@ -228,8 +229,7 @@ class _Sampler:
             return [rng.choice(spec["choice"]) for _ in range(n)]
         label = f"column {column!r} of slot {name!r}"
         evaluate = self.expression(spec["expr"], (*where, "expr"), label)
-        base = {**self.values, "group": self.group, "family": self.family.family_id}
-        return [self.evaluate(evaluate, {**base, "row": dict(rows[i]), "index": i},
+        return [self.evaluate(evaluate, RenderScope(self.scope, row=dict(rows[i]), index=i),
                               (*where, "expr"), label) for i in range(n)]
 
 
@@ -241,5 +241,5 @@ def sample_slots(family: FamilySpec, renderer: Renderer, seed: int, group: int,
     expressions of its slots so that later groups skip looking them up."""
     sampler = _Sampler(family, renderer, seed, group, expressions)
     for name, slot in family.slots.items():
-        sampler.values[name] = sampler.slot(name, slot)
+        sampler.values[name] = sampler.scope[name] = sampler.slot(name, slot)
     return sampler.values

@@ -113,6 +113,34 @@ def test_a_catastrophic_regex_gold_is_stopped(project: Path) -> None:  # noqa: F
     assert result.returncode == 2 and "took longer than" in result.stderr
 
 
+def test_groups_of_a_session_each_have_their_own_deadline_and_nothing_outlives_it() -> None:
+    """A chunk sets its budget up once (Budget.session): each group must still get the whole
+    time budget from its own start, a runaway group must still be stopped, and the alarm, its
+    handler and the address-space limit must be as they were once the chunk is done."""
+    import resource
+    import signal
+    import time
+
+    from generator.limits import Budget, BudgetExceeded
+
+    before = (signal.getsignal(signal.SIGALRM), resource.getrlimit(resource.RLIMIT_AS))
+    budget = Budget(0.5, 512)
+    with budget.session():
+        for _ in range(3):  # 0.9 s in all, over one budget; 0.3 s each, within their own
+            with budget:
+                time.sleep(0.3)
+                soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+                assert soft != resource.RLIM_INFINITY  # the memory budget holds in a group
+            time.sleep(0.3)  # between groups, the alarm may fire: it stops nothing
+        start = time.monotonic()
+        with pytest.raises(BudgetExceeded), budget:
+            while time.monotonic() < start + 10:
+                pass
+        assert time.monotonic() - start < 2
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    assert (signal.getsignal(signal.SIGALRM), resource.getrlimit(resource.RLIMIT_AS)) == before
+
+
 @pytest.mark.parametrize(("old", "new", "fragment"), [
     ("version: 1\nparadigm", "version: 1" + "9" * 5000 + "\nparadigm", "digits"),
     ("  colour: {from: pools/colours.yaml}",

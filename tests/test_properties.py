@@ -21,6 +21,7 @@ from generator.canonical import (
     CanonicalJSONError,
     content_hash,
     dump_bytes,
+    dump_instance_bytes,
     dump_pretty_bytes,
     normalize,
 )
@@ -114,6 +115,33 @@ def test_canonical_bytes_are_what_the_standard_library_writes_with_the_canonical
     expected = json.dumps(normalize(value), ensure_ascii=False, sort_keys=True,
                           separators=(",", ":"), allow_nan=False) + "\n"
     assert dump_bytes(value) == expected.encode("utf-8")
+
+
+MESSAGES = st.lists(st.fixed_dictionaries(
+    {"role": st.sampled_from(["user", "assistant", "tool"]), "content": TEXT},
+    optional={"name": TEXT}), max_size=4)
+#: Phases as instances hold them, and some that are not (another key, a list for messages):
+#: those are written the long way, and must come out the same.
+PHASES = st.lists(st.one_of(
+    st.fixed_dictionaries({"phase": TEXT, "messages": MESSAGES}),
+    st.fixed_dictionaries({"phase": TEXT, "messages": MESSAGES, "extra": JSON}),
+    st.fixed_dictionaries({"phase": TEXT, "messages": JSON})), max_size=3)
+INSTANCES = st.dictionaries(TEXT, JSON, max_size=5).filter(_distinct_keys).flatmap(
+    lambda rest: st.one_of(PHASES, JSON).map(lambda phases: {**rest, "phases": phases}))
+
+
+@settings(STABLE, max_examples=300)
+@given(st.lists(INSTANCES, min_size=1, max_size=4), st.data())
+def test_instances_written_with_kept_message_json_have_the_canonical_bytes(
+        instances: list[dict[str, Any]], data: st.DataObject) -> None:
+    # Messages met before (the same one in two instances, or twice in one) reuse their JSON:
+    # every instance's bytes are still those of json.dumps with the canonical options.
+    repeated = data.draw(st.sampled_from(instances))
+    for instance in [*instances, repeated, copy.deepcopy(repeated)]:
+        value = normalize(instance)
+        expected = json.dumps(value, ensure_ascii=False, sort_keys=True,
+                              separators=(",", ":"), allow_nan=False) + "\n"
+        assert dump_instance_bytes(value) == expected.encode("utf-8")
 
 
 @settings(STABLE, max_examples=200)
