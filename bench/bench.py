@@ -166,7 +166,7 @@ def _stage_turn(generator: Any, numbers: range, phases: dict[str, Any],
         return result
 
     slots = timed("draw slots", lambda: [
-        sample_slots(family, generator.renderer, generator.seed, g, generator._slot_expressions)
+        sample_slots(family, generator.renderer, generator.seed, g, generator._slot_cache)
         for g in numbers])
     pairs = list(zip(slots, numbers, strict=True))
     contexts = [generator._variant_context(s, variant, g) for s, g in pairs]

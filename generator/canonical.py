@@ -182,22 +182,32 @@ def _phases_json(phases: Any) -> str:
             type(p) is dict and p.keys() == _PHASE_KEYS and type(p["messages"]) is list
             for p in phases):
         return _encode(phases)
-    # The keys in sorted order, as the encoder writes them: "messages" before "phase".
-    return "[" + ",".join([
-        '{"messages":[' + ",".join([_message_json(m) for m in p["messages"]]) + '],"phase":'
-        + _encode(p["phase"]) + "}" for p in phases]) + "]"
+    # The keys in sorted order, as the encoder writes them: "messages" before "phase". A
+    # message met before is looked up here, without a call (most of them are).
+    kept = _MESSAGE_JSON.get
+    try:
+        return "[" + ",".join([
+            '{"messages":[' + ",".join([
+                (type(m) is dict and kept(tuple(m.items()))) or _message_json(m)
+                for m in p["messages"]]) + '],"phase":' + _encode(p["phase"]) + "}"
+            for p in phases]) + "]"
+    except TypeError:  # a message holding a list or a dict: written the long way
+        return _encode(phases)
 
 
 def dump_instance_bytes(instance: Any) -> bytes:
     """``dump_normalized_bytes`` of a generated instance, quicker: each message's JSON is kept
     for the instances after it. Messages are most of an instance's bytes and of its encoding
-    time, and those drawn from a pool recur in instance after instance; the object is written
-    key by key, in sorted order, so the bytes are the same (tested)."""
+    time, and those drawn from a pool recur in instance after instance. The keys sorted before
+    and after ``phases`` are encoded as two objects and the phases put between them, so the
+    bytes are the same (tested)."""
     if type(instance) is not dict or "phases" not in instance:
         return dump_normalized_bytes(instance)
-    fields = [_encode(key) + ":" + (_phases_json(value) if key == "phases" else _encode(value))
-              for key, value in sorted(instance.items())]
-    return ("{" + ",".join(fields) + "}\n").encode("utf-8")
+    before = _encode({k: v for k, v in instance.items() if k < "phases"})
+    after = _encode({k: v for k, v in instance.items() if k > "phases"})
+    text = ((before[:-1] + "," if len(before) > 2 else "{") + '"phases":'
+            + _phases_json(instance["phases"]) + ("," + after[1:] if len(after) > 2 else "}"))
+    return (text + "\n").encode("utf-8")
 
 
 def dump_pretty_bytes(value: Any) -> bytes:

@@ -7,6 +7,7 @@ never a warning: the generator refuses to write instances that break one.
 from __future__ import annotations
 
 import functools
+import operator
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
@@ -54,6 +55,10 @@ def messages_tokens(messages: Iterable[Mapping[str, str]]) -> int:
     message: a token never spans the newline between two, and messages drawn from a pool
     recur across groups, so each content's count is remembered (a bounded cache)."""
     return sum(_message_tokens(m["content"]) for m in messages)
+
+
+#: What a message_count check may ask, and how each is tested.
+_COUNT_TESTS = (("equals", operator.eq), ("min", operator.ge), ("max", operator.le))
 
 
 @dataclass
@@ -106,7 +111,9 @@ class CheckRunner:
 
     @staticmethod
     def _applies(check: Mapping[str, Any], instance: Mapping[str, Any]) -> bool:
-        for axis, wanted in check.get("when", {}).items():
+        if "when" not in check:
+            return True
+        for axis, wanted in check["when"].items():
             allowed = wanted if isinstance(wanted, list) else [wanted]
             if instance["axes"].get(axis) not in allowed:
                 return False
@@ -145,8 +152,7 @@ class CheckRunner:
         kind = check["kind"]
         if kind == "message_count":
             n = len(phase_messages(inst, check["phase"]))
-            for key, ok in (("equals", lambda a, b: a == b), ("min", lambda a, b: a >= b),
-                            ("max", lambda a, b: a <= b)):
+            for key, ok in _COUNT_TESTS:
                 if key in check and not ok(n, check[key]):
                     return f"phase {check['phase']!r} has {n} messages ({key} {check[key]})"
         elif kind == "token_count":
@@ -157,6 +163,8 @@ class CheckRunner:
                 return f"{'+'.join(check['phases'])} has {n} tokens, more than {check['max']}"
         elif kind == "distinct_messages":
             contents = [m["content"] for m in phase_messages(inst, check["phase"])]
+            if len(set(contents)) == len(contents):
+                return None
             repeated = [c for c, k in Counter(contents).items() if k > 1]
             if repeated:
                 return f"phase {check['phase']!r} repeats a message: {repeated[0][:60]!r}"

@@ -130,9 +130,8 @@ def export_release(project: Project, fmt: ExportFormat, manifest: Mapping[str, A
                    instances: list[dict[str, Any]], out: Path) -> list[Path]:
     """Write the export of a release under ``out``; returns the files written."""
     renderer = Renderer(project)
-    renderer.env.globals["phase"] = phase_messages
-    renderer.env.globals["messages"] = plain_messages
-    renderer.env.globals["project"] = project_records
+    renderer.add_globals({"phase": phase_messages, "messages": plain_messages,
+                          "project": project_records})
     shaper = _Shaper(renderer, fmt.located)
     by_family: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for inst in instances:

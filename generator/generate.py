@@ -10,6 +10,7 @@ from .canonical import CanonicalJSONError, copy_data, dumps, normalize
 from .checks import CheckRunner, RenderedVariant
 from .errors import SpecError
 from .limits import Budget, BudgetExceeded, group_megabytes, group_seconds
+from .memo import InputMemo
 from .render import CompiledTemplate, Message, Renderer, RenderScope, TemplateOrigin, make_message
 from .rng import KeyedRandom
 from .sampling import sample_slots
@@ -19,6 +20,9 @@ from .spec import FamilySpec, TransformRef, Variant
 from .transforms import TransformCall, get_transform
 
 T = TypeVar("T")
+
+#: The answer's texts besides its distractors: rendered in every variant, policy hints too.
+_ANSWER_TEXTS = ("gold", "rubric", "example", "remembered", "evidence", "prior")
 
 
 def instance_id(family_id: str, group: int, variant: str) -> str:
@@ -37,9 +41,10 @@ class FamilyGenerator:
         self.checks = CheckRunner(family.checks, renderer, family.file)
         self._phase_templates = {name: self._phase_template(name) for name in family.phases}
         self._designs = {design.name: design for design in family.designs}
-        self._slot_expressions: dict[tuple, Any] = {}  # compiled once, kept across groups
+        self._slot_cache: dict[tuple, Any] = {}  # what sampling keeps across groups
         self._answer_templates: dict[tuple, CompiledTemplate] = {}
         self._budget = Budget(group_seconds(), group_megabytes())
+        self._answer_memo = InputMemo(self._answer_names)
 
     # ----------------------------------------------------------- templates of the spec
 
@@ -142,7 +147,35 @@ class FamilyGenerator:
                        family=self.family.family_id)
         return context
 
+    def _answer_names(self) -> tuple[str, ...] | None:
+        """What the answer depends on: the names its texts read, and its options slot."""
+        spec = self.family.answer
+        texts = [(key, spec[key], ("answer", key)) for key in _ANSWER_TEXTS if key in spec]
+        texts += [(name, text, ("answer", "distractors", name))
+                  for name, text in spec.get("distractors", {}).items()]
+        names = {spec["options"]} if "options" in spec else set()
+        for key, text, where in texts:
+            found = self._answer_template(key, text, where).free_names()
+            if found is None:
+                return None
+            names.update(found)
+        return tuple(sorted(names))
+
     def _answer(self, context: dict[str, Any]) -> dict[str, Any]:
+        """The answer of one variant: its texts rendered, and checked to score as they must
+        (the gold right, every distractor wrong). The same values give the same answer, so it
+        is kept by them (InputMemo) and handed out as a copy."""
+        key = self._answer_memo.key(context)
+        if key is None:
+            return self._build_answer(context)
+        answer = self._answer_memo.get(key)
+        if answer is None:
+            answer = self._build_answer(context)
+            self._answer_memo.put(key, copy_data(answer))
+            return answer
+        return copy_data(answer)
+
+    def _build_answer(self, context: dict[str, Any]) -> dict[str, Any]:
         spec = self.family.answer
         answer: dict[str, Any] = {"scorer": spec["scorer"]}
         for key in ("gold", "rubric", "example"):
@@ -262,7 +295,7 @@ class FamilyGenerator:
     def _render_group(self, group: int) -> tuple[dict[str, Any], list[RenderedVariant]]:
         try:
             slots = sample_slots(self.family, self.renderer, self.seed, group,
-                                 self._slot_expressions)
+                                 self._slot_cache)
             return slots, [self.render_variant(slots, v, group) for v in self.variants
                            if self._design_applies(v.design, slots, group)]
         except CanonicalJSONError as exc:  # a value an expression made (a lone surrogate …)

@@ -29,6 +29,15 @@ class Pool:
     def __post_init__(self) -> None:
         if not self.keys:
             object.__setattr__(self, "keys", tuple(dumps(item) for item in self.items))
+        object.__setattr__(self, "_positions", {id(item): i for i, item in enumerate(self.items)})
+
+    def key_of(self, value: Any) -> str:
+        """The canonical JSON of ``value``: read off the pool where it is one of the pool's
+        own items (a slot drawn from it holds the item itself), else written out."""
+        index = self._positions.get(id(value))  # type: ignore[attr-defined]
+        if index is not None and self.items[index] is value:  # an id can be reused: check
+            return self.keys[index]
+        return dumps(value)
 
 
 def _walk_strings(value: Any, path: tuple) -> list[tuple[tuple, str]]:

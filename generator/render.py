@@ -20,16 +20,18 @@ from typing import Any
 
 import jinja2
 import xxhash
-from jinja2 import nodes
+from jinja2 import meta, nodes
+from jinja2.compiler import CodeGenerator
 from jinja2.exceptions import SecurityError, TemplateSyntaxError, UndefinedError
 from jinja2.ext import Extension
 from jinja2.parser import Parser
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from .canonical import has_lone_surrogate
-from .code_cache import cached_code, fingerprint, module_sources
+from .canonical import copy_data, has_lone_surrogate
+from .code_cache import cached_code, cached_data, fingerprint, module_sources
 from .errors import SpecError, lookalike_note
 from .limits import BudgetExceeded, group_megabytes
+from .memo import InputMemo, is_plain
 from .project import Project
 from .yamlsafe import read_text
 
@@ -187,6 +189,28 @@ class _StrictSandbox(ImmutableSandboxedEnvironment):
             self._compile_fingerprint = _compile_fingerprint(self)
         return cached_code("jinja", (self._compile_fingerprint, *parts), build)
 
+    def free_names(self, kind: str, source: str, parse: Callable[[], nodes.Template]
+                   ) -> tuple[str, ...] | None:
+        """The names a template or expression (``parse`` gives its tree) reads from its
+        context, kept between runs as compiled code is; None where it reaches other templates
+        (include, import, extends), whose names are not its own, or cannot be analysed."""
+
+        def build() -> list[str] | None:
+            try:
+                tree = parse()
+                if next(tree.find_all(_REACHES_OTHERS), None) is not None:
+                    return None
+                tracker = _NameTracker(self)
+                tracker.visit(tree)
+                return sorted(tracker.undeclared_identifiers)
+            except Exception:  # nothing worked out: nothing kept, and the render says why
+                return None
+
+        if self._compile_fingerprint is None:
+            self._compile_fingerprint = _compile_fingerprint(self)
+        names = cached_data("jinja-names", (self._compile_fingerprint, kind, source), build)
+        return None if names is None else tuple(names)
+
     def unsafe_undefined(self, obj: Any, attribute: str) -> Any:
         if isinstance(obj, jinja2.Undefined):
             # `cycler.__init__` when there is no cycler: say that, not "of a StrictUndefined".
@@ -202,6 +226,22 @@ class _StrictSandbox(ImmutableSandboxedEnvironment):
         if attr.startswith("_") or attr in {"mro", "gi_frame", "gi_code", "f_globals"}:
             return False
         return super().is_safe_attribute(obj, attr, value)
+
+
+class _NameTracker(meta.TrackingCodeGenerator):
+    """Jinja's tracker of the names a template reads from its context, globals included:
+    Jinja's own leaves out names the environment defines, but a slot may shadow one (a slot
+    named ``range`` is what a template reading ``range`` gets)."""
+
+    def enter_frame(self, frame: Any) -> None:
+        CodeGenerator.enter_frame(self, frame)
+        for _, (action, param) in frame.symbols.loads.items():
+            if action == "resolve":
+                self.undeclared_identifiers.add(param)
+
+
+#: What makes a template's output depend on files besides its own.
+_REACHES_OTHERS = (nodes.Extends, nodes.Include, nodes.Import, nodes.FromImport)
 
 
 class _TreeLoader(jinja2.BaseLoader):
@@ -301,6 +341,24 @@ def _finalize(value: Any) -> Any:
     return value
 
 
+@jinja2.pass_context
+def _map(context: Any, value: Any, *args: Any, **kwargs: Any) -> Any:
+    """Jinja's ``map``; the common ``map(attribute='name')`` reads each item as Jinja's getter
+    would (the sandbox's getitem: the key of a dict, else the checked attribute), without the
+    general getter's loop over dotted parts, defaults and post-processing."""
+    attribute = kwargs.get("attribute")
+    if args or len(kwargs) != 1 or type(attribute) is not str or not attribute.isidentifier():
+        return jinja2.filters.sync_do_map(context, value, *args, **kwargs)
+    return _map_attribute(context.environment.getitem, value, attribute)
+
+
+def _map_attribute(getitem: Callable[[Any, str], Any], value: Any, attribute: str) -> Any:
+    if value:  # as Jinja's map: nothing from an empty or false value
+        for item in value:
+            yield item[attribute] if type(item) is dict and attribute in item else \
+                getitem(item, attribute)
+
+
 def _compile_fingerprint(env: jinja2.Environment) -> str:
     """Everything besides a template's own text that decides the code Jinja compiles it to:
     Jinja's version, the options and extensions, the names of filters and tests (a missing
@@ -337,6 +395,14 @@ def make_environment(project: Project) -> _StrictSandbox:
         auto_reload=False,
         cache_size=-1,
     )
+    # Jinja registers its list filters (map, select, list, first …) as wrappers that ask, on
+    # every call, whether the environment is async; this one never is, so the sync functions
+    # they wrap are registered as they are.
+    for name, function in list(env.filters.items()):
+        sync = getattr(function, "__wrapped__", None)
+        if getattr(sync, "__name__", "").startswith("sync_do_"):
+            env.filters[name] = sync
+    env.filters["map"] = _map
     for name in ("lipsum", "cycler", "joiner"):
         env.globals.pop(name, None)
     env.globals["range"] = _safe_range
@@ -452,6 +518,14 @@ class CompiledTemplate:
         self.filename = filename
         self._included = included  # display names of files loaded through include/import
         self._root = root
+        #: Texts rendered before, by the values of the names the template reads.
+        self.memo = InputMemo(self.free_names)
+
+    def free_names(self) -> tuple[str, ...] | None:
+        """The names this template reads (None: it reaches other templates)."""
+        env = self.template.environment
+        return env.free_names("template", self.source,  # type: ignore[attr-defined]
+                              lambda: env.parse(self.source))
 
     def _locate(self, exc: BaseException, message: str, needle: str | None) -> SpecError:
         """The error at the innermost template line it happened on, in whichever file."""
@@ -479,7 +553,18 @@ class CompiledTemplate:
 
     def render_text(self, context: Mapping[str, Any]) -> str:
         """Render to canonical text (NFC, ``\\n`` line endings, no lone surrogate); any failure
-        is a SpecError at the template's file:line:col."""
+        is a SpecError at the template's file:line:col. The values it read met before, the
+        text rendered then is given (``InputMemo``)."""
+        key = self.memo.key(context)
+        if key is None:
+            return self._render_text(context)
+        text = self.memo.get(key)
+        if text is None:
+            text = self._render_text(context)
+            self.memo.put(key, text)
+        return text
+
+    def _render_text(self, context: Mapping[str, Any]) -> str:
         try:
             text = self._render(context)
         except SpecError as exc:
@@ -613,8 +698,15 @@ class Renderer:
         self._inline: dict[tuple[str, str, int, int, str], CompiledTemplate] = {}
         self._expressions: dict[tuple[str, TemplateOrigin], Callable[..., Any]] = {}
         self._compiled_expressions: dict[str, jinja2.Template] = {}
+        self._expression_memos: dict[str, InputMemo] = {}
         self._codes: dict[tuple[str, str], Any] = {}  # Jinja's compiled code, by source and name
         self._globals = dict(self.env.make_globals(None))
+
+    def add_globals(self, values: Mapping[str, Any]) -> None:
+        """Names every template and expression of this renderer sees from now on, beneath
+        their own (the helpers a command such as export offers its expressions)."""
+        self.env.globals.update(values)
+        self._globals.update(values)  # the dict every template of this renderer shares
 
     def scope(self, values: Mapping[str, Any]) -> RenderScope:
         """``values`` with Jinja's globals beneath them, for renders and expressions to share."""
@@ -694,7 +786,7 @@ class Renderer:
         # copying a ChainMap costs more than rendering a short template.
         return self.env.template_class.from_code(self.env, code, self._globals)
 
-    def _expression_code(self, source: str) -> CodeType:
+    def _expression_tree(self, source: str) -> nodes.Template:
         # What Jinja's compile_expression compiles: a template assigning the expression to
         # ``result``. Built here, not by it, so that its code can be kept between runs.
         parser = Parser(self.env, source, state="variable")
@@ -702,17 +794,45 @@ class Renderer:
         if not parser.stream.eos:
             raise TemplateSyntaxError("chunk after expression", parser.stream.current.lineno,
                                       None, None)
-        expression.set_environment(self.env)
         body = [nodes.Assign(nodes.Name("result", "store"), expression, lineno=1)]
-        return self.env.compile(nodes.Template(body, lineno=1))
+        return nodes.Template(body, lineno=1).set_environment(self.env)
+
+    def _expression_code(self, source: str) -> CodeType:
+        return self.env.compile(self._expression_tree(source))
+
+    def _expression_memo(self, source: str) -> InputMemo:
+        """Results of the expression ``source``, wherever it is written, by its inputs."""
+        if source not in self._expression_memos:
+            def names() -> tuple[str, ...] | None:
+                found = self.env.free_names("expression", source,
+                                            lambda: self._expression_tree(source))
+                # An instance is new every time: a key made of it costs more than the check.
+                return None if found is None or "instance" in found else found
+
+            self._expression_memos[source] = InputMemo(names)
+        return self._expression_memos[source]
 
     def expression(self, source: str, origin: TemplateOrigin) -> Callable[[Mapping[str, Any]], Any]:
         """A compiled Jinja expression; calling it evaluates it over a context."""
         key = (source, origin)  # its errors name its own place and label
         if key not in self._expressions:
             template = self._compiled_expression(source, origin)
+            memo = self._expression_memo(source)
 
-            def evaluate(context: Mapping[str, Any], _t: jinja2.Template = template) -> Any:
+            def evaluate(context: Mapping[str, Any]) -> Any:
+                # Plain results are kept by the values the expression reads (InputMemo), and
+                # handed out as copies: whoever is given one may change it.
+                memo_key = memo.key(context)
+                if memo_key is not None:
+                    kept = memo.get(memo_key)
+                    if kept is not None:
+                        return copy_data(kept)
+                value = run(context)
+                if memo_key is not None and value is not None and is_plain(value):
+                    memo.put(memo_key, copy_data(value))
+                return value
+
+            def run(context: Mapping[str, Any], _t: jinja2.Template = template) -> Any:
                 # What calling Jinja's compiled expression does, less its copies of the context
                 # (its keyword arguments, a dict of them, then merged with the globals): checks
                 # and slots run it for every instance, over a RenderScope they share.

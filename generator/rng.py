@@ -15,6 +15,7 @@ import xxhash
 T = TypeVar("T")
 
 _U64 = 1 << 64
+_digest = xxhash.xxh3_64_intdigest
 _SEP = b"\x1f"
 
 
@@ -55,8 +56,7 @@ class KeyedRandom:
 
     def next_u64(self) -> int:
         """The next 64-bit unsigned value of this stream."""
-        value = xxhash.xxh3_64_intdigest(self._key + self._counter.to_bytes(8, "little"),
-                                         seed=self._seed)
+        value = _digest(self._key + self._counter.to_bytes(8, "little"), self._seed)
         self._counter += 1
         return value
 
@@ -64,10 +64,14 @@ class KeyedRandom:
         """A uniform integer in [0, n), without modulo bias."""
         if n <= 0:
             raise ValueError("n must be positive")
+        # next_u64 written out: every draw of every slot passes here.
         limit = _U64 - (_U64 % n)
+        key, seed, counter = self._key, self._seed, self._counter
         while True:
-            value = self.next_u64()
+            value = _digest(key + counter.to_bytes(8, "little"), seed)
+            counter += 1
             if value < limit:
+                self._counter = counter
                 return value % n
 
     def randint(self, low: int, high: int) -> int:

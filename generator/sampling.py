@@ -20,18 +20,25 @@ from .rng import KeyedRandom
 from .spec import FamilySpec
 
 _SCALARS = frozenset({str, bool, int, float, type(None)})
+#: How many candidate lists (a pool less the values of other slots) a family keeps.
+_KEPT_CANDIDATES = 512
 
 
 def _jsonable(value: Any) -> Any:
     """Plain JSON data from an expression result (tuples become lists); TypeError otherwise,
     also for text holding an object's memory address, which changes from run to run."""
-    if type(value) is str or isinstance(value, str):
+    kind = type(value)
+    if kind is dict:  # the common containers first, by exact type: results of every group
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if kind is list:
+        return [_jsonable(v) for v in value]
+    if kind is str or isinstance(value, str):
         address = object_address(value)
         if address:
             raise TypeError(f"{address!r} is an object printed with its memory address, which "
                             "changes from run to run (did you forget the () of a call?)")
         return value
-    if type(value) in _SCALARS or isinstance(value, (bool, int, float)):
+    if kind in _SCALARS or isinstance(value, (bool, int, float)):
         return value
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
@@ -69,7 +76,7 @@ class _Sampler:
     """Draws the slots of one group, in declaration order."""
 
     def __init__(self, family: FamilySpec, renderer: Renderer, seed: int, group: int,
-                 expressions: dict[tuple, Any] | None = None) -> None:
+                 cache: dict[tuple, Any] | None = None) -> None:
         self.family = family
         self.renderer = renderer
         self.seed = seed
@@ -77,7 +84,10 @@ class _Sampler:
         self.values: dict[str, Any] = {}
         #: What a slot's expression sees: the slots drawn so far, ``group`` and ``family``.
         self.scope = renderer.scope({"group": group, "family": family.family_id})
-        self._expressions = {} if expressions is None else expressions
+        #: What the family's sampling keeps across groups: compiled expressions by where they
+        #: are written, candidate lists by pool and exclusions.
+        self._cache = {} if cache is None else cache
+        self._group_stream: KeyedRandom | None = None
 
     def error(self, message: str, where: tuple) -> SpecError:
         return self.family.located.error(message, where)
@@ -92,7 +102,14 @@ class _Sampler:
 
     def stream(self, name: str, slot: Mapping[str, Any]) -> KeyedRandom:
         """The random stream of a slot that draws (balanced slots draw from their block's)."""
-        return KeyedRandom(self.seed, self.stream_path(name, slot))
+        if "shared_by" in slot:
+            return KeyedRandom(self.seed, self.stream_path(name, slot))
+        # The stream of (family, group, "slot", name), as a child of the group's: the same key,
+        # with the part every slot of the group shares encoded once.
+        if self._group_stream is None:
+            self._group_stream = KeyedRandom(self.seed, (self.family.family_id, self.group,
+                                                         "slot"))
+        return self._group_stream.child(name)
 
     def candidates(self, pool_key: str, spec: Mapping[str, Any], where: tuple) -> list[Any]:
         """What a ``from`` or ``of`` draw picks among, less anything ``distinct_from`` excludes.
@@ -102,28 +119,43 @@ class _Sampler:
             pool = self.family.pools[pool_key]
             if "distinct_from" not in spec:
                 return pool.items  # type: ignore[return-value]  # read, never changed
-            items, keys = list(pool.items), list(pool.keys)
-        else:
-            items = self.values[spec["of"]]
-            if not isinstance(items, list) or not items:
-                raise self.error(f"'of' needs slot {spec['of']!r} to hold a non-empty list, "
-                                 f"not {items!r}", (*where, "of"))
-            keys = [dumps(item) for item in items]
-        excluded = set()
+            excluded = self._excluded(spec, pool.key_of)
+            # The pool less the same items recurs from group to group: kept (a few hundred
+            # lists at most), read and never changed, as the pool's own items are.
+            kept_key = ("candidates", pool_key, excluded)
+            kept = self._cache.get(kept_key)
+            if kept is None:
+                if len(self._cache) > _KEPT_CANDIDATES:
+                    for key in [k for k in self._cache if k[0] == "candidates"]:
+                        del self._cache[key]
+                kept = self._cache[kept_key] = [
+                    item for item, key in zip(pool.items, pool.keys, strict=True)
+                    if key not in excluded]
+            return kept
+        items = self.values[spec["of"]]
+        if not isinstance(items, list) or not items:
+            raise self.error(f"'of' needs slot {spec['of']!r} to hold a non-empty list, "
+                             f"not {items!r}", (*where, "of"))
+        excluded = self._excluded(spec, dumps)
+        return [item for item in items if dumps(item) not in excluded]
+
+    def _excluded(self, spec: Mapping[str, Any], key_of: Any) -> frozenset[str]:
+        """The canonical JSON of every value of the slots ``distinct_from`` names."""
+        excluded = []
         for other in spec.get("distinct_from", []):
             other_value = self.values[other]
             for item in other_value if isinstance(other_value, list) else [other_value]:
-                excluded.add(dumps(item))
-        return [item for item, key in zip(items, keys, strict=True) if key not in excluded]
+                excluded.append(key_of(item))
+        return frozenset(excluded)
 
     def expression(self, source: str, where: tuple, label: str) -> Any:
         """The compiled expression at ``where``, kept for the sampler's later groups."""
-        if where not in self._expressions:
+        if where not in self._cache:
             line, col = self.family.located.text_start(where)
             origin = TemplateOrigin(self.family.located.file, line - 1, col,
                                     f"expression of {label}")
-            self._expressions[where] = self.renderer.expression(source, origin)
-        return self._expressions[where]
+            self._cache[where] = self.renderer.expression(source, origin)
+        return self._cache[where]
 
     def evaluate(self, evaluate: Any, context: Mapping[str, Any], where: tuple, label: str
                  ) -> Any:
@@ -234,12 +266,13 @@ class _Sampler:
 
 
 def sample_slots(family: FamilySpec, renderer: Renderer, seed: int, group: int,
-                 expressions: dict[tuple, Any] | None = None) -> dict[str, Any]:
+                 cache: dict[tuple, Any] | None = None) -> dict[str, Any]:
     """Every slot value of one group, in declaration order.
 
-    ``expressions``, a dict the caller keeps across groups of the family, holds the compiled
-    expressions of its slots so that later groups skip looking them up."""
-    sampler = _Sampler(family, renderer, seed, group, expressions)
+    ``cache``, a dict the caller keeps across groups of the family, holds what sampling can
+    reuse from group to group (compiled slot expressions, candidate lists); the values drawn
+    do not depend on it."""
+    sampler = _Sampler(family, renderer, seed, group, cache)
     for name, slot in family.slots.items():
         sampler.values[name] = sampler.scope[name] = sampler.slot(name, slot)
     return sampler.values

@@ -119,7 +119,7 @@ def test_canonical_bytes_are_what_the_standard_library_writes_with_the_canonical
 
 MESSAGES = st.lists(st.fixed_dictionaries(
     {"role": st.sampled_from(["user", "assistant", "tool"]), "content": TEXT},
-    optional={"name": TEXT}), max_size=4)
+    optional={"name": TEXT, "extra": JSON}), max_size=4)
 #: Phases as instances hold them, and some that are not (another key, a list for messages):
 #: those are written the long way, and must come out the same.
 PHASES = st.lists(st.one_of(

@@ -1,0 +1,102 @@
+"""Results of templates and expressions kept by their inputs: the values of the names they read.
+
+In the sandbox a render is a pure function of the names it reads: nothing random, no clock, no
+state that outlives a render, no file but the ones an include names (those are not kept). So
+the same values give the same result, and a group that meets values an earlier group met (a
+team and a setting drawn from small pools) is given that group's answer texts and probe
+without rendering them again. Only results are kept, never errors: a render that fails fails
+every time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+
+class InputMemo:
+    """The results of one template or expression (or of a step built on them), by the values
+    of the names it reads in the context it runs over.
+
+    A key is the ``repr`` of those values: for plain data (what slots hold) equal reprs mean
+    equal values, down to the types and the order of a dict's keys, which a loop over the dict
+    would show. Which names count is worked out once something has run ``WARMUP`` times (a
+    command that renders a few groups, as validate does, never pays for the analysis). A memo
+    whose keys seldom repeat (interference drawn afresh for every group) stops making them
+    after a trial: a key costs little, but not nothing."""
+
+    #: Runs after which the names are worked out and results start being kept.
+    WARMUP = 128
+    #: Lookups after which a memo that hit fewer than ``MIN_HIT_SHARE`` of them stops trying:
+    #: long enough for values drawn from pools of a few hundred combinations to start
+    #: repeating (420 of them give a fifth of hits over the first 256 draws, three fifths over
+    #: the first 1,024, and nearly all after).
+    TRIAL = 1024
+    MIN_HIT_SHARE = 0.2
+    #: Results kept at most; once full, it starts again from none.
+    ENTRIES = 4096
+
+    __slots__ = ("_find_names", "names", "active", "_results", "_runs", "_lookups", "_hits")
+
+    def __init__(self, find_names: Callable[[], tuple[str, ...] | None]) -> None:
+        """``find_names`` gives what the results depend on, or None where they cannot be kept
+        (a template that reaches other files, one that could not be analysed)."""
+        self._find_names = find_names
+        self.names: tuple[str, ...] | None = None
+        self.active = True
+        self._results: dict[str, Any] = {}
+        self._runs = self._lookups = self._hits = 0
+
+    def key(self, context: Mapping[str, Any]) -> str | None:
+        """The key of ``context``'s values, or None where nothing is kept (still warming up,
+        inactive, or a name the context lacks: the render then fails with its own error)."""
+        if not self.active:
+            return None
+        names = self.names
+        if names is None:
+            self._runs += 1
+            if self._runs < self.WARMUP:
+                return None
+            names = self.names = self._find_names()
+            if names is None:
+                self.active = False
+                return None
+        try:
+            return repr([context[name] for name in names])
+        except KeyError:
+            return None
+
+    def get(self, key: str) -> Any:
+        """The result kept under ``key``, or None (results are never None)."""
+        self._lookups += 1
+        result = self._results.get(key)
+        if result is not None:
+            self._hits += 1
+        elif self._lookups == self.TRIAL and self._hits < self.MIN_HIT_SHARE * self.TRIAL:
+            self.active = False
+            self._results.clear()
+        return result
+
+    def put(self, key: str, result: Any) -> None:
+        """Keep ``result`` (not None) under ``key``."""
+        if not self.active:
+            return
+        if len(self._results) >= self.ENTRIES:
+            self._results.clear()
+        self._results[key] = result
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def is_plain(value: Any) -> bool:
+    """Whether ``value`` is plain data throughout (strings, numbers, booleans, None, and lists
+    and dicts of them, keys strings): what a memo may keep and copy."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return True
+    if kind is list:
+        return all(is_plain(item) for item in value)
+    if kind is dict:
+        return all(type(k) is str and is_plain(v) for k, v in value.items())
+    return False
