@@ -165,17 +165,9 @@ class FamilyGenerator:
         """The answer of one variant: its texts rendered, and checked to score as they must
         (the gold right, every distractor wrong). The same values give the same answer, so it
         is kept by them (InputMemo) and handed out as a copy."""
-        key = self._answer_memo.key(context)
-        if key is None:
-            return self._build_answer(context)
-        answer = self._answer_memo.get(key)
-        if answer is None:
-            answer = self._build_answer(context)
-            self._answer_memo.put(key, copy_data(answer))
-            return answer
-        return copy_data(answer)
+        return self._answer_memo.result(context, self._build_answer, copy_data)
 
-    def _build_answer(self, context: dict[str, Any]) -> dict[str, Any]:
+    def _build_answer(self, context: Mapping[str, Any]) -> dict[str, Any]:
         spec = self.family.answer
         answer: dict[str, Any] = {"scorer": spec["scorer"]}
         for key in ("gold", "rubric", "example"):

@@ -11,7 +11,13 @@ every time.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def _same(value: T) -> T:
+    return value
 
 
 class InputMemo:
@@ -65,6 +71,24 @@ class InputMemo:
             return repr([context[name] for name in names])
         except KeyError:
             return None
+
+    def result(self, context: Mapping[str, Any], compute: Callable[[Mapping[str, Any]], T],
+               copy: Callable[[T], T | None] = _same) -> T:
+        """``compute(context)``, or what it gave before for the same values of the names.
+        ``copy`` gives what is kept of a result and what is handed out of a kept one (None: a
+        result not to keep); results that callers may change are kept and handed out as
+        copies."""
+        key = self.key(context)
+        if key is None:
+            return compute(context)
+        kept = self.get(key)
+        if kept is not None:
+            return copy(kept)  # type: ignore[return-value]  # a kept result copies
+        result = compute(context)
+        keep = None if result is None else copy(result)
+        if keep is not None:
+            self.put(key, keep)
+        return result
 
     def get(self, key: str) -> Any:
         """The result kept under ``key``, or None (results are never None)."""

@@ -228,6 +228,11 @@ class _StrictSandbox(ImmutableSandboxedEnvironment):
         return super().is_safe_attribute(obj, attr, value)
 
 
+def _plain_copy(value: Any) -> Any:
+    """A copy of plain data, or None for anything else (which a memo does not keep)."""
+    return copy_data(value) if is_plain(value) else None
+
+
 class _NameTracker(meta.TrackingCodeGenerator):
     """Jinja's tracker of the names a template reads from its context, globals included:
     Jinja's own leaves out names the environment defines, but a slot may shadow one (a slot
@@ -555,14 +560,7 @@ class CompiledTemplate:
         """Render to canonical text (NFC, ``\\n`` line endings, no lone surrogate); any failure
         is a SpecError at the template's file:line:col. The values it read met before, the
         text rendered then is given (``InputMemo``)."""
-        key = self.memo.key(context)
-        if key is None:
-            return self._render_text(context)
-        text = self.memo.get(key)
-        if text is None:
-            text = self._render_text(context)
-            self.memo.put(key, text)
-        return text
+        return self.memo.result(context, self._render_text)
 
     def _render_text(self, context: Mapping[str, Any]) -> str:
         try:
@@ -822,15 +820,7 @@ class Renderer:
             def evaluate(context: Mapping[str, Any]) -> Any:
                 # Plain results are kept by the values the expression reads (InputMemo), and
                 # handed out as copies: whoever is given one may change it.
-                memo_key = memo.key(context)
-                if memo_key is not None:
-                    kept = memo.get(memo_key)
-                    if kept is not None:
-                        return copy_data(kept)
-                value = run(context)
-                if memo_key is not None and value is not None and is_plain(value):
-                    memo.put(memo_key, copy_data(value))
-                return value
+                return memo.result(context, run, _plain_copy)
 
             def run(context: Mapping[str, Any], _t: jinja2.Template = template) -> Any:
                 # What calling Jinja's compiled expression does, less its copies of the context
