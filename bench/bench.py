@@ -83,7 +83,7 @@ def _answer_templates(generator: Any) -> dict[str, Any]:
     return texts
 
 
-def bench_floor(groups: int, repeats: int) -> dict[str, Any]:
+def bench_floor(groups: int, repeats: int, family_id: str = PROCEDURAL) -> dict[str, Any]:
     """(a) memspec's own loop against rendering the same templates and dumping JSON."""
     from generator.catalog import Catalog
     from generator.generate import FamilyGenerator
@@ -93,7 +93,7 @@ def bench_floor(groups: int, repeats: int) -> dict[str, Any]:
     from generator.sampling import sample_slots
 
     project = Project(REPO)
-    family = Catalog.load(project).family(PROCEDURAL)
+    family = Catalog.load(project).family(family_id)
     generator = FamilyGenerator(family, Renderer(project), 7)
     generator.group(0)  # compile the templates for both loops
 
@@ -132,7 +132,7 @@ def bench_floor(groups: int, repeats: int) -> dict[str, Any]:
         floor_seconds = min(floor_seconds, run_floor(first))
     memspec_rate = instances / memspec_seconds
     floor_rate = len(contexts[1]) / floor_seconds
-    return {"family": PROCEDURAL, "instances": instances, "repeats": repeats,
+    return {"family": family_id, "instances": instances, "repeats": repeats,
             "memspec_per_s": round(memspec_rate, 1), "floor_per_s": round(floor_rate, 1),
             "ratio": round(memspec_rate / floor_rate, 3), "target": ">= 0.75",
             "stages_us": _stages(generator, groups, repeats, phases, texts)}
@@ -314,6 +314,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", default="a,b,c,d,e", help="which measurements, e.g. a,c")
     parser.add_argument("--floor-groups", type=int, default=1000)
+    parser.add_argument("--family", default=PROCEDURAL,
+                        help=f"the family of (a) (default {PROCEDURAL})")
     parser.add_argument("--repeats", type=int, default=3,
                         help="runs of (a) and (b), taken in turns; the best of each counts")
     parser.add_argument("--freeze-groups", default="2000,8000",
@@ -338,7 +340,7 @@ def main() -> None:
         # commands left in the user's cache.
         os.environ[CACHE_DIR_VARIABLE] = str(tmp / "cache")
         if "a" in wanted:
-            results["a_floor"] = bench_floor(args.floor_groups, args.repeats)
+            results["a_floor"] = bench_floor(args.floor_groups, args.repeats, args.family)
         if "b" in wanted:
             results["b_workers"] = bench_workers(args.worker_groups, tmp,
                                                  max(1, args.repeats - 1))
