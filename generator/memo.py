@@ -40,7 +40,10 @@ class InputMemo:
     TRIAL = 1024
     MIN_HIT_SHARE = 0.2
     #: Results kept at most; once full, it starts again from none.
-    ENTRIES = 4096
+    ENTRIES = 2048
+    #: The longest key kept: values that large (fifteen turns of interference) seldom repeat,
+    #: and keeping them would hold megabytes; a memo meeting a longer key stops.
+    MAX_KEY = 1024
 
     __slots__ = ("_find_names", "names", "active", "_results", "_runs", "_lookups", "_hits")
 
@@ -68,9 +71,14 @@ class InputMemo:
                 self.active = False
                 return None
         try:
-            return repr([context[name] for name in names])
+            key = repr([context[name] for name in names])
         except KeyError:
             return None
+        if len(key) > self.MAX_KEY:
+            self.active = False
+            self._results.clear()
+            return None
+        return key
 
     def result(self, context: Mapping[str, Any], compute: Callable[[Mapping[str, Any]], T],
                copy: Callable[[T], T | None] = _same) -> T:
