@@ -157,8 +157,9 @@ def dump_normalized_bytes(value: Any) -> bytes:
 
 #: Canonical JSON of messages met lately, by their items: what ``dump_instance_bytes`` reuses.
 _MESSAGE_JSON: dict[tuple, str] = {}
-#: How many it keeps (a few megabytes) before it starts again from none.
-_MESSAGE_JSON_ENTRIES = 1 << 14
+#: How many it keeps before it starts again from none: more than any pool recurs (a few hundred
+#: messages), and a few megabytes at most.
+_MESSAGE_JSON_ENTRIES = 1 << 11
 
 
 def _message_json(message: Any) -> str:
