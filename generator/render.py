@@ -66,6 +66,14 @@ class RenderScope(dict):
     __slots__ = ()
 
 
+def jinja_context(template: jinja2.Template, context: Mapping[str, Any]) -> Any:
+    """The Jinja context ``template`` runs in over ``context``: a RenderScope read as it is,
+    anything else merged with the globals (one copy, where ``Template.render`` makes two)."""
+    env = template.environment
+    scope = context if type(context) is RenderScope else {**template.globals, **context}
+    return env.context_class(env, scope, template.name, template.blocks)
+
+
 #: The filter a ``{% message %}`` block applies to its body (a name no template needs to use).
 MESSAGE_FILTER = "_message_block"
 
@@ -185,9 +193,13 @@ class _StrictSandbox(ImmutableSandboxedEnvironment):
     def cached_compile(self, parts: tuple[str, ...], build: Callable[[], CodeType]) -> CodeType:
         """The code ``build`` compiles, kept between runs under ``parts`` (which, with this
         environment's configuration, must decide the code)."""
+        return cached_code("jinja", (self.compile_fingerprint(), *parts), build)
+
+    def compile_fingerprint(self) -> str:
+        """``_compile_fingerprint`` of this environment, worked out once."""
         if self._compile_fingerprint is None:
             self._compile_fingerprint = _compile_fingerprint(self)
-        return cached_code("jinja", (self._compile_fingerprint, *parts), build)
+        return self._compile_fingerprint
 
     def free_names(self, kind: str, source: str, parse: Callable[[], nodes.Template]
                    ) -> tuple[str, ...] | None:
@@ -206,9 +218,7 @@ class _StrictSandbox(ImmutableSandboxedEnvironment):
             except Exception:  # nothing worked out: nothing kept, and the render says why
                 return None
 
-        if self._compile_fingerprint is None:
-            self._compile_fingerprint = _compile_fingerprint(self)
-        names = cached_data("jinja-names", (self._compile_fingerprint, kind, source), build)
+        names = cached_data("jinja-names", (self.compile_fingerprint(), kind, source), build)
         return None if names is None else tuple(names)
 
     def unsafe_undefined(self, obj: Any, attribute: str) -> Any:
@@ -545,16 +555,13 @@ class CompiledTemplate:
         return SpecError.single(message, file, line or 1, _column_of(source, line, needle))
 
     def _render(self, context: Mapping[str, Any]) -> str:
-        """What ``Template.render`` does, reading a RenderScope as it is (other contexts are
-        merged with the globals, one copy rather than Jinja's two)."""
+        """What ``Template.render`` does, over a context made by ``jinja_context``."""
         template = self.template
-        env = template.environment
-        scope = context if type(context) is RenderScope else {**template.globals, **context}
         try:
-            return env.concat(template.root_render_func(  # type: ignore[attr-defined]
-                env.context_class(env, scope, template.name, template.blocks)))
+            return template.environment.concat(  # type: ignore[attr-defined]
+                template.root_render_func(jinja_context(template, context)))
         except Exception:
-            env.handle_exception()  # raises it again, its traceback at the template's lines
+            template.environment.handle_exception()  # raised again, at the template's lines
 
     def render_text(self, context: Mapping[str, Any]) -> str:
         """Render to canonical text (NFC, ``\\n`` line endings, no lone surrogate); any failure
@@ -827,10 +834,7 @@ class Renderer:
                 # (its keyword arguments, a dict of them, then merged with the globals): checks
                 # and slots run it for every instance, over a RenderScope they share.
                 try:
-                    env = _t.environment
-                    scope = context if type(context) is RenderScope else \
-                        {**_t.globals, **context}
-                    local = env.context_class(env, scope, _t.name, _t.blocks)
+                    local = jinja_context(_t, context)
                     for _ in _t.root_render_func(local):  # type: ignore[attr-defined]
                         pass
                     value = local.vars["result"]
