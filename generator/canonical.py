@@ -14,8 +14,11 @@ import json
 import math
 import re
 import unicodedata
+from collections.abc import Callable
+from itertools import chain
 from typing import Any
 
+import orjson
 import xxhash
 
 
@@ -121,22 +124,69 @@ _IMMUTABLE = frozenset({str, int, float, bool, type(None)})
 #: The one encoder of canonical text, made once (``json.dumps`` with options makes one a call).
 _ENCODER = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"),
                             allow_nan=False)
-#: The same, escaping everything beyond printable ASCII as ``\uXXXX``: CPython's C encoder
-#: writes that form in about half the time (see ``_encode``).
-_ASCII_ENCODER = json.JSONEncoder(ensure_ascii=True, sort_keys=True, separators=(",", ":"),
-                                  allow_nan=False)
+#: orjson writes what ``_ENCODER`` writes (the same escapes, keys sorted by code point, no
+#: spaces) for strings, integers of 64 bits, booleans, None, and dicts and lists of them, in a
+#: fraction of the time; floats it writes its own way (``1e-05`` as ``0.00001``), so a value
+#: holding one is written by ``_ENCODER``.
+_ORJSON_OPTIONS = orjson.OPT_SORT_KEYS
+_ORJSON_LINE = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
+_ORJSON_INTS = range(-(1 << 63), 1 << 64)
+
+
+def _orjson_writes(value: Any) -> bool:
+    """Whether orjson writes ``value`` byte for byte as the canonical encoder: plain dicts
+    (string keys), lists, strings, booleans, None and integers of 64 bits throughout."""
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return True
+    if kind is dict:
+        for key, item in value.items():
+            if type(key) is not str or (type(item) is not str and not _orjson_writes(item)):
+                return False
+        return True
+    if kind is list:
+        return all(type(item) is str or _orjson_writes(item) for item in value)
+    return kind is int and value in _ORJSON_INTS
+
+
+def _orjson_agrees() -> bool:
+    """Whether the installed orjson writes what the standard library writes where it is used:
+    every ASCII character (escapes are its only choices), characters beyond, keys in code
+    point order, the bounds of its integers. If a version ever did otherwise, it is not used,
+    so the canonical bytes never depend on which orjson is installed."""
+    text = "".join(map(chr, range(128))) + "\u00e9\u2028\ufeff\U0001f600"
+    sample = [text, *text, {char: index for index, char in enumerate(text)},
+              [True, False, None, 0, -1, -(1 << 63), (1 << 64) - 1], {"b": {"a": []}}]
+    try:
+        return orjson.dumps(sample, option=_ORJSON_OPTIONS) == \
+            _ENCODER.encode(sample).encode("utf-8")
+    except (TypeError, orjson.JSONEncodeError):
+        return False
+
+
+_USE_ORJSON = _orjson_agrees()
 
 
 def _encode(value: Any) -> str:
-    """``_ENCODER.encode(value)``, by the quicker ASCII encoder where that gives the same text.
+    """Canonical JSON text of a normalised ``value``."""
+    return _encode_line(value, _ORJSON_OPTIONS, _orjson_writes).decode("utf-8")
 
-    The two encoders differ only in ``\\uXXXX`` escapes, which the ASCII one writes for every
-    character beyond printable ASCII (and both for control characters). Output without such
-    an escape is therefore what the canonical encoder writes too; output with one (a string
-    beyond ASCII, or a literal backslash before a u, taken for one to be safe) is encoded
-    again the canonical way. Most instances are plain ASCII, and pay one scan for the check."""
-    text = _ASCII_ENCODER.encode(value)
-    return text if "\\u" not in text else _ENCODER.encode(value)
+
+def _encode_line(value: Any, options: int, orjson_writes: Callable[[Any], bool]) -> bytes:
+    """Canonical JSON bytes of a normalised ``value``: by orjson where ``orjson_writes``
+    says it wrote the canonical bytes, else by the standard library. orjson goes first: it
+    refuses most of what it cannot write, and the check afterwards finds the strings it
+    walked already in the processor's cache."""
+    if _USE_ORJSON:
+        try:
+            line = orjson.dumps(value, option=options)
+        except TypeError:  # an integer beyond 64 bits, a key that is not a string, …
+            pass
+        else:
+            if orjson_writes(value):
+                return line
+    text = _ENCODER.encode(value)
+    return (text + "\n" if options & orjson.OPT_APPEND_NEWLINE else text).encode("utf-8")
 
 
 def dumps(value: Any) -> str:
@@ -146,69 +196,61 @@ def dumps(value: Any) -> str:
 
 def dump_bytes(value: Any) -> bytes:
     """Canonical JSON bytes of ``value`` as one line, with its final newline."""
-    return (dumps(value) + "\n").encode("utf-8")
+    return dump_normalized_bytes(normalize(value))
 
 
 def dump_normalized_bytes(value: Any) -> bytes:
     """``dump_bytes`` of a value ``normalize`` already returned (normalising is idempotent,
     so this skips a second pass over every string of a generated instance)."""
-    return (_encode(value) + "\n").encode("utf-8")
+    return _encode_line(value, _ORJSON_LINE, _orjson_writes)
 
 
-#: Canonical JSON of messages met lately, by their items: what ``dump_instance_bytes`` reuses.
-_MESSAGE_JSON: dict[tuple, str] = {}
-#: How many it keeps before it starts again from none: more than any pool recurs (a few hundred
-#: messages), and a few megabytes at most.
-_MESSAGE_JSON_ENTRIES = 1 << 11
+_TEXT = frozenset({str})
 
 
-def _message_json(message: Any) -> str:
+def _messages_are_text(phases: Any) -> bool:
+    """Whether ``phases`` are a list of phases whose messages are dicts of strings, as
+    rendering makes them. Messages are most of an instance, so their types are read in C:
+    ``dict.values`` of anything but a dict raises TypeError."""
+    if type(phases) is not list:
+        return False
     try:
-        key = tuple(message.items())
-        text = _MESSAGE_JSON.get(key)
-    except (AttributeError, TypeError):  # not a dict of hashable values: encoded as it is
-        return _encode(message)
-    if text is None:
-        if len(_MESSAGE_JSON) >= _MESSAGE_JSON_ENTRIES:
-            _MESSAGE_JSON.clear()
-        text = _MESSAGE_JSON[key] = _encode(message)
-    return text
+        for phase in phases:
+            messages = phase["messages"]
+            if type(messages) is not list or not all(
+                    key == "messages" or (type(key) is str and _orjson_writes(item))
+                    for key, item in phase.items()):
+                return False
+            if not (_TEXT.issuperset(map(type, chain.from_iterable(map(dict.values,
+                                                                         messages))))
+                    and _TEXT.issuperset(map(type, chain.from_iterable(messages)))):
+                return False
+    except (TypeError, KeyError):
+        return False
+    return True
 
 
-_PHASE_KEYS = {"messages", "phase"}
+def _instance_writes(instance: Any) -> bool:
+    """``_orjson_writes`` of an instance, its messages checked as ``_messages_are_text``."""
+    return type(instance) is dict and all(
+        type(key) is str and (_messages_are_text(item) if key == "phases"
+                              else _orjson_writes(item))
+        for key, item in instance.items())
 
 
-def _phases_json(phases: Any) -> str:
-    if type(phases) is not list or not all(
-            type(p) is dict and p.keys() == _PHASE_KEYS and type(p["messages"]) is list
-            for p in phases):
-        return _encode(phases)
-    # The keys in sorted order, as the encoder writes them: "messages" before "phase". A
-    # message met before is looked up here, without a call (most of them are).
-    kept = _MESSAGE_JSON.get
-    try:
-        return "[" + ",".join([
-            '{"messages":[' + ",".join([
-                (type(m) is dict and kept(tuple(m.items()))) or _message_json(m)
-                for m in p["messages"]]) + '],"phase":' + _encode(p["phase"]) + "}"
-            for p in phases]) + "]"
-    except TypeError:  # a message holding a list or a dict: written the long way
-        return _encode(phases)
+def _rendered_instance_writes(instance: Any) -> bool:
+    """``_instance_writes`` of an instance as rendering made it, whose messages are dicts of
+    strings by construction (``render.make_message``): only the rest is checked."""
+    return type(instance) is dict and all(
+        type(key) is str and (key == "phases" or _orjson_writes(item))
+        for key, item in instance.items())
 
 
-def dump_instance_bytes(instance: Any) -> bytes:
-    """``dump_normalized_bytes`` of a generated instance, quicker: each message's JSON is kept
-    for the instances after it. Messages are most of an instance's bytes and of its encoding
-    time, and those drawn from a pool recur in instance after instance. The keys sorted before
-    and after ``phases`` are encoded as two objects and the phases put between them, so the
-    bytes are the same (tested)."""
-    if type(instance) is not dict or "phases" not in instance:
-        return dump_normalized_bytes(instance)
-    before = _encode({k: v for k, v in instance.items() if k < "phases"})
-    after = _encode({k: v for k, v in instance.items() if k > "phases"})
-    text = ((before[:-1] + "," if len(before) > 2 else "{") + '"phases":'
-            + _phases_json(instance["phases"]) + ("," + after[1:] if len(after) > 2 else "}"))
-    return (text + "\n").encode("utf-8")
+def dump_instance_bytes(instance: Any, rendered: bool = False) -> bytes:
+    """``dump_normalized_bytes`` of an instance, its messages (most of its bytes) checked in
+    C; with ``rendered``, one as the generator rendered it, whose messages need no check."""
+    return _encode_line(instance, _ORJSON_LINE,
+                        _rendered_instance_writes if rendered else _instance_writes)
 
 
 def dump_pretty_bytes(value: Any) -> bytes:

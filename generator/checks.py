@@ -6,11 +6,10 @@ never a warning: the generator refuses to write instances that break one.
 
 from __future__ import annotations
 
-import functools
 import operator
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,17 +44,45 @@ def approx_tokens(text: str) -> int:
     return len(_TOKEN_RE.findall(text))
 
 
-@functools.lru_cache(maxsize=1 << 14)
-def _message_tokens(content: str) -> int:
-    return approx_tokens(content)
+#: Token counts of message contents met lately: messages drawn from a pool recur across groups.
+_TOKEN_COUNTS: dict[str, int] = {}
+#: How many it keeps before it starts again from none (a few hundred kilobytes at most).
+_TOKEN_COUNT_ENTRIES = 1 << 14
 
 
 def messages_tokens(messages: Iterable[Mapping[str, str]]) -> int:
     """``approx_tokens`` of the messages' contents joined by newlines, counted message by
-    message: a token never spans the newline between two, and messages drawn from a pool
-    recur across groups, so each content's count is remembered (a bounded cache)."""
-    return sum(_message_tokens(m["content"]) for m in messages)
+    message: a token never spans the newline between two, and each content's count is
+    remembered (a bounded dict, looked up without a call)."""
+    counts = _TOKEN_COUNTS
+    total = 0
+    for message in messages:
+        content = message["content"]
+        count = counts.get(content)
+        if count is None:
+            if len(counts) >= _TOKEN_COUNT_ENTRIES:
+                counts.clear()
+            count = counts[content] = approx_tokens(content)
+        total += count
+    return total
 
+
+def first_mentioned(text: str, words: Iterable[str]) -> str | None:
+    """The first of ``words`` that ``text`` ``mentions`` (ignoring case), or None. The text is
+    folded once for the quick test that rules most words out."""
+    folded = text.lower() if text.isascii() else None
+    for word in words:
+        if folded is not None and word.isascii() and word.lower() not in folded:
+            continue
+        if mentions(text, word):
+            return word
+    return None
+
+
+#: What runs one check on one instance: what is wrong with it, or None.
+InstanceCheck = Callable[["RenderedVariant"], str | None]
+#: Checks over the instances of a group together, not one by one.
+_GROUP_KINDS = frozenset({"identical_across", "differs_across", "length_ratio"})
 
 #: What a message_count check may ask, and how each is tested.
 _COUNT_TESTS = (("equals", operator.eq), ("min", operator.ge), ("max", operator.le))
@@ -68,6 +95,16 @@ class RenderedVariant:
     instance: dict[str, Any]
     context: dict[str, Any]
     _scope: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+    _phases: dict[str, list[dict[str, str]]] | None = field(default=None, repr=False,
+                                                            compare=False)
+
+    def messages(self, phase: str) -> list[dict[str, str]]:
+        """The messages of ``phase`` (none if it rendered none), as ``phase_messages``."""
+        if self._phases is None:
+            self._phases = {}
+            for entry in self.instance["phases"]:
+                self._phases.setdefault(entry["phase"], entry["messages"])
+        return self._phases.get(phase, [])
 
     def scope(self) -> dict[str, Any]:
         """What a check's expression sees: the slot values and ``instance`` (made once, for
@@ -89,6 +126,7 @@ class CheckRunner:
     _tallies: dict[int, Counter] = field(default_factory=lambda: defaultdict(Counter))
     #: Compiled expressions of the checks, by (check index, key): looked up once.
     _expressions: dict[tuple[int, str], Any] = field(default_factory=dict)
+    _compiled: list[tuple[int, Mapping[str, Any], InstanceCheck | None]] | None = None
 
     def _fail(self, index: int, message: str, instance_id: str | None = None) -> Problem:
         check, located, where = self.checks[index]
@@ -98,16 +136,6 @@ class CheckRunner:
         detail = f" — {text}" if text else ""
         return Problem(f"check {check['kind']} failed: {prefix}{message}{detail}",
                        located.file, line, col, where)
-
-    def _expr(self, index: int, key: str) -> Any:
-        compiled = self._expressions.get((index, key))
-        if compiled is None:
-            check, located, where = self.checks[index]
-            line, col = located.text_start((*where, key))
-            origin = TemplateOrigin(located.file, line - 1, col, f"check {check['kind']} {key}")
-            compiled = self._expressions[index, key] = self.renderer.expression(check[key],
-                                                                                 origin)
-        return compiled
 
     @staticmethod
     def _applies(check: Mapping[str, Any], instance: Mapping[str, Any]) -> bool:
@@ -122,70 +150,123 @@ class CheckRunner:
     def check_group(self, group: list[RenderedVariant]) -> None:
         """Run instance- and group-scope checks; tally family-scope ones. Raises on failure."""
         problems: list[Problem] = []
-        for index, (check, _, _) in enumerate(self.checks):
-            kind = check["kind"]
-            if kind in ("identical_across", "differs_across", "length_ratio"):
+        for index, check, run in self._plan():
+            if run is None:  # a group-scope check
                 problems += self._group_check(index, check, group)
                 continue
             for rendered in group:
                 inst = rendered.instance
-                if not self._applies(check, inst):
+                if "when" in check and not self._applies(check, inst):
                     continue
-                if kind == "balanced":
-                    value = self._expr(index, "of")(rendered.scope())
-                    try:
-                        self._tallies[index][dumps(value)] += 1
-                    except CanonicalJSONError:
-                        _, located, where = self.checks[index]
-                        raise located.error(f"'of' must give plain data, not a "
-                                            f"{type(value).__name__}", (*where, "of")) from None
-                    continue
-                message = self._instance_check(index, check, rendered)
+                message = run(rendered)
                 if message:
                     problems.append(self._fail(index, message, inst["id"]))
         if problems:
             raise CheckFailed(problems)
 
-    def _instance_check(self, index: int, check: Mapping[str, Any],
-                        rendered: RenderedVariant) -> str | None:
-        inst = rendered.instance
-        kind = check["kind"]
-        if kind == "message_count":
-            n = len(phase_messages(inst, check["phase"]))
-            for key, ok in _COUNT_TESTS:
-                if key in check and not ok(n, check[key]):
-                    return f"phase {check['phase']!r} has {n} messages ({key} {check[key]})"
-        elif kind == "token_count":
-            n = messages_tokens(m for p in check["phases"] for m in phase_messages(inst, p))
-            if "min" in check and n < check["min"]:
-                return f"{'+'.join(check['phases'])} has {n} tokens, fewer than {check['min']}"
-            if "max" in check and n > check["max"]:
-                return f"{'+'.join(check['phases'])} has {n} tokens, more than {check['max']}"
-        elif kind == "distinct_messages":
-            contents = [m["content"] for m in phase_messages(inst, check["phase"])]
+    def _plan(self) -> list[tuple[int, Mapping[str, Any], InstanceCheck | None]]:
+        """Each check with what runs it on one instance (None for the group-scope ones), made
+        once: every instance of the family passes through every check."""
+        if self._compiled is None:
+            self._compiled = [(index, check, None if check["kind"] in _GROUP_KINDS else
+                               getattr(self, f"_check_{check['kind']}")(index, check))
+                              for index, (check, _, _) in enumerate(self.checks)]
+        return self._compiled
+
+    # Each of these makes the instance check of one kind: given a rendered variant, it
+    # returns what is wrong with it, or None.
+
+    def _check_balanced(self, index: int, check: Mapping[str, Any]) -> InstanceCheck:
+        of = self._expr(index, "of")
+
+        def tally(rendered: RenderedVariant) -> None:
+            value = of(rendered.scope())
+            try:
+                self._tallies[index][dumps(value)] += 1
+            except CanonicalJSONError:
+                _, located, where = self.checks[index]
+                raise located.error(f"'of' must give plain data, not a "
+                                    f"{type(value).__name__}", (*where, "of")) from None
+
+        return tally
+
+    def _check_message_count(self, index: int, check: Mapping[str, Any]) -> InstanceCheck:
+        phase = check["phase"]
+        tests = [(key, ok, check[key]) for key, ok in _COUNT_TESTS if key in check]
+
+        def count(rendered: RenderedVariant) -> str | None:
+            n = len(rendered.messages(phase))
+            for key, ok, limit in tests:
+                if not ok(n, limit):
+                    return f"phase {phase!r} has {n} messages ({key} {limit})"
+            return None
+
+        return count
+
+    def _check_token_count(self, index: int, check: Mapping[str, Any]) -> InstanceCheck:
+        phases, low, high = check["phases"], check.get("min"), check.get("max")
+        shown = "+".join(phases)
+
+        def count(rendered: RenderedVariant) -> str | None:
+            n = sum(messages_tokens(rendered.messages(phase)) for phase in phases)
+            if low is not None and n < low:
+                return f"{shown} has {n} tokens, fewer than {low}"
+            if high is not None and n > high:
+                return f"{shown} has {n} tokens, more than {high}"
+            return None
+
+        return count
+
+    def _check_distinct_messages(self, index: int, check: Mapping[str, Any]) -> InstanceCheck:
+        phase = check["phase"]
+
+        def distinct(rendered: RenderedVariant) -> str | None:
+            contents = [m["content"] for m in rendered.messages(phase)]
             if len(set(contents)) == len(contents):
                 return None
-            repeated = [c for c, k in Counter(contents).items() if k > 1]
-            if repeated:
-                return f"phase {check['phase']!r} repeats a message: {repeated[0][:60]!r}"
-        elif kind == "forbidden_words":
-            words = self._expr(index, "words")(rendered.scope())
+            repeated = next(c for c, k in Counter(contents).items() if k > 1)
+            return f"phase {phase!r} repeats a message: {repeated[:60]!r}"
+
+        return distinct
+
+    def _check_forbidden_words(self, index: int, check: Mapping[str, Any]) -> InstanceCheck:
+        words_of, phases = self._expr(index, "words"), check["phases"]
+
+        def forbidden(rendered: RenderedVariant) -> str | None:
+            words = words_of(rendered.scope())
             if isinstance(words, str):
                 words = [words]
             elif not isinstance(words, (list, tuple)) or \
                     not all(isinstance(w, str) for w in words):
-                check, located, where = self.checks[index]
+                _, located, where = self.checks[index]
                 raise located.error("words must give a string or a list of strings, not "
                                     f"{words!r}", (*where, "words"))
-            text = phase_text(inst, check["phases"])
-            for word in words:
-                if mentions(text, str(word)):
-                    return f"forbidden word {word!r} appears in {', '.join(check['phases'])}"
-        elif kind == "expr":
-            value = self._expr(index, "test")(rendered.scope())
-            if not value:
-                return check["message"]
-        return None
+            text = "\n".join(m["content"] for phase in phases
+                             for m in rendered.messages(phase))
+            word = first_mentioned(text, map(str, words))
+            if word is not None:
+                return f"forbidden word {word!r} appears in {', '.join(phases)}"
+            return None
+
+        return forbidden
+
+    def _check_expr(self, index: int, check: Mapping[str, Any]) -> InstanceCheck:
+        test, message = self._expr(index, "test"), check["message"]
+
+        def holds(rendered: RenderedVariant) -> str | None:
+            return None if test(rendered.scope()) else message
+
+        return holds
+
+    def _expr(self, index: int, key: str) -> Any:
+        compiled = self._expressions.get((index, key))
+        if compiled is None:
+            check, located, where = self.checks[index]
+            line, col = located.text_start((*where, key))
+            origin = TemplateOrigin(located.file, line - 1, col, f"check {check['kind']} {key}")
+            compiled = self._expressions[index, key] = self.renderer.expression(check[key],
+                                                                                 origin)
+        return compiled
 
     def _group_check(self, index: int, check: Mapping[str, Any],
                      group: list[RenderedVariant]) -> list[Problem]:

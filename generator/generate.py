@@ -45,6 +45,8 @@ class FamilyGenerator:
         self._answer_templates: dict[tuple, CompiledTemplate] = {}
         self._budget = Budget(group_seconds(), group_megabytes())
         self._answer_memo = InputMemo(self._answer_names)
+        self._descriptions: dict[str, dict[str, Any]] = {}
+        self._field_names: list[tuple[str, str, str]] | None = None
 
     # ----------------------------------------------------------- templates of the spec
 
@@ -212,7 +214,10 @@ class FamilyGenerator:
                 f"answer does not work in group {context['group']}, variant "
                 f"{context['design']}/{'.'.join(context['variant'].values()) or 'base'}: "
                 + "; ".join(problems), ("answer",))
-        return answer
+        try:
+            return normalize(answer)
+        except CanonicalJSONError as exc:
+            raise self.family.located.error(f"instance has no canonical form: {exc}") from None
 
     def _feedback(self, context: dict[str, Any]) -> list[dict[str, Any]]:
         """The simulated user's implicit feedback: the records the family's expression gives,
@@ -228,6 +233,35 @@ class FamilyGenerator:
                  **{k: row[k] for k in keep if k in row}}
                 for index, row in enumerate(rows)]
 
+    def _described(self, variant: Variant) -> dict[str, Any]:
+        """What an instance of ``variant`` says of itself besides its id and group (family,
+        version, paradigm, design, variant, axes, the family's analysis), normalised once."""
+        described = self._descriptions.get(variant.name)
+        if described is None:
+            described = {"family": self.family.family_id, "family_version": self.family.version,
+                         "paradigm": self.family.paradigm.paradigm_id,
+                         "design": variant.design, "variant": variant.name,
+                         "axes": dict(variant.axes)}
+            if "analysis" in self.family.raw:
+                described["analysis"] = self.family.raw["analysis"]
+            try:
+                described = self._descriptions[variant.name] = normalize(described)
+            except CanonicalJSONError as exc:
+                raise self.family.located.error(
+                    f"instance has no canonical form: {exc}") from None
+        return described
+
+    def _fields(self) -> list[tuple[str, str, str]]:
+        """The family's fields: each key as written, normalised, and its template text."""
+        if self._field_names is None:
+            try:
+                self._field_names = [(key, normalize(key), text)
+                                     for key, text in self.family.fields.items()]
+            except CanonicalJSONError as exc:
+                raise self.family.located.error(
+                    f"instance has no canonical form: {exc}", ("fields",)) from None
+        return self._field_names
+
     def render_variant(self, slots: dict[str, Any], variant: Variant, group: int
                        ) -> RenderedVariant:
         """One instance of a group, rendered and schema-checked (not yet invariant-checked)."""
@@ -241,31 +275,30 @@ class FamilyGenerator:
                     ("phases", name))
             phases.append({"phase": name, "messages": messages})
         fields = {
-            key: self._render_answer_text(key, text, context, ("fields", key))
-            for key, text in self.family.fields.items()
+            name: self._render_answer_text(key, text, context, ("fields", key))
+            for key, name, text in self._fields()
         }
+        described = self._described(variant)
         instance = {
-            "id": instance_id(self.family.family_id, group, variant.name),
-            "family": self.family.family_id,
-            "family_version": self.family.version,
-            "paradigm": self.family.paradigm.paradigm_id,
+            "id": normalize(instance_id(self.family.family_id, group, variant.name)),
+            "family": described["family"],
+            "family_version": described["family_version"],
+            "paradigm": described["paradigm"],
             "group": group,
-            "design": variant.design,
-            "variant": variant.name,
-            "axes": dict(variant.axes),
+            "design": described["design"],
+            "variant": described["variant"],
+            "axes": dict(described["axes"]),
             "phases": phases,
+            # What is rendered is canonical as rendered (render_text, make_message), and the
+            # answer is normalised when it is built: the rest is normalised here, once.
             "answer": self._answer(context),
             "fields": fields,
         }
-        if self.family.feedback is not None:
-            instance["feedback"] = self._feedback(context)
-        if "analysis" in self.family.raw:
-            instance["analysis"] = self.family.raw["analysis"]
         try:
-            # The phases are canonical as rendered (render_text, make_message), and they are
-            # most of an instance: only the rest is normalised.
-            instance = {key: value if key == "phases" else normalize(value)
-                        for key, value in instance.items()}
+            if self.family.feedback is not None:
+                instance["feedback"] = normalize(self._feedback(context))
+            if "analysis" in described:
+                instance["analysis"] = copy_data(described["analysis"])
         except CanonicalJSONError as exc:
             raise self.family.located.error(f"instance has no canonical form: {exc}") from None
         # Messages are valid by construction (make_message: a role of ROLES, checked by the

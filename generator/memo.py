@@ -20,16 +20,25 @@ def _same(value: T) -> T:
     return value
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 class InputMemo:
     """The results of one template or expression (or of a step built on them), by the values
     of the names it reads in the context it runs over.
 
-    A key is the ``repr`` of those values: for plain data (what slots hold) equal reprs mean
-    equal values, down to the types and the order of a dict's keys, which a loop over the dict
-    would show. Which names count is worked out once something has run ``WARMUP`` times (a
-    command that renders a few groups, as validate does, never pays for the analysis). A memo
-    whose keys seldom repeat (interference drawn afresh for every group) stops making them
-    after a trial: a key costs little, but not nothing."""
+    A key is made of those values: a string as it is, any other scalar with its type (``1``,
+    ``1.0`` and ``True`` are equal in Python and print differently), and a list or dict by its
+    identity. Lists and dicts are pool items and the values drawn or derived from them, which
+    nothing changes once drawn (templates run in an immutable sandbox, transforms work on
+    copies); a key of a few object ids costs next to nothing, where a key of their text cost as
+    much as a short render. The memo holds on to every object its keys name, so an id is never
+    reused while it is a key. Values equal but not identical miss, which costs a render, not a
+    wrong result.
+
+    Which names count is worked out once something has run ``WARMUP`` times (a command that
+    renders a few groups, as validate does, never pays for the analysis). A memo whose keys
+    seldom repeat (interference drawn afresh for every group) stops trying after a trial."""
 
     #: Runs after which the names are worked out and results start being kept.
     WARMUP = 128
@@ -39,11 +48,11 @@ class InputMemo:
     #: the first 1,024, and nearly all after).
     TRIAL = 1024
     MIN_HIT_SHARE = 0.2
+    #: Lookups after which a memo that has not hit once stops: what it kept meanwhile (a
+    #: rendered phase of fifteen turns each time) is let go early.
+    FIRST_HIT_WITHIN = 256
     #: Results kept at most; once full, it starts again from none.
     ENTRIES = 2048
-    #: The longest key kept: values that large (fifteen turns of interference) seldom repeat,
-    #: and keeping them would hold megabytes; a memo meeting a longer key stops.
-    MAX_KEY = 1024
 
     __slots__ = ("_find_names", "names", "active", "_results", "_runs", "_lookups", "_hits")
 
@@ -53,12 +62,17 @@ class InputMemo:
         self._find_names = find_names
         self.names: tuple[str, ...] | None = None
         self.active = True
-        self._results: dict[str, Any] = {}
+        #: Each result with the values its key was made of (held, so their ids stay theirs).
+        self._results: dict[tuple, tuple[Any, list[Any]]] = {}
         self._runs = self._lookups = self._hits = 0
 
-    def key(self, context: Mapping[str, Any]) -> str | None:
+    def key(self, context: Mapping[str, Any]) -> tuple | None:
         """The key of ``context``'s values, or None where nothing is kept (still warming up,
         inactive, or a name the context lacks: the render then fails with its own error)."""
+        values = self._values(context)
+        return None if values is None else _key_of(values)
+
+    def _values(self, context: Mapping[str, Any]) -> list[Any] | None:
         if not self.active:
             return None
         names = self.names
@@ -71,14 +85,9 @@ class InputMemo:
                 self.active = False
                 return None
         try:
-            key = repr([context[name] for name in names])
+            return [context[name] for name in names]
         except KeyError:
             return None
-        if len(key) > self.MAX_KEY:
-            self.active = False
-            self._results.clear()
-            return None
-        return key
 
     def result(self, context: Mapping[str, Any], compute: Callable[[Mapping[str, Any]], T],
                copy: Callable[[T], T | None] = _same) -> T:
@@ -86,39 +95,50 @@ class InputMemo:
         ``copy`` gives what is kept of a result and what is handed out of a kept one (None: a
         result not to keep); results that callers may change are kept and handed out as
         copies."""
-        key = self.key(context)
-        if key is None:
+        values = self._values(context)
+        if values is None:
             return compute(context)
+        key = _key_of(values)
         kept = self.get(key)
         if kept is not None:
             return copy(kept)  # type: ignore[return-value]  # a kept result copies
         result = compute(context)
         keep = None if result is None else copy(result)
         if keep is not None:
-            self.put(key, keep)
+            self.put(key, keep, values)
         return result
 
-    def get(self, key: str) -> Any:
+    def get(self, key: tuple) -> Any:
         """The result kept under ``key``, or None (results are never None)."""
         self._lookups += 1
-        result = self._results.get(key)
-        if result is not None:
+        entry = self._results.get(key)
+        if entry is not None:
             self._hits += 1
-        elif self._lookups == self.TRIAL and self._hits < self.MIN_HIT_SHARE * self.TRIAL:
+            return entry[0]
+        lookups = self._lookups
+        if (lookups == self.FIRST_HIT_WITHIN and not self._hits) or (
+                lookups == self.TRIAL and self._hits < self.MIN_HIT_SHARE * self.TRIAL):
             self.active = False
             self._results.clear()
-        return result
+        return None
 
-    def put(self, key: str, result: Any) -> None:
-        """Keep ``result`` (not None) under ``key``."""
+    def put(self, key: tuple, result: Any, values: list[Any]) -> None:
+        """Keep ``result`` (not None) under ``key``, made of ``values``."""
         if not self.active:
             return
         if len(self._results) >= self.ENTRIES:
             self._results.clear()
-        self._results[key] = result
+        self._results[key] = (result, values)
 
 
-_SCALARS = frozenset({str, int, float, bool, type(None)})
+def _key_of(values: list[Any]) -> tuple:
+    """A key that two lists of values share only if they are the same: equal scalars of the
+    same type (floats by their text: ``0.0`` and ``-0.0`` are equal and print differently),
+    and the very same lists and dicts."""
+    return tuple(value if type(value) is str else
+                 (float, repr(value)) if type(value) is float else
+                 (type(value), value) if type(value) in _SCALARS else id(value)
+                 for value in values)
 
 
 def is_plain(value: Any) -> bool:

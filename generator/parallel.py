@@ -183,7 +183,8 @@ def render_chunk(job: ChunkJob, generator: Any = None) -> ChunkResult:
                     instance["fields"] = normalize(dict(sorted(
                         {**instance["fields"], **job.entry.release_fields(group_index)}
                         .items())))
-                lines.append(dump_instance_bytes(instance))  # generated instances are normal
+                # Generated instances are normal, and their messages are rendered text.
+                lines.append(dump_instance_bytes(instance, rendered=True))
                 if keep:
                     instances.append(instance)
     return ChunkResult(lines, generator.checks.take_tallies(), instances if keep else None,

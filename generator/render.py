@@ -10,10 +10,13 @@ line and column.
 from __future__ import annotations
 
 import datetime
+import operator
 import re
 import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from itertools import repeat
+from operator import itemgetter
 from pathlib import Path
 from types import CodeType, TracebackType
 from typing import Any
@@ -37,9 +40,12 @@ from .yamlsafe import read_text
 
 ROLES = ("system", "user", "assistant", "tool")
 
-# Control characters that can never occur in pools or templates mark message boundaries.
-_MSG_START, _MSG_FIELD, _MSG_END = "\x02", "\x1f", "\x03"
-_MESSAGE_RE = re.compile(r"\x02([^\x1f]*)\x1f([^\x1f]*)\x1f([0-9]+)\x1f([^\x03]*)\x03")
+#: Control characters no template, pool or slot value may hold (each is refused on loading).
+_RESERVED = ("\x02", "\x03", "\x1f")
+#: The first of them marks the fields of a rendered message: MARK role MARK name MARK line
+#: MARK body MARK. Splitting a phase's text at it (in C, at memchr speed) gives [outside, role,
+#: name, line, body, outside, role, …], five parts a message and the text after the last.
+_MARK = _RESERVED[0]
 #: A ``{name}`` left over from str.format habits, which Jinja would print literally.
 SINGLE_BRACE_RE = re.compile(r"(?<!\{)\{\s*[A-Za-z_][A-Za-z0-9_.]*\s*\}(?!\})")
 #: Largest ``range()`` a template may build.
@@ -100,16 +106,32 @@ class MessageExtension(Extension):
         return nodes.FilterBlock(body, wrap).set_lineno(lineno)
 
 
-def _message_block(body: str, role: Any, name: Any, lineno: int) -> str:
-    """One message's rendered body between the markers that carry its role, name and line."""
+class _Context(jinja2.runtime.Context):
+    """Jinja's context of one render, which may collect the ``{% message %}`` blocks it
+    renders (``CompiledTemplate.render_messages``): each block's output, role, name and body,
+    so that a phase's messages need not be parsed back out of its text."""
+
+    message_blocks: list[tuple[str, str, str, str]] | None = None
+
+
+@jinja2.pass_context
+def _message_block(context: _Context, body: str, role: Any, name: Any, lineno: int) -> str:
+    """One message's rendered body after the markers that carry its role, name and line."""
     if role not in ROLES:
         raise jinja2.TemplateRuntimeError(
             f"message role {role!r} (line {lineno}) is not one of {', '.join(ROLES)}"
         )
-    if _MSG_START in body:
+    if _MARK in body:
         raise jinja2.TemplateRuntimeError(f"message blocks cannot nest (line {lineno})")
-    return (f"{_MSG_START}{role}{_MSG_FIELD}{name or ''}{_MSG_FIELD}{lineno}{_MSG_FIELD}"
-            f"{body}{_MSG_END}")
+    name = f"{name}" if name else ""
+    if _MARK in name:
+        raise jinja2.TemplateRuntimeError(
+            f"message name {name!r} (line {lineno}) holds a reserved control character")
+    marked = f"{_MARK}{role}{_MARK}{name}{_MARK}{lineno}{_MARK}{body}{_MARK}"
+    blocks = context.message_blocks
+    if blocks is not None:
+        blocks.append((marked, role, name, body))
+    return marked
 
 
 _FORMAT_WIDTH = re.compile(r"%[-+ #0]*(\d+)|%[-+ #0]*\d*\.(\d+)")
@@ -129,6 +151,9 @@ class _StrictSandbox(ImmutableSandboxedEnvironment):
     and arithmetic that would build a huge number or string is refused before it runs."""
 
     intercepted_binops = frozenset({"**", "*", "%"})
+    context_class = _Context
+    #: The tests that are plain functions, by name (made at the first test called by name).
+    _plain_tests: dict[str, Callable[..., Any]] | None = None
     _compile_fingerprint: str | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -166,6 +191,20 @@ class _StrictSandbox(ImmutableSandboxedEnvironment):
                 if _too_large(width):
                     raise SecurityError(f"format width {width} is too large")
         return super().call_binop(context, operator, left, right)
+
+    def call_test(self, name: Any, value: Any, args: Any = None, kwargs: Any = None,
+                  context: Any = None, eval_ctx: Any = None) -> Any:
+        # The select/reject filters call a test by name for every item; a test that takes
+        # no context, environment or evaluation context is called as it is.
+        tests = self._plain_tests
+        if tests is None:
+            tests = self._plain_tests = {
+                test_name: test for test_name, test in self.tests.items()
+                if jinja2.utils._PassArg.from_obj(test) is None}
+        test = tests.get(name) if type(name) is str else None
+        if test is None:
+            return super().call_test(name, value, args, kwargs, context, eval_ctx)
+        return test(value, *(args or ()), **(kwargs or {}))
 
     def getattr(self, obj: Any, attribute: str) -> Any:
         # ``item.key`` on a plain dict (a pool item, a slot value, an instance) is most of what
@@ -270,7 +309,7 @@ class _TreeLoader(jinja2.BaseLoader):
     def get_source(self, environment: jinja2.Environment, template: str) -> tuple[str, str, Any]:
         path = self.project.resolve_inside(self.project.templates, template, "template")
         text = read_text(path, self.project.display(path))
-        if any(c in text for c in (_MSG_START, _MSG_END, _MSG_FIELD)):
+        if any(c in text for c in _RESERVED):
             raise SpecError.single("template contains reserved control characters",
                                    self.project.display(path), 1, 1)
         self.loaded.add(path)
@@ -368,6 +407,18 @@ def _map(context: Any, value: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def _map_attribute(getitem: Callable[[Any, str], Any], value: Any, attribute: str) -> Any:
+    """The values of ``attribute`` of the items, lazily: for a list of dicts that all hold the
+    key, a map over them in C (``dict.__contains__`` refuses an item that is not a dict)."""
+    if type(value) is list:
+        try:
+            if all(map(dict.__contains__, value, repeat(attribute))):
+                return map(itemgetter(attribute), value)
+        except TypeError:
+            pass
+    return _each_attribute(getitem, value, attribute)
+
+
+def _each_attribute(getitem: Callable[[Any, str], Any], value: Any, attribute: str) -> Any:
     if value:  # as Jinja's map: nothing from an empty or false value
         for item in value:
             yield item[attribute] if type(item) is dict and attribute in item else \
@@ -535,6 +586,8 @@ class CompiledTemplate:
         self._root = root
         #: Texts rendered before, by the values of the names the template reads.
         self.memo = InputMemo(self.free_names)
+        #: The same for the messages of a phase.
+        self.messages_memo = InputMemo(self.free_names)
 
     def free_names(self) -> tuple[str, ...] | None:
         """The names this template reads (None: it reaches other templates)."""
@@ -554,12 +607,16 @@ class CompiledTemplate:
             source = ""
         return SpecError.single(message, file, line or 1, _column_of(source, line, needle))
 
-    def _render(self, context: Mapping[str, Any]) -> str:
-        """What ``Template.render`` does, over a context made by ``jinja_context``."""
+    def _render(self, context: Mapping[str, Any],
+                blocks: list[tuple[str, str, str, str]] | None = None) -> list[str]:
+        """What ``Template.render`` does, over a context made by ``jinja_context``, up to
+        joining the pieces of output; the message blocks rendered are added to ``blocks``."""
         template = self.template
         try:
-            return template.environment.concat(  # type: ignore[attr-defined]
-                template.root_render_func(jinja_context(template, context)))
+            local = jinja_context(template, context)
+            if blocks is not None:
+                local.message_blocks = blocks
+            return list(template.root_render_func(local))
         except Exception:
             template.environment.handle_exception()  # raised again, at the template's lines
 
@@ -570,8 +627,14 @@ class CompiledTemplate:
         return self.memo.result(context, self._render_text)
 
     def _render_text(self, context: Mapping[str, Any]) -> str:
+        return self._canonical_text("".join(self._render_pieces(context)))
+
+    def _render_pieces(self, context: Mapping[str, Any],
+                       blocks: list[tuple[str, str, str, str]] | None = None) -> list[str]:
+        """The pieces of output of a render (the message blocks it rendered added to
+        ``blocks``); any failure is a SpecError at the template's file:line:col."""
         try:
-            text = self._render(context)
+            return self._render(context, blocks)
         except SpecError as exc:
             if exc.problems and exc.problems[0].file is None:
                 # Raised by the loader for an {% include %}/{% import %}: locate the tag.
@@ -593,6 +656,11 @@ class CompiledTemplate:
             located = self._locate(exc, message, needle)
             exc.__traceback__ = None  # let go of the frames and of what a runaway loop built
             raise located from None
+
+    def _canonical_text(self, text: str) -> str:
+        """The text of a render, refused if too long or holding an object's memory address,
+        made canonical (NFC, ``\\n`` line endings, no lone surrogate): the same object where it
+        was canonical as rendered (plain ASCII, no carriage return)."""
         if len(text) > MAX_RENDER_CHARS:
             raise self.origin.error(f"render produced {len(text)} characters, over the "
                                     f"{MAX_RENDER_CHARS} limit", 1)
@@ -611,8 +679,18 @@ class CompiledTemplate:
         return unicodedata.normalize("NFC", text)
 
     def render_messages(self, context: Mapping[str, Any]) -> list[Message]:
-        """Render and split the output into the messages its ``{% message %}`` blocks mark."""
-        return split_messages(self.render_text(context), self)
+        """Render and split the output into the messages its ``{% message %}`` blocks mark.
+        The values it read met before, the messages rendered then are given (copies)."""
+        return self.messages_memo.result(context, self._render_messages, _copy_messages)
+
+    def _render_messages(self, context: Mapping[str, Any]) -> list[Message]:
+        blocks: list[tuple[str, str, str, str]] = []
+        pieces = self._render_pieces(context, blocks)
+        rendered = "".join(pieces)
+        text = self._canonical_text(rendered)
+        messages = _collected_messages(pieces, blocks) if text is rendered and \
+            "{" not in text else None
+        return split_messages(text, self) if messages is None else messages
 
     def column_in_line(self, line: int, needle: str) -> int:
         """Column of ``needle`` on ``line`` of the source, or 1."""
@@ -632,24 +710,57 @@ def split_messages(text: str, template: CompiledTemplate) -> list[Message]:
 
     ``text`` is what ``render_text`` returned, so every part of it is already canonical: NFC,
     ``\\n`` line endings, no lone surrogate (``make_message`` keeps it so)."""
-    # [outside, role, name, line, body, outside, role, ...]: the regular expression splits
-    # in C what a loop over its matches would take apart in Python, message by message.
-    parts = _MESSAGE_RE.split(text)
+    parts = text.split(_MARK)
+    if len(parts) % 5 != 1:
+        # Markers a template wrote itself ("\x02" in a string literal), not the tag's.
+        raise template.origin.error("rendered text holds the control character U+0002 outside "
+                                    "the markers of a {% message %} block", 1)
     if "".join(parts[::5]).strip():
         # Stray text: find it in order, so the first problem in the output is the one named.
         for index in range(0, len(parts), 5):
             _check_outside(parts[index], template)
             if index + 4 < len(parts):
-                make_message(parts[index + 1], parts[index + 4], parts[index + 2], template,
-                             int(parts[index + 3]))
+                _message_from_parts(parts, index + 1, template)
     roles, names, contents = parts[1::5], parts[2::5], [body.strip() for body in parts[4::5]]
     if "{" not in text and _ROLE_SET.issuperset(roles) and all(contents) and not any(names):
         # What make_message would make of each, without its checks one by one: nothing here
         # can fail them (a role of ROLES, no content empty, no brace for a placeholder).
         return [{"role": role, "content": content}
                 for role, content in zip(roles, contents, strict=True)]
-    return [make_message(parts[index], parts[index + 3], parts[index + 1], template,
-                         int(parts[index + 2])) for index in range(1, len(parts), 5)]
+    return [_message_from_parts(parts, index, template) for index in range(1, len(parts), 5)]
+
+
+def _collected_messages(pieces: list[str], blocks: list[tuple[str, str, str, str]]
+                        ) -> list[Message] | None:
+    """The messages of a phase read off the blocks its render collected, without parsing its
+    text: what ``split_messages`` would give where that is sure to be so, else None.
+
+    The caller makes sure the text is canonical as rendered and holds no ``{`` (which
+    ``make_message`` looks into). It is sure here where the pieces of output are exactly the
+    blocks' outputs, each once and in order, with blank text between (not a block captured by
+    ``set`` and printed twice, or inside a macro's output), and no message is empty."""
+    # The non-blank pieces (str.strip gives a piece holding no outer whitespace back as it
+    # is), each of them a block's output, by identity: all of it in C.
+    printed = list(filter(None, map(str.strip, pieces)))
+    if len(printed) != len(blocks) or not all(map(operator.is_, printed,
+                                                  map(itemgetter(0), blocks))):
+        return None
+    contents = [body.strip() for _, _, _, body in blocks]
+    if not all(contents):
+        return None
+    return [{"role": role, "content": content, "name": name} if name else
+            {"role": role, "content": content}
+            for (_, role, name, _), content in zip(blocks, contents, strict=True)]
+
+
+def _copy_messages(messages: list[Message]) -> list[Message]:
+    return [dict(message) for message in messages]
+
+
+def _message_from_parts(parts: list[str], index: int, template: CompiledTemplate) -> Message:
+    """``make_message`` of the message whose role is ``parts[index]``."""
+    role, name, line, body = parts[index:index + 4]
+    return make_message(role, body, name, template, int(line) if line.isdigit() else 1)
 
 
 _ROLE_SET = frozenset(ROLES)
@@ -754,7 +865,7 @@ class Renderer:
         return self._inline[key]
 
     def _compile(self, source: str, filename: str, origin: TemplateOrigin) -> CompiledTemplate:
-        if _MSG_START in source or _MSG_END in source or _MSG_FIELD in source:
+        if any(c in source for c in _RESERVED):
             raise origin.error("template contains reserved control characters", 1)
         try:
             code = self._codes.get((source, filename))
@@ -823,11 +934,21 @@ class Renderer:
         if key not in self._expressions:
             template = self._compiled_expression(source, origin)
             memo = self._expression_memo(source)
+            name = self._bare_name(source)
 
             def evaluate(context: Mapping[str, Any]) -> Any:
                 # Plain results are kept by the values the expression reads (InputMemo), and
                 # handed out as copies: whoever is given one may change it.
                 return memo.result(context, run, _plain_copy)
+
+            def read(context: Mapping[str, Any]) -> Any:
+                # An expression that is only a name gives what the context holds under it, as
+                # Jinja would; a name the context lacks is Jinja's to answer (a global, or
+                # its undefined error).
+                try:
+                    return context[name]  # type: ignore[index]
+                except KeyError:
+                    return run(context)
 
             def run(context: Mapping[str, Any], _t: jinja2.Template = template) -> Any:
                 # What calling Jinja's compiled expression does, less its copies of the context
@@ -847,6 +968,11 @@ class Renderer:
                     message, _ = _describe_jinja_error(exc)
                     raise origin.error(f"{message} in expression {source!r}", 1) from None
 
-            self._expressions[key] = evaluate
+            self._expressions[key] = evaluate if name is None else read
         return self._expressions[key]
+
+    def _bare_name(self, source: str) -> str | None:
+        """The name an expression consists of (``rule_phrases``), or None for any other."""
+        node = self._expression_tree(source).body[0].node  # type: ignore[attr-defined]
+        return node.name if isinstance(node, nodes.Name) else None
 

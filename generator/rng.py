@@ -7,6 +7,7 @@ on the order in which items are generated, or on how many processes generate the
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 from typing import TypeVar
 
@@ -16,6 +17,8 @@ T = TypeVar("T")
 
 _U64 = 1 << 64
 _digest = xxhash.xxh3_64_intdigest
+#: A draw's counter as the eight little-endian bytes its key ends with.
+_counter_bytes = struct.Struct("<Q").pack
 _SEP = b"\x1f"
 
 
@@ -56,23 +59,16 @@ class KeyedRandom:
 
     def next_u64(self) -> int:
         """The next 64-bit unsigned value of this stream."""
-        value = _digest(self._key + self._counter.to_bytes(8, "little"), self._seed)
+        value = _digest(self._key + _counter_bytes(self._counter), self._seed)
         self._counter += 1
         return value
 
     def randbelow(self, n: int) -> int:
-        """A uniform integer in [0, n), without modulo bias."""
-        if n <= 0:
-            raise ValueError("n must be positive")
-        # next_u64 written out: every draw of every slot passes here.
-        limit = _U64 - (_U64 % n)
-        key, seed, counter = self._key, self._seed, self._counter
-        while True:
-            value = _digest(key + counter.to_bytes(8, "little"), seed)
-            counter += 1
-            if value < limit:
-                self._counter = counter
-                return value % n
+        """A uniform integer in [0, n), without modulo bias (n at most 2**64)."""
+        if not 0 < n <= _U64:
+            raise ValueError("n must be in [1, 2**64]")
+        value, self._counter = _below(self._key, self._seed, self._counter, n)
+        return value
 
     def randint(self, low: int, high: int) -> int:
         """A uniform integer in [low, high] inclusive."""
@@ -94,10 +90,27 @@ class KeyedRandom:
         """``k`` distinct positions of ``items`` drawn without replacement, in draw order."""
         if k > len(items):
             raise ValueError("sample larger than population")
+        # A Fisher-Yates shuffle stopped after k steps, its draws written out: every slot
+        # drawn from a pool passes here.
         pool = list(items)
+        key, seed, counter, size = self._key, self._seed, self._counter, len(pool)
         out: list[T] = []
         for i in range(k):
-            j = i + self.randbelow(len(pool) - i)
+            j, counter = _below(key, seed, counter, size - i)
+            j += i
             pool[i], pool[j] = pool[j], pool[i]
             out.append(pool[i])
+        self._counter = counter
         return out
+
+
+def _below(key: bytes, seed: int, counter: int, n: int) -> tuple[int, int]:
+    """A uniform integer in [0, n) drawn from the stream ``key`` from ``counter`` on, with the
+    counter after it. Values from the top part of 2**64 that n does not divide are drawn
+    again, so every result is equally likely."""
+    limit = _U64 - _U64 % n
+    while True:
+        value = _digest(key + _counter_bytes(counter), seed)
+        counter += 1
+        if value < limit:
+            return value % n, counter

@@ -26,9 +26,31 @@ _KEPT_CANDIDATES = 512
 
 def _jsonable(value: Any) -> Any:
     """Plain JSON data from an expression result (tuples become lists); TypeError otherwise,
-    also for text holding an object's memory address, which changes from run to run."""
+    also for text holding an object's memory address, which changes from run to run.
+
+    A result that is plain data already (most are: a pool item, a list of them, a string) is
+    given back as it is, not copied: slot values are never changed once drawn (templates run
+    in an immutable sandbox, transforms work on a copy), as pool items drawn by ``from`` are
+    not."""
+    return value if _is_json(value) else _json_copy(value)
+
+
+def _is_json(value: Any) -> bool:
+    """Whether ``value`` is plain JSON data as it is: exact dicts (string keys), lists,
+    strings without a memory address, numbers, booleans and None."""
     kind = type(value)
-    if kind is dict:  # the common containers first, by exact type: results of every group
+    if kind is str:
+        return object_address(value) is None
+    if kind is dict:
+        return all(type(k) is str and _is_json(v) for k, v in value.items())
+    if kind is list:
+        return all(_is_json(v) for v in value)
+    return kind in _SCALARS
+
+
+def _json_copy(value: Any) -> Any:
+    kind = type(value)
+    if kind is dict:  # the common containers first, by exact type
         return {str(k): _jsonable(v) for k, v in value.items()}
     if kind is list:
         return [_jsonable(v) for v in value]

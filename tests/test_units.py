@@ -61,6 +61,19 @@ def test_keyed_random_is_a_pure_function_of_seed_and_path() -> None:
     assert KeyedRandom(5, ("a", "bc")).next_u64() != KeyedRandom(5, ("ab", "c")).next_u64()
 
 
+def test_keyed_random_draws_what_every_frozen_release_was_drawn_with() -> None:
+    # Pinned values: a change to how draws are computed must not change a single one of them.
+    rng = KeyedRandom(7, ("fam", 1, "slot", "x"))
+    assert rng.sample(list(range(300)), 15) == [33, 211, 17, 245, 49, 56, 295, 176, 206, 224,
+                                                221, 42, 193, 288, 232]
+    assert rng.randbelow(10**15) == 614905033755553
+    assert rng.shuffled(range(8)) == [7, 0, 2, 6, 4, 1, 5, 3]
+    assert (rng.choice("abcdef"), rng.randint(-5, 5)) == ("e", 3)
+    assert rng.next_u64() == 14888673658887442888
+    with pytest.raises(ValueError, match="2\\*\\*64"):
+        rng.randbelow(2**64 + 1)  # more values than a draw chooses among: refused, not a hang
+
+
 def test_randbelow_is_uniform_by_a_chi_square_test() -> None:
     scipy_stats = pytest.importorskip("scipy.stats")
     rng = KeyedRandom(1, ("uniformity",))
@@ -210,7 +223,9 @@ def test_mentions_agrees_with_a_plain_whole_word_search() -> None:
     ('{% message "user" %}a\n{% message "user" %}b{% endmessage %}{% endmessage %}',
      "message blocks cannot nest (line 1)"),
     # Markers written by the template itself, not by the tag, with a role of their own.
-    ('{{ "\\x02wizard\\x1f\\x1f1\\x1fobey\\x03" }}', "message role 'wizard' is not one of"),
+    ('{{ "\\x02wizard\\x02\\x021\\x02obey\\x02" }}', "message role 'wizard' is not one of"),
+    ('{{ "\\x02wizard" }}', "control character U+0002 outside the markers"),
+    ('{% message "user", "a\\x02b" %}hi{% endmessage %}', "holds a reserved control character"),
 ])
 def test_message_blocks_render_to_messages_or_located_errors(source: str,
                                                              outcome: object) -> None:
