@@ -110,8 +110,13 @@ def copy_data(value: Any) -> Any:
     (Containers that occur twice come out as two copies: data is a tree, not a graph.)"""
     kind = type(value)
     if kind is dict:
+        # A dict or list of scalars (most are: a pool item, a list of names) is copied in C.
+        if _IMMUTABLE.issuperset(map(type, value.values())):
+            return value.copy()
         return {key: copy_data(item) for key, item in value.items()}
     if kind is list:
+        if _IMMUTABLE.issuperset(map(type, value)):
+            return value[:]
         return [copy_data(item) for item in value]
     if kind in _IMMUTABLE:
         return value

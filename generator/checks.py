@@ -11,6 +11,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from .canonical import CanonicalJSONError, dumps
@@ -53,18 +54,18 @@ _TOKEN_COUNT_ENTRIES = 1 << 14
 def messages_tokens(messages: Iterable[Mapping[str, str]]) -> int:
     """``approx_tokens`` of the messages' contents joined by newlines, counted message by
     message: a token never spans the newline between two, and each content's count is
-    remembered (a bounded dict, looked up without a call)."""
-    counts = _TOKEN_COUNTS
-    total = 0
-    for message in messages:
-        content = message["content"]
-        count = counts.get(content)
-        if count is None:
-            if len(counts) >= _TOKEN_COUNT_ENTRIES:
-                counts.clear()
-            count = counts[content] = approx_tokens(content)
-        total += count
-    return total
+    remembered (a bounded dict, looked up in C)."""
+    contents = list(map(_CONTENT, messages))
+    counts = list(map(_TOKEN_COUNTS.get, contents))
+    if None in counts:
+        if len(_TOKEN_COUNTS) + len(contents) > _TOKEN_COUNT_ENTRIES:
+            _TOKEN_COUNTS.clear()
+        counts = [_TOKEN_COUNTS.setdefault(content, approx_tokens(content)) if count is None
+                  else count for content, count in zip(contents, counts, strict=True)]
+    return sum(counts)
+
+
+_CONTENT = itemgetter("content")
 
 
 def first_mentioned(text: str, words: Iterable[str]) -> str | None:
@@ -221,7 +222,7 @@ class CheckRunner:
         phase = check["phase"]
 
         def distinct(rendered: RenderedVariant) -> str | None:
-            contents = [m["content"] for m in rendered.messages(phase)]
+            contents = list(map(_CONTENT, rendered.messages(phase)))
             if len(set(contents)) == len(contents):
                 return None
             repeated = next(c for c, k in Counter(contents).items() if k > 1)
@@ -241,8 +242,8 @@ class CheckRunner:
                 _, located, where = self.checks[index]
                 raise located.error("words must give a string or a list of strings, not "
                                     f"{words!r}", (*where, "words"))
-            text = "\n".join(m["content"] for phase in phases
-                             for m in rendered.messages(phase))
+            text = "\n".join([content for phase in phases
+                              for content in map(_CONTENT, rendered.messages(phase))])
             word = first_mentioned(text, map(str, words))
             if word is not None:
                 return f"forbidden word {word!r} appears in {', '.join(phases)}"

@@ -21,6 +21,7 @@ def _same(value: T) -> T:
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+_TEXT = frozenset({str})
 
 
 class InputMemo:
@@ -147,8 +148,10 @@ def is_plain(value: Any) -> bool:
     kind = type(value)
     if kind in _SCALARS:
         return True
-    if kind is list:
-        return all(is_plain(item) for item in value)
+    if kind is list:  # a list or dict of scalars (most are) is told in C
+        return _SCALARS.issuperset(map(type, value)) or all(is_plain(item) for item in value)
     if kind is dict:
-        return all(type(k) is str and is_plain(v) for k, v in value.items())
+        return _TEXT.issuperset(map(type, value)) and (
+            _SCALARS.issuperset(map(type, value.values()))
+            or all(is_plain(item) for item in value.values()))
     return False

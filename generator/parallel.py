@@ -170,9 +170,11 @@ def _generator(job: ChunkJob) -> Any:
     return _GENERATORS[key]
 
 
-def render_chunk(job: ChunkJob, generator: Any = None) -> ChunkResult:
-    """Render one chunk, in whichever process runs it (with ``generator``, that one)."""
-    keep = generator is not None
+def render_chunk(job: ChunkJob, generator: Any = None, keep: bool = False) -> ChunkResult:
+    """Render one chunk, in whichever process runs it (with ``generator``, that one); with
+    ``keep``, the result holds the instances besides their lines. Kept, a chunk's instances
+    stay in memory until the chunk is done, where each would be let go once written: only a
+    caller that reads them (a freeze) asks for them."""
     generator = generator or _generator(job)
     generator.renderer.take_fetched()  # what earlier work fetched is not this chunk's
     lines, instances = [], []
@@ -198,9 +200,11 @@ class Executor:
     #: with the project), else "".
     fingerprint = ""
 
-    def map(self, jobs: Iterable[ChunkJob], local: Any = None) -> Iterator[ChunkResult]:
+    def map(self, jobs: Iterable[ChunkJob], local: Any = None, keep: bool = False
+            ) -> Iterator[ChunkResult]:
         """Results of ``jobs`` in order; ``local`` is the jobs' FamilyGenerator in this
-        process, which an executor that renders here uses instead of loading the specs."""
+        process, which an executor that renders here uses instead of loading the specs, and
+        then hands out the instances too with ``keep`` (as ``render_chunk``)."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -210,9 +214,10 @@ class Executor:
 class InProcess(Executor):
     """Every chunk in this process, one after another."""
 
-    def map(self, jobs: Iterable[ChunkJob], local: Any = None) -> Iterator[ChunkResult]:
+    def map(self, jobs: Iterable[ChunkJob], local: Any = None, keep: bool = False
+            ) -> Iterator[ChunkResult]:
         for job in jobs:
-            yield render_chunk(job, local)
+            yield render_chunk(job, local, keep)
 
 
 class Processes(Executor):
@@ -242,7 +247,8 @@ class Processes(Executor):
             finally:
                 del _PROJECTS[(root, self.fingerprint)]  # this process renders nothing of it
 
-    def map(self, jobs: Iterable[ChunkJob], local: Any = None) -> Iterator[ChunkResult]:
+    def map(self, jobs: Iterable[ChunkJob], local: Any = None, keep: bool = False
+            ) -> Iterator[ChunkResult]:
         return _ordered(self.pool.submit, render_chunk, jobs, 3 * self.workers)
 
     def close(self) -> None:
@@ -288,7 +294,8 @@ class DaskCluster(Executor):
             self.client = Client(address)
         self.in_flight = 3 * max(workers, len(self.client.scheduler_info()["workers"]))
 
-    def map(self, jobs: Iterable[ChunkJob], local: Any = None) -> Iterator[ChunkResult]:
+    def map(self, jobs: Iterable[ChunkJob], local: Any = None, keep: bool = False
+            ) -> Iterator[ChunkResult]:
         def submit(function: Callable, job: ChunkJob) -> Any:
             return self.client.submit(function, job, pure=False)
 

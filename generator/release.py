@@ -101,7 +101,7 @@ def rendered_chunks(executor: Executor, root: Path, seed: int,
                ) -> Iterator[tuple[int, ChunkResult]]:
         first, count = shard_groups(0, entry.groups, shard)
         jobs = chunk_jobs(root, family, seed, first, count, entry, fingerprint)
-        for job, chunk in zip(jobs, executor.map(jobs, generator), strict=True):
+        for job, chunk in zip(jobs, executor.map(jobs, generator, keep=True), strict=True):
             yield job.count, chunk
 
     return source

@@ -113,6 +113,22 @@ class _Context(jinja2.runtime.Context):
 
     message_blocks: list[tuple[str, str, str, str]] | None = None
 
+    def __init__(self, environment: Any, parent: dict[str, Any], name: str | None,
+                 blocks: dict[str, Any], globals: Any = None) -> None:
+        if blocks or globals is not None:
+            super().__init__(environment, parent, name, blocks, globals)
+            return
+        # What Jinja's __init__ does for a template without blocks, less its comprehension
+        # over them (a frame of its own): every render and expression makes a context.
+        self.parent = parent
+        self.vars = {}
+        self.environment = environment
+        self.eval_ctx = jinja2.runtime.EvalContext(environment, name)
+        self.exported_vars = set()
+        self.name = name
+        self.globals_keys = set()
+        self.blocks = {}
+
 
 @jinja2.pass_context
 def _message_block(context: _Context, body: str, role: Any, name: Any, lineno: int) -> str:
@@ -192,16 +208,21 @@ class _StrictSandbox(ImmutableSandboxedEnvironment):
                     raise SecurityError(f"format width {width} is too large")
         return super().call_binop(context, operator, left, right)
 
-    def call_test(self, name: Any, value: Any, args: Any = None, kwargs: Any = None,
-                  context: Any = None, eval_ctx: Any = None) -> Any:
-        # The select/reject filters call a test by name for every item; a test that takes
-        # no context, environment or evaluation context is called as it is.
+    def plain_test(self, name: Any) -> Callable[..., Any] | None:
+        """The test called ``name`` where it is a plain function (it takes no context,
+        environment or evaluation context, so it can be called as it is), else None."""
         tests = self._plain_tests
         if tests is None:
             tests = self._plain_tests = {
                 test_name: test for test_name, test in self.tests.items()
                 if jinja2.utils._PassArg.from_obj(test) is None}
-        test = tests.get(name) if type(name) is str else None
+        return tests.get(name) if type(name) is str else None
+
+    def call_test(self, name: Any, value: Any, args: Any = None, kwargs: Any = None,
+                  context: Any = None, eval_ctx: Any = None) -> Any:
+        # Filters call a test by name for every item (select, reject …); a plain one is
+        # called as it is, without Jinja's look-up of what to pass it.
+        test = self.plain_test(name)
         if test is None:
             return super().call_test(name, value, args, kwargs, context, eval_ctx)
         return test(value, *(args or ()), **(kwargs or {}))
@@ -425,6 +446,42 @@ def _each_attribute(getitem: Callable[[Any, str], Any], value: Any, attribute: s
                 getitem(item, attribute)
 
 
+def _select_filter(keep: bool, by_attribute: bool, jinja_filter: Callable[..., Any]
+                   ) -> Callable[..., Any]:
+    """Jinja's select, reject, selectattr or rejectattr (``jinja_filter``); with a plain test
+    named, and for the attribute forms a plain attribute name, it reads each item as Jinja's
+    getter would (the key of a dict, else the sandbox's getitem) and calls the test as it is,
+    where Jinja builds a getter and dispatches the test by name for every item."""
+
+    @jinja2.pass_context
+    def select(context: Any, value: Any, *args: Any, **kwargs: Any) -> Any:
+        at = 1 if by_attribute else 0
+        attribute = args[0] if by_attribute and args else None
+        test = context.environment.plain_test(args[at]) if len(args) > at and not kwargs \
+            else None
+        if test is None or (by_attribute and not (type(attribute) is str
+                                                  and attribute.isidentifier())):
+            return jinja_filter(context, value, *args, **kwargs)
+        return _selected(context.environment.getitem, value, attribute, test, args[at + 1:],
+                         keep)
+
+    return select
+
+
+def _selected(getitem: Callable[[Any, str], Any], value: Any, attribute: str | None,
+              test: Callable[..., Any], test_args: tuple[Any, ...], keep: bool) -> Any:
+    if value:  # as Jinja's: nothing from an empty or false value
+        for item in value:
+            if attribute is None:
+                subject = item
+            elif type(item) is dict and attribute in item:
+                subject = item[attribute]
+            else:
+                subject = getitem(item, attribute)
+            if bool(test(subject, *test_args)) is keep:
+                yield item
+
+
 def _compile_fingerprint(env: jinja2.Environment) -> str:
     """Everything besides a template's own text that decides the code Jinja compiles it to:
     Jinja's version, the options and extensions, the names of filters and tests (a missing
@@ -469,6 +526,9 @@ def make_environment(project: Project) -> _StrictSandbox:
         if getattr(sync, "__name__", "").startswith("sync_do_"):
             env.filters[name] = sync
     env.filters["map"] = _map
+    for name, keep, by_attribute in (("select", True, False), ("reject", False, False),
+                                     ("selectattr", True, True), ("rejectattr", False, True)):
+        env.filters[name] = _select_filter(keep, by_attribute, env.filters[name])
     for name in ("lipsum", "cycler", "joiner"):
         env.globals.pop(name, None)
     env.globals["range"] = _safe_range

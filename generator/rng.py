@@ -22,9 +22,20 @@ _counter_bytes = struct.Struct("<Q").pack
 _SEP = b"\x1f"
 
 
+#: The encoding of the string parts met lately (slot names, families): looked up, not redone.
+_ENCODED: dict[str, bytes] = {}
+
+
 def _encode_part(part: str | int) -> bytes:
     # Type-tag each part so that the int 1 and the string "1" are different keys.
     kind = type(part)
+    if kind is str:
+        encoded = _ENCODED.get(part)  # type: ignore[arg-type]
+        if encoded is None:
+            if len(_ENCODED) >= 4096:
+                _ENCODED.clear()
+            encoded = _ENCODED[part] = b"s" + part.encode("utf-8")  # type: ignore[union-attr,index]
+        return encoded
     # Every random stream's path is encoded here: the exact types skip the checks.
     if kind is not str and kind is not int and (
             isinstance(part, bool) or not isinstance(part, (str, int))):
@@ -46,14 +57,23 @@ class KeyedRandom:
         if not 0 <= seed < _U64:
             raise ValueError("seed must be in [0, 2**64)")
         self._seed = seed
-        self._key = _SEP.join(_encode_part(p) for p in path) + _SEP
+        self._key = stream_key(path)
         self._counter = 0
+
+    @classmethod
+    def keyed(cls, seed: int, key: bytes) -> KeyedRandom:
+        """The stream whose key (``stream_key`` of its path) is ``key``."""
+        if not 0 <= seed < _U64:
+            raise ValueError("seed must be in [0, 2**64)")
+        new = cls.__new__(cls)
+        new._seed, new._key, new._counter = seed, key, 0
+        return new
 
     def child(self, *parts: str | int) -> KeyedRandom:
         """The independent stream for this path extended by ``parts``."""
         new = KeyedRandom.__new__(KeyedRandom)
         new._seed = self._seed
-        new._key = self._key + _SEP.join(_encode_part(p) for p in parts) + _SEP
+        new._key = self._key + stream_key(parts)
         new._counter = 0
         return new
 
@@ -88,20 +108,46 @@ class KeyedRandom:
 
     def sample(self, items: Sequence[T], k: int) -> list[T]:
         """``k`` distinct positions of ``items`` drawn without replacement, in draw order."""
-        if k > len(items):
-            raise ValueError("sample larger than population")
-        # A Fisher-Yates shuffle stopped after k steps, its draws written out: every slot
-        # drawn from a pool passes here.
-        pool = list(items)
-        key, seed, counter, size = self._key, self._seed, self._counter, len(pool)
-        out: list[T] = []
-        for i in range(k):
-            j, counter = _below(key, seed, counter, size - i)
-            j += i
-            pool[i], pool[j] = pool[j], pool[i]
-            out.append(pool[i])
-        self._counter = counter
+        out, self._counter = _sample(self._key, self._seed, self._counter, items, k)
         return out
+
+
+def stream_key(path: Sequence[str | int]) -> bytes:
+    """The key of the stream of ``path``; a child stream's key is its parent's followed by
+    the key of the parts it adds."""
+    return _SEP.join(map(_encode_part, path)) + _SEP
+
+
+def sample_at(key: bytes, seed: int, items: Sequence[T], k: int) -> list[T]:
+    """``KeyedRandom.sample`` of the fresh stream whose key is ``key``, without making one:
+    what a slot drawing ``count`` items from a pool runs for every group."""
+    return _sample(key, seed, 0, items, k)[0]
+
+
+def choice_at(key: bytes, seed: int, items: Sequence[T]) -> T:
+    """``KeyedRandom.choice`` of the fresh stream whose key is ``key``, without making one."""
+    return items[_below(key, seed, 0, len(items))[0]]
+
+
+def _sample(key: bytes, seed: int, counter: int, items: Sequence[T], k: int
+            ) -> tuple[list[T], int]:
+    """``k`` distinct items drawn from the stream ``key`` from ``counter`` on (a Fisher-Yates
+    shuffle stopped after k steps, its draws written out), with the counter after them."""
+    if k > len(items):
+        raise ValueError("sample larger than population")
+    pool = list(items)
+    size = len(pool)
+    out: list[T] = []
+    for i in range(k):
+        j, counter = _below(key, seed, counter, size - i)
+        j += i
+        pool[i], pool[j] = pool[j], pool[i]
+        out.append(pool[i])
+    return out, counter
+
+
+#: The bytes of the counters every stream starts with, made once.
+_FIRST_COUNTERS = [_counter_bytes(counter) for counter in range(64)]
 
 
 def _below(key: bytes, seed: int, counter: int, n: int) -> tuple[int, int]:
@@ -110,7 +156,8 @@ def _below(key: bytes, seed: int, counter: int, n: int) -> tuple[int, int]:
     again, so every result is equally likely."""
     limit = _U64 - _U64 % n
     while True:
-        value = _digest(key + _counter_bytes(counter), seed)
+        value = _digest(key + (_FIRST_COUNTERS[counter] if counter < 64 else
+                               _counter_bytes(counter)), seed)
         counter += 1
         if value < limit:
             return value % n, counter

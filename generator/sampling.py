@@ -10,16 +10,18 @@ same value (one corpus shared by many probes, say).
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .canonical import dumps
 from .errors import SpecError
 from .render import Renderer, RenderScope, TemplateOrigin, object_address
-from .rng import KeyedRandom
+from .rng import KeyedRandom, choice_at, sample_at, stream_key
 from .spec import FamilySpec
 
 _SCALARS = frozenset({str, bool, int, float, type(None)})
+#: What draws one slot's value for a group, given the group's sampler.
+Drawer = Callable[["_Sampler"], Any]
 #: How many candidate lists (a pool less the values of other slots) a family keeps.
 _KEPT_CANDIDATES = 512
 
@@ -109,7 +111,7 @@ class _Sampler:
         #: What the family's sampling keeps across groups: compiled expressions by where they
         #: are written, candidate lists by pool and exclusions.
         self._cache = {} if cache is None else cache
-        self._group_stream: KeyedRandom | None = None
+        self._group_key: bytes | None = None
 
     def error(self, message: str, where: tuple) -> SpecError:
         return self.family.located.error(message, where)
@@ -126,12 +128,46 @@ class _Sampler:
         """The random stream of a slot that draws (balanced slots draw from their block's)."""
         if "shared_by" in slot:
             return KeyedRandom(self.seed, self.stream_path(name, slot))
-        # The stream of (family, group, "slot", name), as a child of the group's: the same key,
-        # with the part every slot of the group shares encoded once.
-        if self._group_stream is None:
-            self._group_stream = KeyedRandom(self.seed, (self.family.family_id, self.group,
-                                                         "slot"))
-        return self._group_stream.child(name)
+        return KeyedRandom.keyed(self.seed, self.group_key() + stream_key((name,)))
+
+    def group_key(self) -> bytes:
+        """The key of the stream (family, group, "slot"); a slot's stream is its child, keyed
+        by it and the slot's name. Encoded once for every slot of the group."""
+        if self._group_key is None:
+            self._group_key = stream_key((self.family.family_id, self.group, "slot"))
+        return self._group_key
+
+    def plan(self) -> list[tuple[str, Drawer]]:
+        """Each slot with what draws it, in declaration order: made once for the family (kept
+        in the sampling cache), so that a group does only what depends on it."""
+        plan = self._cache.get(("plan",))
+        if plan is None:
+            plan = self._cache[("plan",)] = [(name, self._drawer(name, slot))
+                                             for name, slot in self.family.slots.items()]
+        return plan
+
+    def _drawer(self, name: str, slot: Mapping[str, Any]) -> Drawer:
+        """What draws ``slot`` for one group. An expression, a fixed value and a plain draw
+        from a pool (the common slots) are done without looking the slot over again; the
+        rest, and a draw the pool cannot satisfy (an error in every group), by ``slot``."""
+        if "expr" in slot:
+            label, where = f"slot {name!r}", ("slots", name, "expr")
+            evaluate = self.expression(slot["expr"], where, label)
+            return lambda sampler: sampler.evaluate(evaluate, sampler.scope, where, label)
+        if "value" in slot:
+            value = slot["value"]
+            return lambda sampler: value
+        plain = not any(key in slot for key in ("of", "distinct_from", "balanced", "shared_by"))
+        if "from" in slot and plain and slot.get("distinct", True):
+            items, count, part = self.family.pools[name].items, slot.get("count"), \
+                stream_key((name,))
+            if count is None and items:
+                return lambda sampler: choice_at(sampler.group_key() + part, sampler.seed,
+                                                 items)
+            if count is not None and len(items) >= count:
+                return lambda sampler: sample_at(sampler.group_key() + part, sampler.seed,
+                                                 items, count)
+        return lambda sampler: sampler.slot(name, slot)
 
     def candidates(self, pool_key: str, spec: Mapping[str, Any], where: tuple) -> list[Any]:
         """What a ``from`` or ``of`` draw picks among, less anything ``distinct_from`` excludes.
@@ -295,6 +331,7 @@ def sample_slots(family: FamilySpec, renderer: Renderer, seed: int, group: int,
     reuse from group to group (compiled slot expressions, candidate lists); the values drawn
     do not depend on it."""
     sampler = _Sampler(family, renderer, seed, group, cache)
-    for name, slot in family.slots.items():
-        sampler.values[name] = sampler.scope[name] = sampler.slot(name, slot)
-    return sampler.values
+    values, scope = sampler.values, sampler.scope
+    for name, draw in sampler.plan():
+        values[name] = scope[name] = draw(sampler)
+    return values
