@@ -47,6 +47,8 @@ class FamilyGenerator:
         self._answer_memo = InputMemo(self._answer_names)
         self._descriptions: dict[str, dict[str, Any]] = {}
         self._field_names: list[tuple[str, str, str]] | None = None
+        #: The variants whose first instance the schema checked (``_check_schema``).
+        self._schema_checked: set[str] = set()
 
     # ----------------------------------------------------------- templates of the spec
 
@@ -163,11 +165,18 @@ class FamilyGenerator:
             names.update(found)
         return tuple(sorted(names))
 
-    def _answer(self, context: dict[str, Any]) -> dict[str, Any]:
+    def _answer(self, context: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         """The answer of one variant: its texts rendered, and checked to score as they must
         (the gold right, every distractor wrong). The same values give the same answer, so it
-        is kept by them (InputMemo) and handed out as a copy."""
-        return self._answer_memo.result(context, self._build_answer, copy_data)
+        is kept by them (InputMemo) and handed out as a copy; with it, whether it was built
+        now (not a copy of one built and schema-checked before)."""
+        built = []
+
+        def build(context: Mapping[str, Any]) -> dict[str, Any]:
+            built.append(True)
+            return self._build_answer(context)
+
+        return self._answer_memo.result(context, build, copy_data), bool(built)
 
     def _build_answer(self, context: Mapping[str, Any]) -> dict[str, Any]:
         spec = self.family.answer
@@ -279,6 +288,7 @@ class FamilyGenerator:
             for key, name, text in self._fields()
         }
         described = self._described(variant)
+        answer, new_answer = self._answer(context)
         instance = {
             "id": normalize(instance_id(self.family.family_id, group, variant.name)),
             "family": described["family"],
@@ -291,7 +301,7 @@ class FamilyGenerator:
             "phases": phases,
             # What is rendered is canonical as rendered (render_text, make_message), and the
             # answer is normalised when it is built: the rest is normalised here, once.
-            "answer": self._answer(context),
+            "answer": answer,
             "fields": fields,
         }
         try:
@@ -301,15 +311,27 @@ class FamilyGenerator:
                 instance["analysis"] = copy_data(described["analysis"])
         except CanonicalJSONError as exc:
             raise self.family.located.error(f"instance has no canonical form: {exc}") from None
-        # Messages are valid by construction (make_message: a role of ROLES, checked by the
-        # {% message %} tag or the family's schema; content never empty; a name only when one
-        # is given), and they are most of an instance: the schema checks the rest.
+        if new_answer or "feedback" in instance or variant.name not in self._schema_checked \
+                or type(group) is not int or group < 0:
+            self._check_schema(instance)
+            self._schema_checked.add(variant.name)
+        return RenderedVariant(instance, context)
+
+    def _check_schema(self, instance: dict[str, Any]) -> None:
+        """Refuse an instance its schema does not allow.
+
+        Every instance is made to it, and the parts that can vary are each checked: the
+        messages are valid by construction (make_message: a role of ROLES, checked by the
+        {% message %} tag or the family's schema; content never empty; a name only when one
+        is given); what a variant says of itself, and its id (a group, whole and not
+        negative, only adds digits to it), are checked with its first instance; fields are
+        rendered text; an answer is checked with the instance it is built for (the others
+        hold copies of it), and feedback, which an expression gives, with every instance."""
         error = first_error("instance", {**instance, "phases": [
-            {"phase": phase["phase"], "messages": []} for phase in phases]})
+            {"phase": phase["phase"], "messages": []} for phase in instance["phases"]]})
         if error:
             raise self.family.located.error(f"generated instance {instance['id']} is invalid: "
                                             f"{error}")
-        return RenderedVariant(instance, context)
 
     def render_group(self, group: int) -> tuple[dict[str, Any], list[RenderedVariant]]:
         """The slot values of one group (before any variant's transforms) and every variant

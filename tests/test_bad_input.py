@@ -591,6 +591,34 @@ def test_feedback_that_is_not_a_list_of_records_is_located(project: Path, out: P
                                  line_of(text, "feedback:"))
 
 
+def test_feedback_the_schema_refuses_in_a_later_group_is_refused(
+        project: Path, out: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The first instance of the variant passes; the schema still checks the second's
+    # feedback, which an expression gives anew for every instance.
+    append(project, FAMILY, "feedback: \"[{'action': 'like' if group == 0 else 'Not Valid'}]\"\n")
+    for result in (generate(project, out), freeze(project, out)):
+        assert_bad_input(result, FAMILY, "generated instance demo.recall.colour-00001-base is "
+                         "invalid: 'Not Valid' does not match")
+    assert_nothing_written(project, out)
+    # So too where nothing else about the instance is new: its answer the one kept from the
+    # group before (the same colour), the variant's first instance checked.
+    from generator.catalog import Catalog
+    from generator.errors import SpecError
+    from generator.generate import FamilyGenerator
+    from generator.memo import InputMemo
+    from generator.project import Project
+    from generator.render import Renderer
+
+    edit(project, FAMILY, "  colour: {from: pools/colours.yaml}\n", "  colour: {value: red}\n")
+    monkeypatch.setattr(InputMemo, "WARMUP", 1)
+    catalog = Catalog.load(Project(project))
+    generator = FamilyGenerator(catalog.family(FAMILY_ID), Renderer(catalog.project), 7)
+    generator.group(0)
+    with pytest.raises(SpecError, match="demo.recall.colour-00001-base is invalid"):
+        generator.group(1)
+    assert generator._answer_memo._hits == 1
+
+
 @pytest.mark.parametrize(("variable", "value"), [
     ("MEMSPEC_GROUP_SECONDS", "abc"), ("MEMSPEC_GROUP_SECONDS", "inf"),
     ("MEMSPEC_GROUP_SECONDS", "nan"), ("MEMSPEC_GROUP_SECONDS", "-1"),
