@@ -994,7 +994,7 @@ class Renderer:
         if key not in self._expressions:
             template = self._compiled_expression(source, origin)
             memo = self._expression_memo(source)
-            name = self._bare_name(source)
+            path = self._path(source)
 
             def evaluate(context: Mapping[str, Any]) -> Any:
                 # Plain results are kept by the values the expression reads (InputMemo), and
@@ -1002,13 +1002,24 @@ class Renderer:
                 return memo.result(context, run, _plain_copy)
 
             def read(context: Mapping[str, Any]) -> Any:
-                # An expression that is only a name gives what the context holds under it, as
-                # Jinja would; a name the context lacks is Jinja's to answer (a global, or
-                # its undefined error).
+                # An expression that is a name and the attributes and items read off it
+                # (``settings[2].key``) is read as Jinja's code would read it: the name from
+                # the context, each step by the sandbox's getattr or getitem. Anything that
+                # is not plainly there (a name the context lacks, which may be a global, an
+                # undefined step, a refusal) is Jinja's to answer, with its own error.
+                name, steps = path  # type: ignore[misc]
                 try:
-                    return context[name]  # type: ignore[index]
-                except KeyError:
-                    return run(context)
+                    value = context[name]
+                    for is_attribute, key in steps:
+                        value = (self.env.getattr if is_attribute else self.env.getitem)(
+                            value, key)
+                    if not isinstance(value, jinja2.Undefined):
+                        return value
+                except (SpecError, BudgetExceeded):
+                    raise
+                except Exception:  # noqa: S110 (Jinja's own evaluation says what went wrong)
+                    pass
+                return run(context)
 
             def run(context: Mapping[str, Any], _t: jinja2.Template = template) -> Any:
                 # What calling Jinja's compiled expression does, less its copies of the context
@@ -1028,11 +1039,25 @@ class Renderer:
                     message, _ = _describe_jinja_error(exc)
                     raise origin.error(f"{message} in expression {source!r}", 1) from None
 
-            self._expressions[key] = evaluate if name is None else read
+            self._expressions[key] = evaluate if path is None else read
         return self._expressions[key]
 
-    def _bare_name(self, source: str) -> str | None:
-        """The name an expression consists of (``rule_phrases``), or None for any other."""
+    def _path(self, source: str) -> tuple[str, tuple[tuple[bool, Any], ...]] | None:
+        """An expression that is a name with attributes and constant items read off it
+        (``rule_phrases``, ``settings[2].key``) as the name and its steps (is it an
+        attribute, and which), or None for any other."""
         node = self._expression_tree(source).body[0].node  # type: ignore[attr-defined]
-        return node.name if isinstance(node, nodes.Name) else None
+        steps: list[tuple[bool, Any]] = []
+        while True:
+            if isinstance(node, nodes.Getattr):
+                steps.append((True, node.attr))
+            elif isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Const) and \
+                    type(node.arg.value) in (int, str):
+                steps.append((False, node.arg.value))
+            else:
+                break
+            node = node.node
+        if not isinstance(node, nodes.Name) or node.ctx != "load":
+            return None
+        return node.name, tuple(reversed(steps))
 

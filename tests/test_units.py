@@ -327,6 +327,30 @@ def test_list_filters_answer_as_jinjas_own_do(source: str, values: dict) -> None
     assert outcomes[0] == outcomes[1]
 
 
+@pytest.mark.parametrize("source", [
+    "s[1].key", "s[0].v[1]", "s[0]['key']", "d.items", "d['items']", "s[5]", "s[0].nope",
+    "nope", "range", "n", "s[0].key.upper", "s.append", "s[-1].key", "d.items.__self__",
+])
+def test_path_expressions_read_what_jinja_reads(source: str) -> None:
+    # A name with attributes and items read off it is evaluated without Jinja's machinery;
+    # Jinja's own evaluation must give the same value, or the same error.
+    from generator.errors import SpecError
+    from generator.project import Project
+    from generator.render import Renderer, TemplateOrigin
+
+    ours, jinjas = Renderer(Project(REPO)), Renderer(Project(REPO))
+    jinjas._path = lambda source: None  # type: ignore[method-assign]
+    values = {"s": [{"key": "a", "v": [1, 2]}, {"key": "b"}], "d": {"items": 5}, "n": 3}
+    outcomes = []
+    for renderer in (ours, jinjas):
+        try:
+            outcomes.append(renderer.expression(source, TemplateOrigin("x.yaml"))(
+                renderer.scope(values)))
+        except SpecError as error:
+            outcomes.append(error.problems[0].message)
+    assert outcomes[0] == outcomes[1]
+
+
 def test_the_context_of_a_render_is_what_jinja_makes() -> None:
     # memspec makes the context of a template without blocks itself, more quickly: it must
     # hold what Jinja's own holds, for whichever Jinja is installed.
