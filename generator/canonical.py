@@ -110,10 +110,14 @@ def copy_data(value: Any) -> Any:
     (Containers that occur twice come out as two copies: data is a tree, not a graph.)"""
     kind = type(value)
     if kind is dict:
-        # A dict or list of scalars (most are: a pool item, a list of names) is copied in C.
-        if _IMMUTABLE.issuperset(map(type, value.values())):
-            return value.copy()
-        return {key: copy_data(item) for key, item in value.items()}
+        # A dict or list of scalars (most are: a pool item, a list of names) is copied in C;
+        # of a dict holding others, only those are copied one by one.
+        copied = value.copy()
+        if not _IMMUTABLE.issuperset(map(type, value.values())):
+            for key, item in value.items():
+                if type(item) not in _IMMUTABLE:
+                    copied[key] = copy_data(item)
+        return copied
     if kind is list:
         if _IMMUTABLE.issuperset(map(type, value)):
             return value[:]

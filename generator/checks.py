@@ -57,12 +57,13 @@ def messages_tokens(messages: Iterable[Mapping[str, str]]) -> int:
     remembered (a bounded dict, looked up in C)."""
     contents = list(map(_CONTENT, messages))
     counts = list(map(_TOKEN_COUNTS.get, contents))
-    if None in counts:
+    try:
+        return sum(counts)
+    except TypeError:  # a content not met before: its count is None
         if len(_TOKEN_COUNTS) + len(contents) > _TOKEN_COUNT_ENTRIES:
             _TOKEN_COUNTS.clear()
-        counts = [_TOKEN_COUNTS.setdefault(content, approx_tokens(content)) if count is None
-                  else count for content, count in zip(contents, counts, strict=True)]
-    return sum(counts)
+        return sum(_TOKEN_COUNTS.setdefault(content, approx_tokens(content)) if count is None
+                   else count for content, count in zip(contents, counts, strict=True))
 
 
 _CONTENT = itemgetter("content")

@@ -106,12 +106,22 @@ class MessageExtension(Extension):
         return nodes.FilterBlock(body, wrap).set_lineno(lineno)
 
 
-class _Context(jinja2.runtime.Context):
-    """Jinja's context of one render, which may collect the ``{% message %}`` blocks it
-    renders (``CompiledTemplate.render_messages``): each block's output, role, name and body,
-    so that a phase's messages need not be parsed back out of its text."""
+class _Collected:
+    """The ``{% message %}`` blocks one render rendered (``CompiledTemplate.render_messages``):
+    each block's output and the message it makes, so that a phase's messages need not be
+    parsed back out of its text."""
 
-    message_blocks: list[tuple[str, str, str, str]] | None = None
+    __slots__ = ("outputs", "messages")
+
+    def __init__(self) -> None:
+        self.outputs: list[str] = []
+        self.messages: list[Message] = []
+
+
+class _Context(jinja2.runtime.Context):
+    """Jinja's context of one render, which may collect the message blocks it renders."""
+
+    message_blocks: _Collected | None = None
 
     def __init__(self, environment: Any, parent: dict[str, Any], name: str | None,
                  blocks: dict[str, Any], globals: Any = None) -> None:
@@ -144,9 +154,12 @@ def _message_block(context: _Context, body: str, role: Any, name: Any, lineno: i
         raise jinja2.TemplateRuntimeError(
             f"message name {name!r} (line {lineno}) holds a reserved control character")
     marked = f"{_MARK}{role}{_MARK}{name}{_MARK}{lineno}{_MARK}{body}{_MARK}"
-    blocks = context.message_blocks
-    if blocks is not None:
-        blocks.append((marked, role, name, body))
+    collected = context.message_blocks
+    if collected is not None:
+        collected.outputs.append(marked)
+        content = body.strip()
+        collected.messages.append({"role": role, "content": content, "name": name} if name
+                                  else {"role": role, "content": content})
     return marked
 
 
@@ -668,7 +681,7 @@ class CompiledTemplate:
         return SpecError.single(message, file, line or 1, _column_of(source, line, needle))
 
     def _render(self, context: Mapping[str, Any],
-                blocks: list[tuple[str, str, str, str]] | None = None) -> list[str]:
+                blocks: _Collected | None = None) -> list[str]:
         """What ``Template.render`` does, over a context made by ``jinja_context``, up to
         joining the pieces of output; the message blocks rendered are added to ``blocks``."""
         template = self.template
@@ -690,7 +703,7 @@ class CompiledTemplate:
         return self._canonical_text("".join(self._render_pieces(context)))
 
     def _render_pieces(self, context: Mapping[str, Any],
-                       blocks: list[tuple[str, str, str, str]] | None = None) -> list[str]:
+                       blocks: _Collected | None = None) -> list[str]:
         """The pieces of output of a render (the message blocks it rendered added to
         ``blocks``); any failure is a SpecError at the template's file:line:col."""
         try:
@@ -744,7 +757,7 @@ class CompiledTemplate:
         return self.messages_memo.result(context, self._render_messages, _copy_messages)
 
     def _render_messages(self, context: Mapping[str, Any]) -> list[Message]:
-        blocks: list[tuple[str, str, str, str]] = []
+        blocks = _Collected()
         pieces = self._render_pieces(context, blocks)
         rendered = "".join(pieces)
         text = self._canonical_text(rendered)
@@ -790,8 +803,7 @@ def split_messages(text: str, template: CompiledTemplate) -> list[Message]:
     return [_message_from_parts(parts, index, template) for index in range(1, len(parts), 5)]
 
 
-def _collected_messages(pieces: list[str], blocks: list[tuple[str, str, str, str]]
-                        ) -> list[Message] | None:
+def _collected_messages(pieces: list[str], blocks: _Collected) -> list[Message] | None:
     """The messages of a phase read off the blocks its render collected, without parsing its
     text: what ``split_messages`` would give where that is sure to be so, else None.
 
@@ -802,15 +814,11 @@ def _collected_messages(pieces: list[str], blocks: list[tuple[str, str, str, str
     # The non-blank pieces (str.strip gives a piece holding no outer whitespace back as it
     # is), each of them a block's output, by identity: all of it in C.
     printed = list(filter(None, map(str.strip, pieces)))
-    if len(printed) != len(blocks) or not all(map(operator.is_, printed,
-                                                  map(itemgetter(0), blocks))):
+    if len(printed) != len(blocks.outputs) or \
+            not all(map(operator.is_, printed, blocks.outputs)) or \
+            not all(map(itemgetter("content"), blocks.messages)):
         return None
-    contents = [body.strip() for _, _, _, body in blocks]
-    if not all(contents):
-        return None
-    return [{"role": role, "content": content, "name": name} if name else
-            {"role": role, "content": content}
-            for (_, role, name, _), content in zip(blocks, contents, strict=True)]
+    return blocks.messages
 
 
 def _copy_messages(messages: list[Message]) -> list[Message]:

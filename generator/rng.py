@@ -138,9 +138,18 @@ def _sample(key: bytes, seed: int, counter: int, items: Sequence[T], k: int
     pool = list(items)
     size = len(pool)
     out: list[T] = []
+    first = _FIRST_COUNTERS
     for i in range(k):
-        j, counter = _below(key, seed, counter, size - i)
-        j += i
+        # _below written out: a slot of fifteen turns draws fifteen times a group.
+        n = size - i
+        limit = _U64 - _U64 % n
+        while True:
+            value = _digest(key + (first[counter] if counter < 64 else _counter_bytes(counter)),
+                            seed)
+            counter += 1
+            if value < limit:
+                break
+        j = i + value % n
         pool[i], pool[j] = pool[j], pool[i]
         out.append(pool[i])
     return out, counter

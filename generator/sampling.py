@@ -147,9 +147,10 @@ class _Sampler:
         return plan
 
     def _drawer(self, name: str, slot: Mapping[str, Any]) -> Drawer:
-        """What draws ``slot`` for one group. An expression, a fixed value and a plain draw
-        from a pool (the common slots) are done without looking the slot over again; the
-        rest, and a draw the pool cannot satisfy (an error in every group), by ``slot``."""
+        """What draws ``slot`` for one group. The common slots (an expression, a fixed value,
+        a balanced or distinct draw from a pool) are done without looking the slot over again;
+        the rest, and a draw with too few items left (an error, worded by ``slot``), by
+        ``slot``."""
         if "expr" in slot:
             label, where = f"slot {name!r}", ("slots", name, "expr")
             evaluate = self.expression(slot["expr"], where, label)
@@ -157,17 +158,26 @@ class _Sampler:
         if "value" in slot:
             value = slot["value"]
             return lambda sampler: value
-        plain = not any(key in slot for key in ("of", "distinct_from", "balanced", "shared_by"))
-        if "from" in slot and plain and slot.get("distinct", True):
-            items, count, part = self.family.pools[name].items, slot.get("count"), \
-                stream_key((name,))
-            if count is None and items:
-                return lambda sampler: choice_at(sampler.group_key() + part, sampler.seed,
-                                                 items)
-            if count is not None and len(items) >= count:
-                return lambda sampler: sample_at(sampler.group_key() + part, sampler.seed,
-                                                 items, count)
-        return lambda sampler: sampler.slot(name, slot)
+        if "from" not in slot or "shared_by" in slot or not slot.get("distinct", True):
+            return lambda sampler: sampler.slot(name, slot)
+        items = self.family.pools[name].items
+        if slot.get("balanced") is True and "distinct_from" not in slot and items:
+            path = (self.family.family_id, "balanced", name)
+            return lambda sampler: balanced_at(items, sampler.seed, path, sampler.group)
+        if "balanced" in slot:
+            return lambda sampler: sampler.slot(name, slot)
+        count, part, where = slot.get("count"), stream_key((name,)), ("slots", name)
+        excluding = "distinct_from" in slot
+
+        def draw(sampler: _Sampler) -> Any:
+            usable = sampler.candidates(name, slot, where) if excluding else items
+            if len(usable) < (count or 1):
+                return sampler.slot(name, slot)
+            key = sampler.group_key() + part
+            return choice_at(key, sampler.seed, usable) if count is None else \
+                sample_at(key, sampler.seed, usable, count)
+
+        return draw
 
     def candidates(self, pool_key: str, spec: Mapping[str, Any], where: tuple) -> list[Any]:
         """What a ``from`` or ``of`` draw picks among, less anything ``distinct_from`` excludes.
