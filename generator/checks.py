@@ -53,9 +53,13 @@ _TOKEN_COUNT_ENTRIES = 1 << 14
 
 def messages_tokens(messages: Iterable[Mapping[str, str]]) -> int:
     """``approx_tokens`` of the messages' contents joined by newlines, counted message by
-    message: a token never spans the newline between two, and each content's count is
+    message: a token never spans the newline between two."""
+    return contents_tokens(list(map(_CONTENT, messages)))
+
+
+def contents_tokens(contents: list[str]) -> int:
+    """``messages_tokens`` of messages with these contents; each content's count is
     remembered (a bounded dict, looked up in C)."""
-    contents = list(map(_CONTENT, messages))
     counts = list(map(_TOKEN_COUNTS.get, contents))
     try:
         return sum(counts)
@@ -81,6 +85,26 @@ def first_mentioned(text: str, words: Iterable[str]) -> str | None:
     return None
 
 
+class _Words:
+    """Words a text must not mention, ready for the test: folded once, where a text is."""
+
+    __slots__ = ("given", "words", "folded", "ascii")
+
+    def __init__(self, given: Any, words: list[str]) -> None:
+        self.given = given  # what the check's expression gave (held: its id stays its own)
+        self.words = words
+        self.folded = [word.lower() for word in words]
+        self.ascii = all(word.isascii() for word in words)
+
+    def first_in(self, text: str) -> str | None:
+        """``first_mentioned(text, words)``; where text and words are ASCII and no folded
+        word occurs in the folded text at all, told in C."""
+        if self.ascii and text.isascii() and \
+                not any(map(text.lower().__contains__, self.folded)):
+            return None
+        return first_mentioned(text, self.words)
+
+
 #: What runs one check on one instance: what is wrong with it, or None.
 InstanceCheck = Callable[["RenderedVariant"], str | None]
 #: Checks over the instances of a group together, not one by one.
@@ -100,6 +124,8 @@ class RenderedVariant:
     _phases: dict[str, list[dict[str, str]]] | None = field(default=None, repr=False,
                                                             compare=False)
 
+    _contents: dict[str, list[str]] | None = field(default=None, repr=False, compare=False)
+
     def messages(self, phase: str) -> list[dict[str, str]]:
         """The messages of ``phase`` (none if it rendered none), as ``phase_messages``."""
         if self._phases is None:
@@ -107,6 +133,15 @@ class RenderedVariant:
             for entry in self.instance["phases"]:
                 self._phases.setdefault(entry["phase"], entry["messages"])
         return self._phases.get(phase, [])
+
+    def contents(self, phase: str) -> list[str]:
+        """The contents of ``phase``'s messages, read once for every check that reads them."""
+        if self._contents is None:
+            self._contents = {}
+        found = self._contents.get(phase)
+        if found is None:
+            found = self._contents[phase] = list(map(_CONTENT, self.messages(phase)))
+        return found
 
     def scope(self) -> dict[str, Any]:
         """What a check's expression sees: the slot values and ``instance`` (made once, for
@@ -210,7 +245,7 @@ class CheckRunner:
         shown = "+".join(phases)
 
         def count(rendered: RenderedVariant) -> str | None:
-            n = sum(messages_tokens(rendered.messages(phase)) for phase in phases)
+            n = sum(contents_tokens(rendered.contents(phase)) for phase in phases)
             if low is not None and n < low:
                 return f"{shown} has {n} tokens, fewer than {low}"
             if high is not None and n > high:
@@ -223,7 +258,7 @@ class CheckRunner:
         phase = check["phase"]
 
         def distinct(rendered: RenderedVariant) -> str | None:
-            contents = list(map(_CONTENT, rendered.messages(phase)))
+            contents = rendered.contents(phase)
             if len(set(contents)) == len(contents):
                 return None
             repeated = next(c for c, k in Counter(contents).items() if k > 1)
@@ -233,24 +268,29 @@ class CheckRunner:
 
     def _check_forbidden_words(self, index: int, check: Mapping[str, Any]) -> InstanceCheck:
         words_of, phases = self._expr(index, "words"), check["phases"]
+        known: list[_Words] = []  # the words met last (most families give one list always)
 
         def forbidden(rendered: RenderedVariant) -> str | None:
-            words = words_of(rendered.scope())
-            if isinstance(words, str):
-                words = [words]
-            elif not isinstance(words, (list, tuple)) or \
-                    not all(isinstance(w, str) for w in words):
-                _, located, where = self.checks[index]
-                raise located.error("words must give a string or a list of strings, not "
-                                    f"{words!r}", (*where, "words"))
+            given = words_of(rendered.scope())
+            if not known or known[0].given is not given:
+                known[:] = [self._words(index, given)]
             text = "\n".join([content for phase in phases
-                              for content in map(_CONTENT, rendered.messages(phase))])
-            word = first_mentioned(text, map(str, words))
+                              for content in rendered.contents(phase)])
+            word = known[0].first_in(text)
             if word is not None:
                 return f"forbidden word {word!r} appears in {', '.join(phases)}"
             return None
 
         return forbidden
+
+    def _words(self, index: int, given: Any) -> _Words:
+        """The words a forbidden_words check's expression gave, checked."""
+        words = [given] if isinstance(given, str) else given
+        if not isinstance(words, (list, tuple)) or not all(isinstance(w, str) for w in words):
+            _, located, where = self.checks[index]
+            raise located.error("words must give a string or a list of strings, not "
+                                f"{given!r}", (*where, "words"))
+        return _Words(given, [str(word) for word in words])
 
     def _check_expr(self, index: int, check: Mapping[str, Any]) -> InstanceCheck:
         test, message = self._expr(index, "test"), check["message"]

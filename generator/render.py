@@ -140,6 +140,23 @@ class _Context(jinja2.runtime.Context):
         self.blocks = {}
 
 
+def _expression_context(template: jinja2.Template, context: Mapping[str, Any],
+                        eval_ctx: Any) -> _Context:
+    """``jinja_context`` for a compiled expression, made without a call to ``__init__``, with
+    the evaluation context its evaluations share: an expression holds no statement that could
+    change it (an ``{% autoescape %}`` block), and it is made for every one of them."""
+    local = _Context.__new__(_Context)
+    local.parent = context if type(context) is RenderScope else {**template.globals, **context}
+    local.vars = {}
+    local.environment = template.environment
+    local.eval_ctx = eval_ctx
+    local.exported_vars = set()
+    local.name = template.name
+    local.globals_keys = set()
+    local.blocks = {}
+    return local
+
+
 @jinja2.pass_context
 def _message_block(context: _Context, body: str, role: Any, name: Any, lineno: int) -> str:
     """One message's rendered body after the markers that carry its role, name and line."""
@@ -1007,7 +1024,9 @@ class Renderer:
             def evaluate(context: Mapping[str, Any]) -> Any:
                 # Plain results are kept by the values the expression reads (InputMemo), and
                 # handed out as copies: whoever is given one may change it.
-                return memo.result(context, run, _plain_copy)
+                if memo.active:
+                    return memo.result(context, run, _plain_copy)
+                return run(context)
 
             def read(context: Mapping[str, Any]) -> Any:
                 # An expression that is a name and the attributes and items read off it
@@ -1029,12 +1048,14 @@ class Renderer:
                     pass
                 return run(context)
 
+            eval_ctx = jinja2.runtime.EvalContext(self.env, template.name)
+
             def run(context: Mapping[str, Any], _t: jinja2.Template = template) -> Any:
                 # What calling Jinja's compiled expression does, less its copies of the context
                 # (its keyword arguments, a dict of them, then merged with the globals): checks
                 # and slots run it for every instance, over a RenderScope they share.
                 try:
-                    local = jinja_context(_t, context)
+                    local = _expression_context(_t, context, eval_ctx)
                     for _ in _t.root_render_func(local):  # type: ignore[attr-defined]
                         pass
                     value = local.vars["result"]

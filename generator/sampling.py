@@ -42,11 +42,16 @@ def _is_json(value: Any) -> bool:
     strings without a memory address, numbers, booleans and None."""
     kind = type(value)
     if kind is str:
-        return object_address(value) is None
+        return "<" not in value or object_address(value) is None
     if kind is dict:
-        return all(type(k) is str and _is_json(v) for k, v in value.items())
+        for key, item in value.items():
+            # Text without a "<" (most of it) holds no address: told without a call.
+            if type(key) is not str or not ((type(item) is str and "<" not in item)
+                                            or _is_json(item)):
+                return False
+        return True
     if kind is list:
-        return all(_is_json(v) for v in value)
+        return all((type(item) is str and "<" not in item) or _is_json(item) for item in value)
     return kind in _SCALARS
 
 

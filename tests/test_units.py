@@ -357,15 +357,19 @@ def test_the_context_of_a_render_is_what_jinja_makes() -> None:
     import jinja2
 
     from generator.project import Project
-    from generator.render import Renderer
+    from generator.render import Renderer, RenderScope, _expression_context
 
-    env = Renderer(Project(REPO)).env
-    ours = env.context_class(env, {"a": 1}, "t", {})
-    jinjas = jinja2.runtime.Context(env, {"a": 1}, "t", {})
-    assert type(ours) is not jinja2.runtime.Context
-    assert {k: v for k, v in vars(ours).items() if k != "eval_ctx"} == \
-        {k: v for k, v in vars(jinjas).items() if k != "eval_ctx"}
-    assert vars(ours.eval_ctx) == vars(jinjas.eval_ctx)
+    renderer = Renderer(Project(REPO))
+    env, scope = renderer.env, RenderScope({"a": 1})
+    template = renderer._compiled_expression("a", None)  # type: ignore[arg-type]
+    jinjas = jinja2.runtime.Context(env, scope, template.name, {})
+    for ours in (env.context_class(env, scope, template.name, {}),
+                 _expression_context(template, scope, jinja2.runtime.EvalContext(
+                     env, template.name))):
+        assert type(ours) is not jinja2.runtime.Context
+        assert {k: v for k, v in vars(ours).items() if k != "eval_ctx"} == \
+            {k: v for k, v in vars(jinjas).items() if k != "eval_ctx"}
+        assert vars(ours.eval_ctx) == vars(jinjas.eval_ctx)
 
 
 def test_the_same_text_written_twice_on_a_line_fails_at_each_place_and_label() -> None:
