@@ -29,6 +29,7 @@ from jinja2.exceptions import SecurityError, TemplateSyntaxError, UndefinedError
 from jinja2.ext import Extension
 from jinja2.parser import Parser
 from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.visitor import NodeTransformer
 
 from .canonical import copy_data, has_lone_surrogate
 from .code_cache import cached_code, cached_data, fingerprint, module_sources
@@ -269,6 +270,13 @@ class _StrictSandbox(ImmutableSandboxedEnvironment):
                 return self.undefined(obj=obj, name=attribute)
         return super().getattr(obj, attribute)
 
+    def _generate(self, source: nodes.Template, name: str | None, filename: str | None,
+                  defer_init: bool = False) -> str:
+        # Jinja folds constant arithmetic while compiling, but not an operation the sandbox
+        # intercepts: ``['user', 'assistant'] * 15`` would be built anew at every render.
+        return super()._generate(_FoldCheckedArithmetic(self).visit(source), name, filename,
+                                 defer_init)
+
     def compile(self, source: Any, name: str | None = None, filename: str | None = None,
                 raw: bool = False, defer_init: bool = False) -> Any:
         # Every template and include passes here (expressions through cached_compile); its
@@ -331,6 +339,40 @@ class _StrictSandbox(ImmutableSandboxedEnvironment):
 def _plain_copy(value: Any) -> Any:
     """A copy of plain data, or None for anything else (which a memo does not keep)."""
     return copy_data(value) if is_plain(value) else None
+
+
+#: The longest text, list or tuple (or widest integer, in bits) written into compiled code.
+_FOLDED_MOST = 1024
+
+
+class _FoldCheckedArithmetic(NodeTransformer):
+    """Folds the arithmetic the sandbox intercepts (``*``, ``%``, ``**``) where both operands
+    are constants and the sandbox's own check of the operation passes, as Jinja folds the
+    rest; an operation it refuses is left to fail where the template runs, as before."""
+
+    def __init__(self, env: _StrictSandbox) -> None:
+        self.env = env
+
+    def visit_BinExpr(self, node: nodes.BinExpr) -> nodes.Node:
+        node = self.generic_visit(node)
+        if node.operator not in self.env.intercepted_binops:
+            return node
+        try:
+            eval_ctx = jinja2.nodes.EvalContext(self.env)
+            value = self.env.call_binop(None, node.operator, node.left.as_const(eval_ctx),
+                                        node.right.as_const(eval_ctx))
+        except Exception:  # noqa: S110 (not foldable: it runs as written)
+            return node
+        size = len(value) if isinstance(value, (str, list, tuple)) else \
+            value.bit_length() if isinstance(value, int) else 0
+        if size > _FOLDED_MOST:
+            return node  # a large value is built where it runs, not written into the code
+        try:
+            return nodes.Const.from_untrusted(value, lineno=node.lineno, environment=self.env)
+        except nodes.Impossible:
+            return node
+
+    visit_Mul = visit_Mod = visit_Pow = visit_BinExpr
 
 
 class _NameTracker(meta.TrackingCodeGenerator):

@@ -351,6 +351,32 @@ def test_path_expressions_read_what_jinja_reads(source: str) -> None:
     assert outcomes[0] == outcomes[1]
 
 
+@pytest.mark.parametrize("source", [
+    "['user', 'assistant'] * 15", "'ab' * 3", "2 ** 10", "'%05d' % 42", "'x' * 10**7",
+    "2 ** 1000", "'%999999999d' % 1", "x * 2", "[1] * 3 == [1, 1, 1]", "'a' * 5000",
+    "(2 ** 64) ** 20", "1 % 0", "'%s and %s' % ('a', 'b')", "-(3 * 4)",
+])
+def test_arithmetic_folded_while_compiling_gives_what_it_gives_when_run(source: str) -> None:
+    # The sandbox's checked arithmetic (*, %, **) on constants is worked out while compiling;
+    # the same expression run as Jinja compiles it must give the same value or error.
+    import jinja2
+
+    from generator.errors import SpecError
+    from generator.project import Project
+    from generator.render import Renderer, TemplateOrigin
+
+    ours, unfolded = Renderer(Project(REPO)), Renderer(Project(REPO))
+    unfolded.env._generate = (  # type: ignore[method-assign]
+        lambda *args, **kwargs: jinja2.Environment._generate(unfolded.env, *args, **kwargs))
+    outcomes = []
+    for renderer in (ours, unfolded):
+        try:
+            outcomes.append(renderer.expression(source, TemplateOrigin("x.yaml"))({"x": 2}))
+        except SpecError as error:
+            outcomes.append(error.problems[0].message)
+    assert outcomes[0] == outcomes[1]
+
+
 def test_the_context_of_a_render_is_what_jinja_makes() -> None:
     # memspec makes the context of a template without blocks itself, more quickly: it must
     # hold what Jinja's own holds, for whichever Jinja is installed.
