@@ -181,18 +181,20 @@ def _encode(value: Any) -> str:
     return _encode_line(value, _ORJSON_OPTIONS, _orjson_writes).decode("utf-8")
 
 
-def _encode_line(value: Any, options: int, orjson_writes: Callable[[Any], bool]) -> bytes:
+def _encode_line(value: Any, options: int,
+                 orjson_writes: Callable[[Any], bool] | None) -> bytes:
     """Canonical JSON bytes of a normalised ``value``: by orjson where ``orjson_writes``
-    says it wrote the canonical bytes, else by the standard library. orjson goes first: it
-    refuses most of what it cannot write, and the check afterwards finds the strings it
-    walked already in the processor's cache."""
+    says it wrote the canonical bytes (None: the caller vouches for it), else by the standard
+    library. orjson goes first: it refuses most of what it cannot write (an integer beyond 64
+    bits, a key that is not a string, a type it does not know), and the check afterwards
+    finds the strings it walked already in the processor's cache."""
     if _USE_ORJSON:
         try:
             line = orjson.dumps(value, option=options)
-        except TypeError:  # an integer beyond 64 bits, a key that is not a string, …
+        except TypeError:
             pass
         else:
-            if orjson_writes(value):
+            if orjson_writes is None or orjson_writes(value):
                 return line
     text = _ENCODER.encode(value)
     return (text + "\n" if options & orjson.OPT_APPEND_NEWLINE else text).encode("utf-8")
@@ -247,19 +249,18 @@ def _instance_writes(instance: Any) -> bool:
         for key, item in instance.items())
 
 
-def _rendered_instance_writes(instance: Any) -> bool:
-    """``_instance_writes`` of an instance as rendering made it, whose messages are dicts of
-    strings by construction (``render.make_message``): only the rest is checked."""
-    return type(instance) is dict and all(
-        type(key) is str and (key == "phases" or _orjson_writes(item))
-        for key, item in instance.items())
+def writes_canonically(value: Any) -> bool:
+    """Whether orjson's bytes of ``value`` are its canonical bytes: where it holds no float
+    (orjson writes those its own way) and nothing orjson refuses, which it says itself."""
+    return _orjson_writes(value)
 
 
-def dump_instance_bytes(instance: Any, rendered: bool = False) -> bytes:
+def dump_instance_bytes(instance: Any, checked: bool = False) -> bytes:
     """``dump_normalized_bytes`` of an instance, its messages (most of its bytes) checked in
-    C; with ``rendered``, one as the generator rendered it, whose messages need no check."""
-    return _encode_line(instance, _ORJSON_LINE,
-                        _rendered_instance_writes if rendered else _instance_writes)
+    C; ``checked``: the caller checked with ``writes_canonically`` every part of it that
+    could hold a float (a generator, of the parts it did not make of text), and nothing is
+    checked here."""
+    return _encode_line(instance, _ORJSON_LINE, None if checked else _instance_writes)
 
 
 def dump_pretty_bytes(value: Any) -> bytes:

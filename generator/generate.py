@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
-from .canonical import CanonicalJSONError, copy_data, dumps, normalize
+from .canonical import CanonicalJSONError, copy_data, dumps, normalize, writes_canonically
 from .checks import CheckRunner, RenderedVariant
 from .errors import SpecError
 from .limits import Budget, BudgetExceeded, group_megabytes, group_seconds
@@ -49,6 +49,10 @@ class FamilyGenerator:
         self._field_names: list[tuple[str, str, str]] | None = None
         #: The variants whose first instance the schema checked (``_check_schema``).
         self._schema_checked: set[str] = set()
+        #: Whether every part of the instances made so far that is not rendered text (what a
+        #: variant says of itself, answers, feedback) was checked to hold nothing orjson
+        #: writes otherwise than canonically (a float): then their lines need no check.
+        self.json_checked = True
 
     # ----------------------------------------------------------- templates of the spec
 
@@ -224,9 +228,11 @@ class FamilyGenerator:
                 f"{context['design']}/{'.'.join(context['variant'].values()) or 'base'}: "
                 + "; ".join(problems), ("answer",))
         try:
-            return normalize(answer)
+            answer = normalize(answer)
         except CanonicalJSONError as exc:
             raise self.family.located.error(f"instance has no canonical form: {exc}") from None
+        self._check_json(answer)
+        return answer
 
     def _feedback(self, context: dict[str, Any]) -> list[dict[str, Any]]:
         """The simulated user's implicit feedback: the records the family's expression gives,
@@ -258,7 +264,13 @@ class FamilyGenerator:
             except CanonicalJSONError as exc:
                 raise self.family.located.error(
                     f"instance has no canonical form: {exc}") from None
+            self._check_json(described)
         return described
+
+    def _check_json(self, part: Any) -> None:
+        """Note whether ``part`` of an instance holds what orjson writes canonically."""
+        if self.json_checked and not writes_canonically(part):
+            self.json_checked = False
 
     def _fields(self) -> list[tuple[str, str, str]]:
         """The family's fields: each key as written, normalised, and its template text."""
@@ -307,6 +319,7 @@ class FamilyGenerator:
         try:
             if self.family.feedback is not None:
                 instance["feedback"] = normalize(self._feedback(context))
+                self._check_json(instance["feedback"])
             if "analysis" in described:
                 instance["analysis"] = copy_data(described["analysis"])
         except CanonicalJSONError as exc:

@@ -185,8 +185,9 @@ def render_chunk(job: ChunkJob, generator: Any = None, keep: bool = False) -> Ch
                     instance["fields"] = normalize(dict(sorted(
                         {**instance["fields"], **job.entry.release_fields(group_index)}
                         .items())))
-                # Generated instances are normal, and their messages are rendered text.
-                lines.append(dump_instance_bytes(instance, rendered=True))
+                # Generated instances are normal, and what is not rendered text in them the
+                # generator checked as it made it.
+                lines.append(dump_instance_bytes(instance, checked=generator.json_checked))
                 if keep:
                     instances.append(instance)
     return ChunkResult(lines, generator.checks.take_tallies(), instances if keep else None,
