@@ -66,9 +66,18 @@ def _alarm(signum: int, frame: object) -> None:
     raise BudgetExceeded
 
 
-#: /proc/self/statm of this process, opened once: (pid, descriptor). A forked child inherits
-#: its parent's, which names the parent, so the pid says whose it is.
-_statm: tuple[int, int] | None = None
+#: /proc/self/statm of this process, opened once (a descriptor). A forked child inherits its
+#: parent's, which names the parent: the child forgets it (``os.register_at_fork``).
+_statm: int | None = None
+
+
+def _forget_statm() -> None:
+    global _statm
+    _statm = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_statm)
 
 
 def _address_space() -> int | None:
@@ -78,10 +87,9 @@ def _address_space() -> int | None:
     kernel writes it afresh on every read)."""
     global _statm
     try:
-        pid = os.getpid()
-        if _statm is None or _statm[0] != pid:
-            _statm = (pid, os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC))
-        return int(os.pread(_statm[1], 128, 0).split()[0]) * _PAGE_SIZE
+        if _statm is None:
+            _statm = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
+        return int(os.pread(_statm, 128, 0).split()[0]) * _PAGE_SIZE
     except (OSError, ValueError, IndexError):
         return None
 

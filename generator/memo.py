@@ -96,13 +96,25 @@ class InputMemo:
         ``copy`` gives what is kept of a result and what is handed out of a kept one (None: a
         result not to keep); results that callers may change are kept and handed out as
         copies."""
-        values = self._values(context)
-        if values is None:
+        if not self.active:
             return compute(context)
+        if self.names is None:  # warming up
+            values = self._values(context)
+            if values is None:
+                return compute(context)
+        else:
+            try:
+                values = list(map(context.__getitem__, self.names))
+            except KeyError:  # a name the context lacks: the render fails with its own error
+                return compute(context)
         key = _key_of(values)
-        kept = self.get(key)
-        if kept is not None:
-            return copy(kept)  # type: ignore[return-value]  # a kept result copies
+        # get() written out for a hit: every group of a family asks its memos a few times.
+        entry = self._results.get(key)
+        if entry is not None:
+            self._lookups += 1
+            self._hits += 1
+            return copy(entry[0])  # type: ignore[no-any-return]  # a kept result copies
+        self.get(key)  # the miss counted, and the trial judged
         result = compute(context)
         keep = None if result is None else copy(result)
         if keep is not None:
@@ -136,10 +148,12 @@ def _key_of(values: list[Any]) -> tuple:
     """A key that two lists of values share only if they are the same: equal scalars of the
     same type (floats by their text: ``0.0`` and ``-0.0`` are equal and print differently),
     and the very same lists and dicts."""
-    return tuple(value if type(value) is str else
-                 (float, repr(value)) if type(value) is float else
-                 (type(value), value) if type(value) in _SCALARS else id(value)
-                 for value in values)
+    key = []
+    for value in values:  # a loop, not a generator: a key is made for every lookup
+        kind = type(value)
+        key.append(value if kind is str else (float, repr(value)) if kind is float else
+                   (kind, value) if kind in _SCALARS else id(value))
+    return tuple(key)
 
 
 def is_plain(value: Any) -> bool:
