@@ -15,7 +15,6 @@ import re
 import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from itertools import repeat
 from operator import itemgetter
 from pathlib import Path
 from types import CodeType, TracebackType
@@ -500,13 +499,13 @@ def _map(context: Any, value: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def _map_attribute(getitem: Callable[[Any, str], Any], value: Any, attribute: str) -> Any:
-    """The values of ``attribute`` of the items, lazily: for a list of dicts that all hold the
-    key, a map over them in C (``dict.__contains__`` refuses an item that is not a dict)."""
+    """An iterator over the values of ``attribute`` of the items, as Jinja's: for a list of
+    dicts that all hold the key, read at once (reading a dict's key has no effect a later
+    read could notice), else item by item as they are asked for."""
     if type(value) is list:
         try:
-            if all(map(dict.__contains__, value, repeat(attribute))):
-                return map(itemgetter(attribute), value)
-        except TypeError:
+            return iter([item[attribute] for item in value])
+        except (LookupError, TypeError, UndefinedError):  # an item without it: one by one
             pass
     return _each_attribute(getitem, value, attribute)
 

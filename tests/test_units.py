@@ -300,6 +300,8 @@ LIST_FILTER_CASES = [
     ("ds | map(attribute='a') | first", {"ds": [{"a": 1}, "text"]}),
     ("ds | map(attribute='a') | join(',')", {"ds": []}),
     ("ds | map(attribute='a.b') | list", {"ds": [{"a": {"b": 3}}]}),
+    ("(ds | map(attribute='a') | list)[0]", {"ds": [{"a": 1}, [2]]}),
+    ("ds | map(attribute='a') is sequence", {"ds": [{"a": 1}]}),
 ]
 
 
