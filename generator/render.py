@@ -208,6 +208,10 @@ class _StrictSandbox(ImmutableSandboxedEnvironment):
         #: extends), until ``Renderer.take_fetched`` hands them out. Jinja reads a file once
         #: and then serves it from its cache, so its loader cannot say which renders used it.
         self.fetched: set[str] = set()
+        # Compiled templates call environment.getattr and .getitem for every ``a.b`` and
+        # ``a[b]``: bound once here, each call finds the method without binding it anew.
+        self.getattr = self.getattr  # type: ignore[method-assign]
+        self.getitem = self.getitem  # type: ignore[method-assign]
 
     def get_template(self, name: Any, parent: str | None = None,
                      globals: Any = None) -> jinja2.Template:
