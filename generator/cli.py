@@ -247,7 +247,7 @@ def generate(
         try:
             with _output(out_file) as sink, _progress(count, "generating") as advance:
                 for job, chunk in zip(jobs, executor.map(jobs, local), strict=True):
-                    sink.write(b"".join(chunk.lines))
+                    sink.write(chunk.data)
                     checks.add_tallies(chunk.tallies)
                     advance(spec.family_id, job.count)
                 if shard is None:

@@ -9,12 +9,14 @@ their tallies are counts, and counts add up.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import mmap
 import multiprocessing
 import os
 import sys
 import threading
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
@@ -53,10 +55,11 @@ class ChunkJob:
 
 @dataclass
 class ChunkResult:
-    """One chunk rendered: its instances as canonical JSON lines, and the family-scope check
-    tallies of its groups; rendered in this process, the instances themselves too."""
+    """One chunk rendered: its instances as canonical JSON lines, joined, and the family-scope
+    check tallies of its groups; rendered in this process, the instances themselves too."""
 
-    lines: list[bytes]
+    data: bytes  # the chunk's lines, in order, each ending in a newline
+    count: int  # how many lines
     tallies: dict[int, Counter]
     instances: list[dict[str, Any]] | None = None
     #: The templates the chunk's groups fetched through include, import or extends (display
@@ -64,11 +67,23 @@ class ChunkResult:
     #: whichever process rendered the group.
     templates: tuple[str, ...] = ()
 
+    @classmethod
+    def of_lines(cls, lines: list[bytes], tallies: dict[int, Counter],
+                 instances: list[dict[str, Any]] | None = None,
+                 templates: tuple[str, ...] = ()) -> ChunkResult:
+        """A chunk made of ``lines`` (each ending in a newline)."""
+        return cls(b"".join(lines), len(lines), tallies, instances, templates)
+
+    def lines(self) -> list[bytes]:
+        """Each instance's line, newline included. A canonical line holds no other newline
+        (JSON escapes one in a string), so splitting at newlines gives the lines back."""
+        return list(io.BytesIO(self.data))
+
     def records(self) -> Iterator[tuple[bytes, dict[str, Any]]]:
         """Each instance's line with the instance (parsed back if it came from elsewhere)."""
         if self.instances is not None:
-            return zip(self.lines, self.instances, strict=True)
-        return ((line, json.loads(line)) for line in self.lines)
+            return zip(self.lines(), self.instances, strict=True)
+        return ((line, json.loads(line)) for line in self.lines())
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -190,8 +205,9 @@ def render_chunk(job: ChunkJob, generator: Any = None, keep: bool = False) -> Ch
                 lines.append(dump_instance_bytes(instance, checked=generator.json_checked))
                 if keep:
                     instances.append(instance)
-    return ChunkResult(lines, generator.checks.take_tallies(), instances if keep else None,
-                       tuple(generator.renderer.take_fetched()))
+    return ChunkResult.of_lines(lines, generator.checks.take_tallies(),
+                                instances if keep else None,
+                                tuple(generator.renderer.take_fetched()))
 
 
 class Executor:
@@ -221,18 +237,72 @@ class InProcess(Executor):
             yield render_chunk(job, local, keep)
 
 
+#: Bytes of shared memory a forked worker writes one chunk's lines into: a slot for each
+#: chunk in flight. The lines then reach the writer in one copy, where pickled through a pipe
+#: they would take four, and wake this process once, not once for every 64 KiB. A chunk larger
+#: than its slot goes the pickled way.
+SLOT_BYTES = 4 << 20
+
+
+class SharedSlots:
+    """Memory shared with the workers forked after it is made, in ``count`` slots of ``size``
+    bytes. It is reserved, not taken: a page is backed only once something is written to it."""
+
+    def __init__(self, count: int, size: int) -> None:
+        self.size = size
+        self.area = mmap.mmap(-1, count * size)  # anonymous and shared: forked workers see it
+
+    def put(self, slot: int, data: bytes) -> bool:
+        """Write ``data`` into ``slot``; False, and nothing written, if it does not fit."""
+        if len(data) > self.size:
+            return False
+        start = slot * self.size
+        self.area[start:start + len(data)] = data
+        return True
+
+    def take(self, slot: int, length: int) -> bytes:
+        """The first ``length`` bytes of ``slot``, copied out."""
+        start = slot * self.size
+        return self.area[start:start + length]
+
+    def close(self) -> None:
+        """Unmap the memory (in this process)."""
+        self.area.close()
+
+
+#: In a forked worker: the slots of the executor that forked it.
+_SLOTS: SharedSlots | None = None
+
+
+def _render_into_slot(job: ChunkJob, slot: int) -> tuple[ChunkResult, int]:
+    """``render_chunk`` in a forked worker, with the chunk's lines written into ``slot`` of
+    the shared memory where they fit: the result, emptied of them, and their length (-1: the
+    lines did not fit and travel in the result)."""
+    result = render_chunk(job)
+    if _SLOTS is None or not _SLOTS.put(slot, result.data):
+        return result, -1
+    length = len(result.data)
+    result.data = b""
+    return result, length
+
+
 class Processes(Executor):
     """Chunks on a pool of worker processes. At most a few chunks per worker are in flight,
     so memory stays flat however many groups there are.
 
     On Linux, when this process runs a single thread, the workers are forked at once, with
     ``catalog`` and ``renderer`` (the project as this process loaded it) handed down: they
-    start rendering without reading a spec or compiling a template again. Otherwise they come
+    start rendering without reading a spec or compiling a template again, and write each
+    chunk's lines into memory shared with this process (``SharedSlots``). Otherwise they come
     from a fork server, which a lock held by another thread of this process cannot reach, and
     load the project themselves."""
 
-    def __init__(self, workers: int, catalog: Any = None, renderer: Any = None) -> None:
+    def __init__(self, workers: int, catalog: Any = None, renderer: Any = None,
+                 slot_bytes: int = SLOT_BYTES) -> None:
+        global _SLOTS
         self.workers = workers
+        self.in_flight = 3 * workers
+        self.slots: SharedSlots | None = None
         fork = sys.platform == "linux" and threading.active_count() == 1 and catalog is not None
         context = multiprocessing.get_context("fork" if fork else "forkserver")
         self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
@@ -241,34 +311,60 @@ class Processes(Executor):
 
             root = str(catalog.project.root)
             self.fingerprint = tree_fingerprint(root)
+            self.slots = SharedSlots(self.in_flight, slot_bytes)
             _PROJECTS[(root, self.fingerprint)] = (catalog,
                                                     renderer or Renderer(catalog.project))
+            _SLOTS = self.slots
             try:
                 self.pool.submit(int).result()  # fork every worker now, while one thread runs
             finally:
                 del _PROJECTS[(root, self.fingerprint)]  # this process renders nothing of it
+                _SLOTS = None
 
     def map(self, jobs: Iterable[ChunkJob], local: Any = None, keep: bool = False
             ) -> Iterator[ChunkResult]:
-        return _ordered(self.pool.submit, render_chunk, jobs, 3 * self.workers)
+        slots = self.slots
+        if slots is None:
+            return _ordered(lambda job, _: self.pool.submit(render_chunk, job), jobs,
+                            self.in_flight)
+
+        def submit(job: ChunkJob, position: int) -> Future:
+            return self.pool.submit(_render_into_slot, job, position % self.in_flight)
+
+        def receive(sent: tuple[ChunkResult, int], position: int) -> ChunkResult:
+            result, length = sent
+            if length >= 0:
+                result.data = slots.take(position % self.in_flight, length)
+            return result
+
+        return _ordered(submit, jobs, self.in_flight, receive)
 
     def close(self) -> None:
         self.pool.shutdown(cancel_futures=True)
+        if self.slots is not None:
+            self.slots.close()
 
 
-def _ordered(submit: Callable[..., Future], function: Callable[[ChunkJob], ChunkResult],
-             jobs: Iterable[ChunkJob], in_flight: int) -> Iterator[ChunkResult]:
-    """Submit jobs keeping ``in_flight`` of them running; yield results in job order."""
-    pending: list[Future] = []
-    iterator = iter(jobs)
-    for job in iterator:
-        pending.append(submit(function, job))
+def _ordered(submit: Callable[[ChunkJob, int], Any], jobs: Iterable[ChunkJob], in_flight: int,
+             receive: Callable[[Any, int], ChunkResult] | None = None
+             ) -> Iterator[ChunkResult]:
+    """Submit jobs (``submit(job, position)``, a future back) keeping ``in_flight`` of them
+    running; yield their results in job order, each passed through ``receive(result,
+    position)`` before another job goes out, so that job ``n + in_flight`` may reuse what
+    job ``n`` used."""
+    pending: deque[tuple[int, Any]] = deque()
+    iterator = enumerate(jobs)
+    for position, job in iterator:
+        pending.append((position, submit(job, position)))
         if len(pending) >= in_flight:
             break
     while pending:
-        result = pending.pop(0).result()
-        for job in iterator:
-            pending.append(submit(function, job))
+        position, future = pending.popleft()
+        result = future.result()
+        if receive is not None:
+            result = receive(result, position)
+        for next_position, job in iterator:
+            pending.append((next_position, submit(job, next_position)))
             break
         yield result
 
@@ -297,10 +393,10 @@ class DaskCluster(Executor):
 
     def map(self, jobs: Iterable[ChunkJob], local: Any = None, keep: bool = False
             ) -> Iterator[ChunkResult]:
-        def submit(function: Callable, job: ChunkJob) -> Any:
-            return self.client.submit(function, job, pure=False)
+        def submit(job: ChunkJob, _position: int) -> Any:
+            return self.client.submit(render_chunk, job, pure=False)
 
-        return _ordered(submit, render_chunk, jobs, self.in_flight)
+        return _ordered(submit, jobs, self.in_flight)
 
     def close(self) -> None:
         self.client.close()

@@ -57,10 +57,9 @@ def write_shard(catalog: Catalog, release: ReleaseSpec, shard: tuple[int, int], 
         with (folder / "data" / f"{family.family_id}.jsonl").open("wb") as handle:
             for _, chunk in source(family, entry, generator):
                 templates.update(chunk.templates)
-                for line in chunk.lines:
-                    handle.write(line)
-                    digest.update(line)
-                instances += len(chunk.lines)
+                handle.write(chunk.data)
+                digest.update(chunk.data)
+                instances += chunk.count
                 for index, counts in chunk.tallies.items():
                     tallies.setdefault(index, Counter()).update(counts)
         recorded[family.family_id] = {
@@ -144,14 +143,14 @@ class ShardSource:
                         digest.update(line)
                         lines.append(line)
                         if len(lines) == _LINES_PER_CHUNK:
-                            yield 0, ChunkResult(lines, tallies)
+                            yield 0, ChunkResult.of_lines(lines, tallies)
                             lines, tallies = [], {}
             except OSError as exc:
                 raise SpecError.single(f"cannot read shard data: {exc}", str(path)) from None
             if digest.hexdigest() != info["sha256"]:
                 raise CheckFailed.single("shard data differs from its shard.json (changed "
                                          "after it was written?)", str(path))
-            yield info["groups"], ChunkResult(lines, tallies)
+            yield info["groups"], ChunkResult.of_lines(lines, tallies)
 
 
 def rendered_inputs(shards: Sequence[Shard]) -> dict[str, str]:

@@ -160,7 +160,7 @@ def test_generated_lines_are_the_standard_librarys_bytes_floats_included(
         family = Catalog.load(project).family("example.choice.meeting_room")
         generator = FamilyGenerator(family, Renderer(project), 5)
         lines = [line for job in chunk_jobs(project_copy, family, 5, 0, 12)
-                 for line in render_chunk(job, generator).lines]
+                 for line in render_chunk(job, generator).lines()]
         assert generator.json_checked is not floats
         for line in lines:
             expected = json.dumps(json.loads(line), ensure_ascii=False, sort_keys=True,

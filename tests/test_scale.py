@@ -40,7 +40,9 @@ from generator.project import Project
 catalog = Catalog.load(Project(Path(sys.argv[1])))
 if sys.argv[3] == "thread":  # another thread is running, as a progress bar's would
     threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
-executor = Processes(2, catalog) if sys.argv[3] != "one" else InProcess()
+executor = InProcess() if sys.argv[3] == "one" else \
+    Processes(2, catalog, slot_bytes=int(sys.argv[4])) if sys.argv[3] == "spill" else \
+    Processes(2, catalog)
 jobs = chunk_jobs(catalog.project.root, catalog.family(sys.argv[2]), 5, 0, 40,
                   fingerprint=fingerprint_for(executor, catalog.project.root))
 assert [job.count for job in jobs] == [32, 8]  # chunks of about 256 instances, 8 a group
@@ -49,23 +51,28 @@ if isinstance(executor, InProcess):
     from generator.generate import FamilyGenerator
     from generator.render import Renderer
     local = FamilyGenerator(catalog.family(sys.argv[2]), Renderer(catalog.project), 5)
-print(getattr(executor, "pool", None) and executor.pool._mp_context.get_start_method())
+pool = getattr(executor, "pool", None)
+print(pool and (pool._mp_context.get_start_method(), executor.slots is not None))
 for chunk in executor.map(jobs, local):
-    sys.stdout.buffer.write(b"".join(chunk.lines))
+    sys.stdout.buffer.write(chunk.data)
 executor.close()
 """
     import subprocess
     import sys
 
-    outputs = {}
-    for how in ("one", "fork", "thread"):
-        result = subprocess.run([sys.executable, "-c", code, str(REPO), FAMILY, how],
+    outputs: dict[str, bytes] = {}
+    # Forked workers write a chunk's lines into memory shared with the writer, or, a chunk
+    # larger than its slot of it (here the first, 32 groups of 40), send them pickled.
+    for how in ("one", "fork", "thread", "spill"):
+        slot = str(len(outputs.get("one", b"")) // 2)
+        result = subprocess.run([sys.executable, "-c", code, str(REPO), FAMILY, how, slot],
                                 capture_output=True, cwd=REPO, stdin=subprocess.DEVNULL)
         assert result.returncode == 0, result.stderr.decode()
         method, _, outputs[how] = result.stdout.partition(b"\n")
-        assert method == {"one": b"None", "fork": b"fork", "thread": b"forkserver"}[how]
+        assert method == {"one": b"None", "fork": b"('fork', True)", "spill": b"('fork', True)",
+                          "thread": b"('forkserver', False)"}[how]
     assert outputs["one"].count(b"\n") == 40 * 8
-    assert outputs["fork"] == outputs["one"] == outputs["thread"]
+    assert outputs["fork"] == outputs["one"] == outputs["thread"] == outputs["spill"]
 
 
 @pytest.mark.parametrize("shards", [2, 3, 7])
