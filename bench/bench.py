@@ -191,7 +191,9 @@ def _stage_turn(generator: Any, numbers: range, phases: dict[str, Any],
     rendered = timed("whole instance (the two above, schema)", lambda: [
         generator.render_variant(s, variant, g) for s, g in pairs])
     timed("paradigm's checks", lambda: [generator.checks.check_group([r]) for r in rendered])
-    timed("canonical JSON", lambda: [dump_instance_bytes(r.instance) for r in rendered])
+    timed("canonical JSON", lambda: [dump_instance_bytes(r.instance,
+                                                         checked=generator.json_checked)
+                                     for r in rendered])
     out = timed("floor: render", lambda: [_floor_render(c, phases, texts) for c in contexts])
     timed("floor: json.dumps", lambda: [json.dumps(r, sort_keys=True, ensure_ascii=False)
                                         for r in out])
