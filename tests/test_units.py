@@ -461,3 +461,21 @@ def test_a_faker_provider_that_fails_is_a_clear_error(monkeypatch: pytest.Monkey
     with pytest.raises(SpecError, match="provider 'picture' failed: ModuleNotFoundError: No "
                                         "module named 'PIL'"):
         faker_items("picture", 2, "en_US", 0)
+
+
+def test_a_shared_slot_holds_what_fits_and_refuses_what_does_not() -> None:
+    from generator.parallel import ChunkResult, SharedSlots
+
+    slots = SharedSlots(3, 8)
+    try:
+        assert slots.put(1, b"12345678")  # exactly its size
+        assert not slots.put(2, b"123456789")  # one byte over: nothing written
+        assert slots.put(0, b"abc")
+        assert slots.take(1, 8) == b"12345678"  # a neighbour's write left it whole
+        assert slots.take(0, 3) == b"abc"
+        assert slots.take(2, 8) == bytes(8)
+    finally:
+        slots.close()
+    # A chunk's lines travel joined and come back apart, newlines kept.
+    chunk = ChunkResult.of_lines([b'{"a":"x\\ny"}\n', b"{}\n"], {})
+    assert chunk.count == 2 and chunk.lines() == [b'{"a":"x\\ny"}\n', b"{}\n"]
