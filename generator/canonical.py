@@ -113,21 +113,23 @@ def copy_data(value: Any) -> Any:
         # A dict or list of scalars (most are: a pool item, a list of names) is copied in C;
         # of a dict holding others, only those are copied one by one.
         copied = value.copy()
-        if not _IMMUTABLE.issuperset(map(type, value.values())):
+        if not SCALARS.issuperset(map(type, value.values())):
             for key, item in value.items():
-                if type(item) not in _IMMUTABLE:
+                if type(item) not in SCALARS:
                     copied[key] = copy_data(item)
         return copied
     if kind is list:
-        if _IMMUTABLE.issuperset(map(type, value)):
+        if SCALARS.issuperset(map(type, value)):
             return value[:]
         return [copy_data(item) for item in value]
-    if kind in _IMMUTABLE:
+    if kind in SCALARS:
         return value
     return copy.deepcopy(value)
 
 
-_IMMUTABLE = frozenset({str, int, float, bool, type(None)})
+#: The types of plain scalars (immutable, so never copied), and of text.
+SCALARS = frozenset({str, int, float, bool, type(None)})
+TEXT = frozenset({str})
 
 
 #: The one encoder of canonical text, made once (``json.dumps`` with options makes one a call).
@@ -216,9 +218,6 @@ def dump_normalized_bytes(value: Any) -> bytes:
     return _encode_line(value, _ORJSON_LINE, _orjson_writes)
 
 
-_TEXT = frozenset({str})
-
-
 def _messages_are_text(phases: Any) -> bool:
     """Whether ``phases`` are a list of phases whose messages are dicts of strings, as
     rendering makes them. Messages are most of an instance, so their types are read in C:
@@ -232,9 +231,9 @@ def _messages_are_text(phases: Any) -> bool:
                     key == "messages" or (type(key) is str and _orjson_writes(item))
                     for key, item in phase.items()):
                 return False
-            if not (_TEXT.issuperset(map(type, chain.from_iterable(map(dict.values,
+            if not (TEXT.issuperset(map(type, chain.from_iterable(map(dict.values,
                                                                          messages))))
-                    and _TEXT.issuperset(map(type, chain.from_iterable(messages)))):
+                    and TEXT.issuperset(map(type, chain.from_iterable(messages)))):
                 return False
     except (TypeError, KeyError):
         return False

@@ -73,18 +73,6 @@ def contents_tokens(contents: list[str]) -> int:
 _CONTENT = itemgetter("content")
 
 
-def first_mentioned(text: str, words: Iterable[str]) -> str | None:
-    """The first of ``words`` that ``text`` ``mentions`` (ignoring case), or None. The text is
-    folded once for the quick test that rules most words out."""
-    folded = text.lower() if text.isascii() else None
-    for word in words:
-        if folded is not None and word.isascii() and word.lower() not in folded:
-            continue
-        if mentions(text, word):
-            return word
-    return None
-
-
 class _Words:
     """Words a text must not mention, ready for the test: folded once, where a text is."""
 
@@ -97,12 +85,19 @@ class _Words:
         self.ascii = all(word.isascii() for word in words)
 
     def first_in(self, text: str) -> str | None:
-        """``first_mentioned(text, words)``; where text and words are ASCII and no folded
-        word occurs in the folded text at all, told in C."""
-        if self.ascii and text.isascii() and \
-                not any(map(text.lower().__contains__, self.folded)):
+        """The first word that ``text`` ``mentions`` (ignoring case), or None. An ASCII word
+        absent from the folded ASCII text is ruled out by a substring test (all of them at
+        once, in C, where every word is ASCII)."""
+        folded = text.lower() if text.isascii() else None
+        if folded is not None and self.ascii and \
+                not any(map(folded.__contains__, self.folded)):
             return None
-        return first_mentioned(text, self.words)
+        for word, folded_word in zip(self.words, self.folded, strict=True):
+            if folded is not None and word.isascii() and folded_word not in folded:
+                continue
+            if mentions(text, word):
+                return word
+        return None
 
 
 #: What runs one check on one instance: what is wrong with it, or None.
@@ -121,18 +116,11 @@ class RenderedVariant:
     instance: dict[str, Any]
     context: dict[str, Any]
     _scope: dict[str, Any] | None = field(default=None, repr=False, compare=False)
-    _phases: dict[str, list[dict[str, str]]] | None = field(default=None, repr=False,
-                                                            compare=False)
-
     _contents: dict[str, list[str]] | None = field(default=None, repr=False, compare=False)
 
     def messages(self, phase: str) -> list[dict[str, str]]:
-        """The messages of ``phase`` (none if it rendered none), as ``phase_messages``."""
-        if self._phases is None:
-            self._phases = {}
-            for entry in self.instance["phases"]:
-                self._phases.setdefault(entry["phase"], entry["messages"])
-        return self._phases.get(phase, [])
+        """The messages of ``phase`` (none if it rendered none)."""
+        return phase_messages(self.instance, phase)
 
     def contents(self, phase: str) -> list[str]:
         """The contents of ``phase``'s messages, read once for every check that reads them."""

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from .canonical import SCALARS, TEXT
+
 T = TypeVar("T")
 
 
@@ -20,8 +22,6 @@ def _same(value: T) -> T:
     return value
 
 
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-_TEXT = frozenset({str})
 
 
 class InputMemo:
@@ -152,7 +152,7 @@ def _key_of(values: list[Any]) -> tuple:
     for value in values:  # a loop, not a generator: a key is made for every lookup
         kind = type(value)
         key.append(value if kind is str else (float, repr(value)) if kind is float else
-                   (kind, value) if kind in _SCALARS else id(value))
+                   (kind, value) if kind in SCALARS else id(value))
     return tuple(key)
 
 
@@ -160,12 +160,12 @@ def is_plain(value: Any) -> bool:
     """Whether ``value`` is plain data throughout (strings, numbers, booleans, None, and lists
     and dicts of them, keys strings): what a memo may keep and copy."""
     kind = type(value)
-    if kind in _SCALARS:
+    if kind in SCALARS:
         return True
     if kind is list:  # a list or dict of scalars (most are) is told in C
-        return _SCALARS.issuperset(map(type, value)) or all(is_plain(item) for item in value)
+        return SCALARS.issuperset(map(type, value)) or all(is_plain(item) for item in value)
     if kind is dict:
-        return _TEXT.issuperset(map(type, value)) and (
-            _SCALARS.issuperset(map(type, value.values()))
+        return TEXT.issuperset(map(type, value)) and (
+            SCALARS.issuperset(map(type, value.values()))
             or all(is_plain(item) for item in value.values()))
     return False

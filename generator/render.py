@@ -30,7 +30,7 @@ from jinja2.parser import Parser
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.visitor import NodeTransformer
 
-from .canonical import copy_data, has_lone_surrogate
+from .canonical import SCALARS, copy_data, has_lone_surrogate
 from .code_cache import cached_code, cached_data, fingerprint, module_sources
 from .errors import SpecError, lookalike_note
 from .limits import BudgetExceeded, group_megabytes
@@ -130,10 +130,14 @@ class _Context(jinja2.runtime.Context):
             return
         # What Jinja's __init__ does for a template without blocks, less its comprehension
         # over them (a frame of its own): every render and expression makes a context.
+        self._fill(environment, parent, name, jinja2.runtime.EvalContext(environment, name))
+
+    def _fill(self, environment: Any, parent: dict[str, Any], name: str | None,
+              eval_ctx: Any) -> None:
         self.parent = parent
         self.vars = {}
         self.environment = environment
-        self.eval_ctx = jinja2.runtime.EvalContext(environment, name)
+        self.eval_ctx = eval_ctx
         self.exported_vars = set()
         self.name = name
         self.globals_keys = set()
@@ -142,18 +146,13 @@ class _Context(jinja2.runtime.Context):
 
 def _expression_context(template: jinja2.Template, context: Mapping[str, Any],
                         eval_ctx: Any) -> _Context:
-    """``jinja_context`` for a compiled expression, made without a call to ``__init__``, with
-    the evaluation context its evaluations share: an expression holds no statement that could
-    change it (an ``{% autoescape %}`` block), and it is made for every one of them."""
+    """``jinja_context`` for a compiled expression, with the evaluation context its
+    evaluations share: an expression holds no statement that could change it (an
+    ``{% autoescape %}`` block), and it is made for every one of them."""
     local = _Context.__new__(_Context)
-    local.parent = context if type(context) is RenderScope else {**template.globals, **context}
-    local.vars = {}
-    local.environment = template.environment
-    local.eval_ctx = eval_ctx
-    local.exported_vars = set()
-    local.name = template.name
-    local.globals_keys = set()
-    local.blocks = {}
+    local._fill(template.environment,
+                context if type(context) is RenderScope else {**template.globals, **context},
+                template.name, eval_ctx)
     return local
 
 
@@ -461,7 +460,7 @@ def object_address(text: str) -> str | None:
 def _refuse_unprintable(value: Any) -> None:
     """Raise unless ``value`` is plain data throughout (strings, numbers, booleans, None, and
     lists, tuples and dicts of them); an undefined value raises its own error."""
-    if type(value) in _PLAIN_SCALARS:
+    if type(value) in SCALARS:
         return
     if isinstance(value, jinja2.Undefined):
         value._fail_with_undefined_error()
@@ -476,8 +475,6 @@ def _refuse_unprintable(value: Any) -> None:
         raise jinja2.TemplateRuntimeError(
             f"a {type(value).__name__} cannot be printed ({_UNPRINTABLE_HINT})")
 
-
-_PLAIN_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def _finalize(value: Any) -> Any:

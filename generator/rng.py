@@ -118,38 +118,18 @@ def stream_key(path: Sequence[str | int]) -> bytes:
     return _SEP.join(map(_encode_part, path)) + _SEP
 
 
-def sample_at(key: bytes, seed: int, items: Sequence[T], k: int) -> list[T]:
-    """``KeyedRandom.sample`` of the fresh stream whose key is ``key``, without making one:
-    what a slot drawing ``count`` items from a pool runs for every group."""
-    return _sample(key, seed, 0, items, k)[0]
-
-
-def choice_at(key: bytes, seed: int, items: Sequence[T]) -> T:
-    """``KeyedRandom.choice`` of the fresh stream whose key is ``key``, without making one."""
-    return items[_below(key, seed, 0, len(items))[0]]
-
-
 def _sample(key: bytes, seed: int, counter: int, items: Sequence[T], k: int
             ) -> tuple[list[T], int]:
     """``k`` distinct items drawn from the stream ``key`` from ``counter`` on (a Fisher-Yates
-    shuffle stopped after k steps, its draws written out), with the counter after them."""
+    shuffle stopped after k steps), with the counter after them."""
     if k > len(items):
         raise ValueError("sample larger than population")
     pool = list(items)
     size = len(pool)
     out: list[T] = []
-    first = _FIRST_COUNTERS
     for i in range(k):
-        # _below written out: a slot of fifteen turns draws fifteen times a group.
-        n = size - i
-        limit = _U64 - _U64 % n
-        while True:
-            value = _digest(key + (first[counter] if counter < 64 else _counter_bytes(counter)),
-                            seed)
-            counter += 1
-            if value < limit:
-                break
-        j = i + value % n
+        offset, counter = _below(key, seed, counter, size - i)
+        j = i + offset
         pool[i], pool[j] = pool[j], pool[i]
         out.append(pool[i])
     return out, counter

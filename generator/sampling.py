@@ -13,13 +13,12 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .canonical import dumps
+from .canonical import SCALARS, dumps
 from .errors import SpecError
 from .render import Renderer, RenderScope, TemplateOrigin, object_address
-from .rng import KeyedRandom, choice_at, sample_at, stream_key
+from .rng import KeyedRandom, stream_key
 from .spec import FamilySpec
 
-_SCALARS = frozenset({str, bool, int, float, type(None)})
 #: What draws one slot's value for a group, given the group's sampler.
 Drawer = Callable[["_Sampler"], Any]
 #: How many candidate lists (a pool less the values of other slots) a family keeps.
@@ -52,7 +51,7 @@ def _is_json(value: Any) -> bool:
         return True
     if kind is list:
         return all((type(item) is str and "<" not in item) or _is_json(item) for item in value)
-    return kind in _SCALARS
+    return kind in SCALARS
 
 
 def _json_copy(value: Any) -> Any:
@@ -67,7 +66,7 @@ def _json_copy(value: Any) -> Any:
             raise TypeError(f"{address!r} is an object printed with its memory address, which "
                             "changes from run to run (did you forget the () of a call?)")
         return value
-    if kind in _SCALARS or isinstance(value, (bool, int, float)):
+    if kind in SCALARS or isinstance(value, (bool, int, float)):
         return value
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
@@ -154,8 +153,7 @@ class _Sampler:
     def _drawer(self, name: str, slot: Mapping[str, Any]) -> Drawer:
         """What draws ``slot`` for one group. The common slots (an expression, a fixed value,
         a balanced or distinct draw from a pool) are done without looking the slot over again;
-        the rest, and a draw with too few items left (an error, worded by ``slot``), by
-        ``slot``."""
+        the rest by ``slot``."""
         if "expr" in slot:
             label, where = f"slot {name!r}", ("slots", name, "expr")
             evaluate = self.expression(slot["expr"], where, label)
@@ -171,16 +169,11 @@ class _Sampler:
             return lambda sampler: balanced_at(items, sampler.seed, path, sampler.group)
         if "balanced" in slot:
             return lambda sampler: sampler.slot(name, slot)
-        count, part, where = slot.get("count"), stream_key((name,)), ("slots", name)
-        excluding = "distinct_from" in slot
+        where, excluding = ("slots", name), "distinct_from" in slot
 
         def draw(sampler: _Sampler) -> Any:
             usable = sampler.candidates(name, slot, where) if excluding else items
-            if len(usable) < (count or 1):
-                return sampler.slot(name, slot)
-            key = sampler.group_key() + part
-            return choice_at(key, sampler.seed, usable) if count is None else \
-                sample_at(key, sampler.seed, usable, count)
+            return sampler.draw(name, slot, usable, sampler.stream(name, slot), where)
 
         return draw
 
