@@ -169,11 +169,13 @@ class _Sampler:
             return lambda sampler: balanced_at(items, sampler.seed, path, sampler.group)
         if "balanced" in slot:
             return lambda sampler: sampler.slot(name, slot)
-        where, excluding = ("slots", name), "distinct_from" in slot
+        where, excluding, part = ("slots", name), "distinct_from" in slot, stream_key((name,))
 
         def draw(sampler: _Sampler) -> Any:
             usable = sampler.candidates(name, slot, where) if excluding else items
-            return sampler.draw(name, slot, usable, sampler.stream(name, slot), where)
+            # The slot's stream (``stream``), its key made of parts encoded once.
+            stream = KeyedRandom.keyed(sampler.seed, sampler.group_key() + part)
+            return sampler.draw(name, slot, usable, stream, where)
 
         return draw
 
