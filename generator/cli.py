@@ -15,8 +15,6 @@ from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, TypeVar
 import typer
 from rich.console import Console
 
-from .audit import audit_families, audit_instances, describe_failure
-from .canonical import dump_bytes, dump_pretty_bytes
 from .catalog import Catalog
 from .errors import (
     EXIT_BAD_INPUT,
@@ -27,25 +25,12 @@ from .errors import (
     Problem,
     SpecError,
 )
-from .generate import FamilyGenerator
-from .judge import build_requests, load_judgments
-from .parallel import chunk_jobs, executor_for, fingerprint_for, parse_shard, shard_groups
 from .policies import POLICIES
-from .preview import render_preview
 from .project import Project, find_project
-from .release import BuiltRelease, atomic_write_bytes, atomic_writer, find_release, freeze
-from .release_data import load_release_instances, release_sources
-from .render import Renderer
-from .report import render_report
-from .report_format import as_csv, as_json, as_table, as_tests_table, audit_table, findings_table
-from .responses import load_responses
-from .scaffold import scaffold_family
-from .score import ScoreOptions, attach_judgments, outcome, score_outcomes
-from .shards import freeze_shard, merge_shards
-from .show import format_group
-from .stats import rho_star
-from .validate import validate as validate_specs
 from .verify import verify_release
+
+# The modules only some commands need are imported by those commands, when they run: a command
+# starts in a fraction of the time it took to load them all (``memspec verify`` among them).
 
 #: Columns a table may take when standard output is not a terminal.
 PIPE_WIDTH = 1000
@@ -67,6 +52,9 @@ T = TypeVar("T")
 
 if TYPE_CHECKING:
     from rich.table import Table
+
+    from .generate import FamilyGenerator
+    from .release import BuiltRelease
 
 
 @app.callback()
@@ -139,6 +127,7 @@ def validate(
         min=1)] = None,
 ) -> None:
     """Load and validate specs, and render a full group of every family to prove it works."""
+    from .validate import validate as validate_specs
 
     def action() -> int:
         report = validate_specs(Catalog.load(_project()), paths or None, workers)
@@ -164,6 +153,8 @@ def new(
     paradigm: Annotated[str, typer.Option(help="Paradigm the family follows.")],
 ) -> None:
     """Scaffold a family (spec, templates, pool) that validates and generates as it is."""
+    from .scaffold import scaffold_family
+    from .validate import validate as validate_specs
 
     def action() -> None:
         import re
@@ -195,6 +186,8 @@ def new(
 
 
 def _generator(family: str, seed: int) -> FamilyGenerator:
+    from .generate import FamilyGenerator
+    from .render import Renderer
     project = _project()
     spec = Catalog.load(project).family(family)
     return FamilyGenerator(spec, Renderer(project), seed)
@@ -230,6 +223,9 @@ def generate(
              "concatenated in order, are the whole output).")] = None,
 ) -> None:
     """Generate instances of one family as JSONL, streamed as they are rendered."""
+    from .generate import FamilyGenerator
+    from .parallel import chunk_jobs, executor_for, fingerprint_for, parse_shard, shard_groups
+    from .render import Renderer
 
     def action() -> None:
         _check_seed(seed)
@@ -268,6 +264,7 @@ def show(
     group: Annotated[int, typer.Option(min=0, help="Group index.")] = 0,
 ) -> None:
     """Render one group for a person to read: every variant, phase by phase."""
+    from .show import format_group
 
     def action() -> None:
         _check_seed(seed)
@@ -306,6 +303,9 @@ def freeze_cmd(
     The release is audited first (see `memspec audit`): one a system without memory could
     pass is refused unless --allow-audit-failures. If the committed manifest exists with
     different content, refuse and write nothing."""
+    from .parallel import executor_for, parse_shard
+    from .release import find_release, freeze
+    from .shards import freeze_shard
 
     def action() -> None:
         project = _project()
@@ -342,6 +342,7 @@ def merge(
 ) -> None:
     """Assemble a release from all its shards: the release, manifest and checks that freeze
     would have made in one run."""
+    from .shards import merge_shards
 
     def action() -> None:
         project = _project()
@@ -354,6 +355,7 @@ def merge(
 
 def _report_frozen(built: BuiltRelease) -> None:
     """What freeze and merge say about the release they wrote."""
+    from .audit import describe_failure
     for note in built.notes:
         err.print(f"note: {note}", markup=False)
     for failure in built.manifest.get("audit", {}).get("failures", []):
@@ -421,6 +423,7 @@ def build(
     manifest.
 
     Writes only under the output folder, never into manifests/."""
+    from .release import find_release, freeze
 
     def action() -> None:
         project = _project()
@@ -470,6 +473,7 @@ def pool(
     force: Annotated[bool, typer.Option(help="Overwrite an existing file.")] = False,
 ) -> None:
     """Materialise a Faker provider into a curated pool file (Faker version recorded)."""
+    from .release import atomic_write_bytes
 
     def action() -> None:
         from .faker_pool import pool_document, pool_id_for
@@ -493,6 +497,8 @@ def respond(
     out_file: Annotated[str, typer.Option("--out", help="Output file, or - for stdout.")] = "-",
 ) -> None:
     """Responses of a built-in reference policy to every instance of a release, as JSONL."""
+    from .canonical import dump_bytes
+    from .release_data import load_release_instances
 
     def action() -> None:
         if policy not in POLICIES:
@@ -540,6 +546,11 @@ def score(
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
 ) -> None:
     """Metrics with 95% bootstrap intervals: accuracy, abstention, reliance, Δmem, tests."""
+    from .judge import load_judgments
+    from .release_data import load_release_instances
+    from .report_format import as_csv, as_json, as_table, as_tests_table
+    from .responses import load_responses
+    from .score import ScoreOptions, attach_judgments, outcome, score_outcomes
 
     def action() -> None:
         if output_format not in ("table", "json", "csv"):
@@ -597,6 +608,9 @@ def audit(
     duplicate may leak; every counterfeit must match its original's length (±5%) and share
     none of its named entities. The spec audits need the project the release was built
     from."""
+    from .audit import audit_families, describe_failure
+    from .release_data import release_sources
+    from .report_format import audit_table, findings_table
 
     def action() -> None:
         if output_format not in ("table", "json"):
@@ -628,6 +642,10 @@ def report(
 ) -> None:
     """One self-contained HTML page: counts, balance and length charts, the audit table and an
     example group per family. Loads nothing from the network."""
+    from .audit import audit_instances
+    from .release import atomic_write_bytes
+    from .release_data import load_release_instances
+    from .report import render_report
 
     def action() -> None:
         _check_seed(seed)
@@ -650,6 +668,9 @@ def preview(
 ) -> None:
     """A family's first groups as an HTML page, variants side by side with what differs from
     the first variant marked; failing checks are listed, not fatal."""
+    from .preview import render_preview
+    from .release import atomic_write_bytes
+    from .render import Renderer
 
     def action() -> None:
         _check_seed(seed)
@@ -672,6 +693,11 @@ def judge_requests(
     """One judge request per pair of paired judge items (blinded A/B), one per item otherwise.
 
     The unblinding map goes beside the requests, as <out>.unblind.json."""
+    from .canonical import dump_bytes, dump_pretty_bytes
+    from .judge import build_requests
+    from .release import atomic_write_bytes
+    from .release_data import load_release_instances
+    from .responses import load_responses
 
     def action() -> None:
         _check_seed(seed)
@@ -695,6 +721,7 @@ def rho_star_cmd(
         help="The group of each run to read, as KEY=VALUE[,KEY=VALUE], e.g. condition=stale.")],
 ) -> None:
     """ρ*: the first level whose Δmem interval (in the chosen group) lies wholly below 0."""
+    from .stats import rho_star
 
     def action() -> None:
         parts = _split_keys(where)
@@ -751,6 +778,7 @@ def export(
 ) -> None:
     """Write a built release in another tool's layout: `inspect`, or one declared in
     specs/exports/."""
+    from .release_data import load_release_instances
 
     def action() -> None:
         from .export import BUILT_IN_FORMAT, export_release, find_export
@@ -787,6 +815,7 @@ def _catalog_if_any() -> Catalog | None:
 @contextmanager
 def _output(out_file: str) -> Iterator[BinaryIO]:
     """Where output is streamed: stdout, or a file that appears whole or not at all."""
+    from .release import atomic_writer
     if out_file == "-":
         yield sys.stdout.buffer
         sys.stdout.buffer.flush()
@@ -796,6 +825,7 @@ def _output(out_file: str) -> Iterator[BinaryIO]:
 
 
 def _write_output(out_file: str, data: bytes) -> None:
+    from .release import atomic_write_bytes
     if out_file == "-":
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
