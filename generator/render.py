@@ -106,22 +106,24 @@ class MessageExtension(Extension):
         return nodes.FilterBlock(body, wrap).set_lineno(lineno)
 
 
-class _Collected:
-    """The ``{% message %}`` blocks one render rendered (``CompiledTemplate.render_messages``):
-    each block's output and the message it makes, so that a phase's messages need not be
-    parsed back out of its text."""
+#: What a message block prints in a render that collects its messages (``render_messages``
+#: of a template whose blocks print straight to its output): the n-th block the n-th of these,
+#: a string no other output can be (identity), in place of the marked text it would print.
+_BLOCK_TOKENS = [f"{_MARK}{n}{_MARK}" for n in range(256)]
 
-    __slots__ = ("outputs", "messages")
 
-    def __init__(self) -> None:
-        self.outputs: list[str] = []
-        self.messages: list[Message] = []
+def _block_token(index: int) -> str:
+    """The string the ``index``-th collected message block prints."""
+    while index >= len(_BLOCK_TOKENS):
+        _BLOCK_TOKENS.append(f"{_MARK}{len(_BLOCK_TOKENS)}{_MARK}")
+    return _BLOCK_TOKENS[index]
 
 
 class _Context(jinja2.runtime.Context):
     """Jinja's context of one render, which may collect the message blocks it renders."""
 
-    message_blocks: _Collected | None = None
+    #: Where the message blocks of a collecting render put their messages, else None.
+    message_blocks: list[Message] | None = None
 
     def __init__(self, environment: Any, parent: dict[str, Any], name: str | None,
                  blocks: dict[str, Any], globals: Any = None) -> None:
@@ -158,7 +160,9 @@ def _expression_context(template: jinja2.Template, context: Mapping[str, Any],
 
 @jinja2.pass_context
 def _message_block(context: _Context, body: str, role: Any, name: Any, lineno: int) -> str:
-    """One message's rendered body after the markers that carry its role, name and line."""
+    """One message's rendered body after the markers that carry its role, name and line; in
+    a render that collects messages, the message is handed over and a token printed instead
+    (a name that is not canonical as it is, which the markers' way makes so, excepted)."""
     if role not in ROLES:
         raise jinja2.TemplateRuntimeError(
             f"message role {role!r} (line {lineno}) is not one of {', '.join(ROLES)}"
@@ -169,14 +173,14 @@ def _message_block(context: _Context, body: str, role: Any, name: Any, lineno: i
     if _MARK in name:
         raise jinja2.TemplateRuntimeError(
             f"message name {name!r} (line {lineno}) holds a reserved control character")
-    marked = f"{_MARK}{role}{_MARK}{name}{_MARK}{lineno}{_MARK}{body}{_MARK}"
     collected = context.message_blocks
-    if collected is not None:
-        collected.outputs.append(marked)
+    if collected is not None and (not name or _plain_text(name)):
         content = body.strip()
-        collected.messages.append({"role": role, "content": content, "name": name} if name
-                                  else {"role": role, "content": content})
-    return marked
+        collected.append({"role": role, "content": content, "name": name} if name
+                         else {"role": role, "content": content})
+        index = len(collected) - 1
+        return _BLOCK_TOKENS[index] if index < len(_BLOCK_TOKENS) else _block_token(index)
+    return f"{_MARK}{role}{_MARK}{name}{_MARK}{lineno}{_MARK}{body}{_MARK}"
 
 
 _FORMAT_WIDTH = re.compile(r"%[-+ #0]*(\d+)|%[-+ #0]*\d*\.(\d+)")
@@ -321,6 +325,19 @@ class _StrictSandbox(ImmutableSandboxedEnvironment):
         names = cached_data("jinja-names", (self.compile_fingerprint(), kind, source), build)
         return None if names is None else tuple(names)
 
+    def blocks_print_directly(self, source: str, parse: Callable[[], nodes.Template]) -> bool:
+        """Whether every ``{% message %}`` block of a template (``parse`` gives its tree)
+        prints straight into its output (``_prints_directly``), kept between runs as its
+        compiled code is."""
+
+        def build() -> bool:
+            try:
+                return _prints_directly(parse())
+            except Exception:  # not worked out: the render, by the markers, says what is wrong
+                return False
+
+        return cached_data("jinja-direct-blocks", (self.compile_fingerprint(), source), build)
+
     def unsafe_undefined(self, obj: Any, attribute: str) -> Any:
         if isinstance(obj, jinja2.Undefined):
             # `cycler.__init__` when there is no cycler: say that, not "of a StrictUndefined".
@@ -391,6 +408,42 @@ class _NameTracker(meta.TrackingCodeGenerator):
 
 #: What makes a template's output depend on files besides its own.
 _REACHES_OTHERS = (nodes.Extends, nodes.Include, nodes.Import, nodes.FromImport)
+
+
+#: Statements whose body prints into the output of the statement around them as it renders.
+#: Every other statement that holds a body captures what its body prints (set, macro, call,
+#: filter and block tags, a recursive loop's ``loop()``) and may change it before printing it.
+_PRINTS_THROUGH = (nodes.For, nodes.If, nodes.With, nodes.Scope, nodes.ScopedEvalContextModifier)
+
+
+def _is_message_block(node: nodes.Node) -> bool:
+    return isinstance(node, nodes.FilterBlock) and isinstance(node.filter, nodes.Filter) and \
+        node.filter.name == MESSAGE_FILTER
+
+
+def _prints_directly(tree: nodes.Template) -> bool:
+    """Whether every message block of a template prints what it returns straight into the
+    template's output: not captured on the way (by a ``set`` block, a macro …), where the
+    template could print it twice, in another order or changed; in a template that reaches no
+    other (include, import, extends) and has no ``{% block %}`` (which ``self`` renders again,
+    captured)."""
+    if next(tree.find_all((*_REACHES_OTHERS, nodes.Block)), None) is not None:
+        return False
+    return _blocks_print_through(tree, True)
+
+
+def _blocks_print_through(node: nodes.Node, through: bool) -> bool:
+    """Whether the message blocks under ``node`` print into its output (``through``: what
+    ``node`` prints reaches the template's output as it is)."""
+    for child in node.iter_child_nodes():
+        if _is_message_block(child):
+            # A block inside another is an error its render reports.
+            if not through or not _blocks_print_through(child, False):
+                return False
+        elif not _blocks_print_through(child, through and isinstance(child, _PRINTS_THROUGH)
+                                       and not getattr(child, "recursive", False)):
+            return False
+    return True
 
 
 class _TreeLoader(jinja2.BaseLoader):
@@ -720,6 +773,9 @@ class CompiledTemplate:
         self.memo = InputMemo(self.free_names)
         #: The same for the messages of a phase.
         self.messages_memo = InputMemo(self.free_names)
+        #: Whether its message blocks print straight into its output (worked out when first
+        #: asked): then its messages are collected as it renders.
+        self._blocks_print_directly: bool | None = None
 
     def free_names(self) -> tuple[str, ...] | None:
         """The names this template reads (None: it reaches other templates)."""
@@ -740,9 +796,10 @@ class CompiledTemplate:
         return SpecError.single(message, file, line or 1, _column_of(source, line, needle))
 
     def _render(self, context: Mapping[str, Any],
-                blocks: _Collected | None = None) -> list[str]:
+                blocks: list[Message] | None = None) -> list[str]:
         """What ``Template.render`` does, over a context made by ``jinja_context``, up to
-        joining the pieces of output; the message blocks rendered are added to ``blocks``."""
+        joining the pieces of output; with ``blocks``, the messages of the message blocks are
+        added to it and the blocks print their tokens (``_block_token``)."""
         template = self.template
         try:
             local = jinja_context(template, context)
@@ -762,9 +819,9 @@ class CompiledTemplate:
         return self._canonical_text("".join(self._render_pieces(context)))
 
     def _render_pieces(self, context: Mapping[str, Any],
-                       blocks: _Collected | None = None) -> list[str]:
-        """The pieces of output of a render (the message blocks it rendered added to
-        ``blocks``); any failure is a SpecError at the template's file:line:col."""
+                       blocks: list[Message] | None = None) -> list[str]:
+        """The pieces of output of a render (as ``_render``); any failure is a SpecError at
+        the template's file:line:col."""
         try:
             return self._render(context, blocks)
         except SpecError as exc:
@@ -816,13 +873,19 @@ class CompiledTemplate:
         return self.messages_memo.result(context, self._render_messages, _copy_messages)
 
     def _render_messages(self, context: Mapping[str, Any]) -> list[Message]:
-        blocks = _Collected()
-        pieces = self._render_pieces(context, blocks)
-        rendered = "".join(pieces)
-        text = self._canonical_text(rendered)
-        messages = _collected_messages(pieces, blocks) if text is rendered and \
-            "{" not in text else None
-        return split_messages(text, self) if messages is None else messages
+        if self._blocks_print_directly is None:
+            env = self.template.environment
+            self._blocks_print_directly = env.blocks_print_directly(  # type: ignore[attr-defined]
+                self.source, lambda: env.parse(self.source))
+        if self._blocks_print_directly:
+            # The blocks hand over their messages as they render and print tokens instead of
+            # their text, which then need not be built, joined and split again.
+            messages: list[Message] = []
+            pieces = self._render_pieces(context, messages)
+            if _collected_whole(pieces, messages):
+                return messages
+        # Rendered again by the markers, where they say what is wrong, if anything is.
+        return split_messages(self._render_text(context), self)
 
     def column_in_line(self, line: int, needle: str) -> int:
         """Column of ``needle`` on ``line`` of the source, or 1."""
@@ -862,22 +925,41 @@ def split_messages(text: str, template: CompiledTemplate) -> list[Message]:
     return [_message_from_parts(parts, index, template) for index in range(1, len(parts), 5)]
 
 
-def _collected_messages(pieces: list[str], blocks: _Collected) -> list[Message] | None:
-    """The messages of a phase read off the blocks its render collected, without parsing its
-    text: what ``split_messages`` would give where that is sure to be so, else None.
-
-    The caller makes sure the text is canonical as rendered and holds no ``{`` (which
-    ``make_message`` looks into). It is sure here where the pieces of output are exactly the
-    blocks' outputs, each once and in order, with blank text between (not a block captured by
-    ``set`` and printed twice, or inside a macro's output), and no message is empty."""
+def _collected_whole(pieces: list[str], messages: list[Message]) -> bool:
+    """Whether the messages a render collected are what ``split_messages`` would make of its
+    text: its pieces of output are the blocks' tokens, in order, and blank text between; no
+    message is empty; and the contents are canonical as rendered (plain ASCII, no carriage
+    return), hold no ``{`` (which ``make_message`` looks into) and no memory address, and are
+    well within the length a render may have. Where any of it is not so, the render by the
+    markers says what is wrong or makes what is right."""
     # The non-blank pieces (str.strip gives a piece holding no outer whitespace back as it
-    # is), each of them a block's output, by identity: all of it in C.
+    # is) against the tokens, by identity: all of it in C.
     printed = list(filter(None, map(str.strip, pieces)))
-    if len(printed) != len(blocks.outputs) or \
-            not all(map(operator.is_, printed, blocks.outputs)) or \
-            not all(map(itemgetter("content"), blocks.messages)):
-        return None
-    return blocks.messages
+    if len(printed) != len(messages) or not all(map(operator.is_, printed, _BLOCK_TOKENS)):
+        return False
+    contents = list(map(itemgetter("content"), messages))
+    if not all(contents):
+        return False
+    text = "".join(contents)
+    if len(text) + sum(map(len, pieces)) > MAX_RENDER_CHARS // 2 or "{" in text:
+        return False
+    if _plain_text(text):
+        return True
+    if "\r" in text or has_lone_surrogate(text) or object_address(text) is not None:
+        return False
+    # Text beyond ASCII, made NFC message by message: what NFC makes of the whole marked text,
+    # since the markers compose with nothing, and stripping whitespace commutes with it.
+    for message in messages:
+        content = message["content"]
+        if not content.isascii() and not unicodedata.is_normalized("NFC", content):
+            message["content"] = unicodedata.normalize("NFC", content)
+    return True
+
+
+def _plain_text(text: str) -> bool:
+    """Whether ``text`` is canonical as it is (plain ASCII without carriage returns) and holds
+    no object's memory address."""
+    return text.isascii() and "\r" not in text and object_address(text) is None
 
 
 def _copy_messages(messages: list[Message]) -> list[Message]:

@@ -243,6 +243,59 @@ def test_message_blocks_render_to_messages_or_located_errors(source: str,
     assert outcome in problem.message and (problem.file, problem.line) == ("specs/x.yaml", 4)
 
 
+MESSAGE_SOURCES = [
+    '{% for t in turns %}{% message "user" %}{{ t }}{% endmessage %}\n{% endfor %}',
+    # Caught on the way and printed changed, twice, in another order or not at all.
+    '{% set x %}{% message "user" %}A{% endmessage %}{% endset %}{{ x | replace("A", "B") }}',
+    '{% set x %}{% message "user" %}A{% endmessage %}{% endset %}{{ x }}{{ x }}',
+    '{% set x %}{% message "user" %}A{% endmessage %}{% endset %}'
+    '{% message "user" %}B{% endmessage %}{{ x }}',
+    '{% set x %}{% message "user" %}A{% endmessage %}{% endset %}{% message "user" %}B'
+    '{% endmessage %}',
+    '{% macro m() %}{% message "user" %}A{% endmessage %}{% endmacro %}{{ m() | trim }}{{ m() }}',
+    '{% macro m() %}{% message "user" %}A{% endmessage %}{% endmacro %}{{ m() | truncate(5) }}',
+    '{% filter upper %}{% message "user" %}a{% endmessage %}{% endfilter %}',
+    '{% for t in tree recursive %}{% message "user" %}{{ t.n }}{% endmessage %}'
+    '{{ loop(t.kids) | replace("a", "b") }}{% endfor %}',
+    '{% block b %}{% message "user" %}A{% endmessage %}{% endblock %}'
+    '{{ self.b() | replace("A", "B") }}',
+    '{% include "implicitmem/qa_turns.j2" %}',
+    # What is not canonical as rendered, or not a message.
+    '{% message "user", "Zoe\u0301" %}cafe\u0301 {{ "e\u0301" }}{% endmessage %}',
+    '{% message "user" %}one\r\ntwo\rthree{% endmessage %}',
+    '{% message "user", "a\rb" %}x{% endmessage %}',
+    '{% message "user" %}{{ turns[0] }}{% endmessage %} stray',
+    '{% message "user" %} {% endmessage %}',
+    '{% message "user" %}Hello {name}{% endmessage %}',
+    '{% message "user" %}{{ "x" ~ d.items }}{% endmessage %}',
+    '{% message "user" %}{{ "\ud800" }}{% endmessage %}',
+    '{% message "user" %}{{ "x" * 1500000 }}{% endmessage %}',
+]
+
+
+@pytest.mark.parametrize("source", MESSAGE_SOURCES)
+def test_messages_collected_as_rendered_equal_those_split_from_the_text(source: str) -> None:
+    """Messages handed over by the blocks as they render are what splitting the rendered text
+    by its markers makes, and a template where they are not, or that is wrong, is told apart:
+    the same messages, or the same error."""
+    from generator.errors import SpecError
+    from generator.project import Project
+    from generator.render import Renderer, split_messages
+
+    values = {"turns": ["one", "two"], "d": {"a": 1},
+              "tree": [{"n": "a", "kids": [{"n": "a", "kids": []}]}],
+              "chatter": [{"q": "Why?", "a": "Because."}]}
+    outcomes = []
+    for way in ("collected", "split"):
+        template = Renderer(Project(REPO)).inline(source, "specs/x.yaml", 4, 7, "a test")
+        try:
+            outcomes.append(template.render_messages(values) if way == "collected" else
+                            split_messages(template.render_text(values), template))
+        except SpecError as exc:
+            outcomes.append(str(exc))
+    assert outcomes[0] == outcomes[1]
+
+
 @pytest.mark.parametrize(("source", "outcome"), [
     # Inside a list or dict, as on its own, only plain data prints; an undefined name fails.
     ("{{ [d.items] }}", "a builtin_function_or_method cannot be printed"),
