@@ -87,8 +87,8 @@ class KeyedRandom:
         """A uniform integer in [0, n), without modulo bias (n at most 2**64)."""
         if not 0 < n <= _U64:
             raise ValueError("n must be in [1, 2**64]")
-        value, self._counter = _below(self._key, self._seed, self._counter, n)
-        return value
+        values, self._counter = _below(self._key, self._seed, self._counter, n, 1)
+        return values[0]
 
     def randint(self, low: int, high: int) -> int:
         """A uniform integer in [low, high] inclusive."""
@@ -99,10 +99,14 @@ class KeyedRandom:
         return items[self.randbelow(len(items))]
 
     def shuffled(self, items: Sequence[T]) -> list[T]:
-        """A uniformly shuffled copy of ``items`` (Fisher-Yates)."""
+        """A uniformly shuffled copy of ``items`` (Fisher-Yates, from the last position down:
+        position i swaps with one drawn below i + 1)."""
         out = list(items)
-        for i in range(len(out) - 1, 0, -1):
-            j = self.randbelow(i + 1)
+        if len(out) < 2:
+            return out
+        draws, self._counter = _below(self._key, self._seed, self._counter, len(out),
+                                      len(out) - 1)
+        for i, j in zip(range(len(out) - 1, 0, -1), draws, strict=True):
             out[i], out[j] = out[j], out[i]
         return out
 
@@ -121,14 +125,14 @@ def stream_key(path: Sequence[str | int]) -> bytes:
 def _sample(key: bytes, seed: int, counter: int, items: Sequence[T], k: int
             ) -> tuple[list[T], int]:
     """``k`` distinct items drawn from the stream ``key`` from ``counter`` on (a Fisher-Yates
-    shuffle stopped after k steps), with the counter after them."""
+    shuffle stopped after k steps: position i swaps with one drawn from i on), with the
+    counter after them."""
     if k > len(items):
         raise ValueError("sample larger than population")
     pool = list(items)
-    size = len(pool)
+    offsets, counter = _below(key, seed, counter, len(pool), k)
     out: list[T] = []
-    for i in range(k):
-        offset, counter = _below(key, seed, counter, size - i)
+    for i, offset in enumerate(offsets):
         j = i + offset
         pool[i], pool[j] = pool[j], pool[i]
         out.append(pool[i])
@@ -139,14 +143,19 @@ def _sample(key: bytes, seed: int, counter: int, items: Sequence[T], k: int
 _FIRST_COUNTERS = [_counter_bytes(counter) for counter in range(64)]
 
 
-def _below(key: bytes, seed: int, counter: int, n: int) -> tuple[int, int]:
-    """A uniform integer in [0, n) drawn from the stream ``key`` from ``counter`` on, with the
-    counter after it. Values from the top part of 2**64 that n does not divide are drawn
-    again, so every result is equally likely."""
-    limit = _U64 - _U64 % n
-    while True:
-        value = _digest(key + (_FIRST_COUNTERS[counter] if counter < 64 else
-                               _counter_bytes(counter)), seed)
-        counter += 1
-        if value < limit:
-            return value % n, counter
+def _below(key: bytes, seed: int, counter: int, n: int, count: int) -> tuple[list[int], int]:
+    """``count`` uniform integers, in [0, n), then [0, n - 1) and so on down (the draws of a
+    shuffle), drawn from the stream ``key`` from ``counter`` on, with the counter after them.
+    Values from the top part of 2**64 that a bound does not divide are drawn again, so every
+    result is equally likely."""
+    values = []
+    for bound in range(n, n - count, -1):
+        limit = _U64 - _U64 % bound
+        while True:
+            value = _digest(key + (_FIRST_COUNTERS[counter] if counter < 64 else
+                                   _counter_bytes(counter)), seed)
+            counter += 1
+            if value < limit:
+                values.append(value % bound)
+                break
+    return values, counter
