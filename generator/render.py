@@ -163,6 +163,19 @@ def _message_block(context: _Context, body: str, role: Any, name: Any, lineno: i
     """One message's rendered body after the markers that carry its role, name and line; in
     a render that collects messages, the message is handed over and a token printed instead
     (a name that is not canonical as it is, which the markers' way makes so, excepted)."""
+    collected = context.message_blocks
+    if collected is not None and role in ROLES and not name and _MARK not in body:
+        # Nearly every block: a role and a body, nothing to refuse, collected.
+        collected.append({"role": role, "content": body.strip()})
+        index = len(collected) - 1
+        return _BLOCK_TOKENS[index] if index < len(_BLOCK_TOKENS) else _block_token(index)
+    return _named_or_refused_block(collected, body, role, name, lineno)
+
+
+def _named_or_refused_block(collected: list[Message] | None, body: str, role: Any, name: Any,
+                            lineno: int) -> str:
+    """``_message_block`` of a block with a name, in a render that does not collect, or
+    refused."""
     if role not in ROLES:
         raise jinja2.TemplateRuntimeError(
             f"message role {role!r} (line {lineno}) is not one of {', '.join(ROLES)}"
@@ -173,13 +186,11 @@ def _message_block(context: _Context, body: str, role: Any, name: Any, lineno: i
     if _MARK in name:
         raise jinja2.TemplateRuntimeError(
             f"message name {name!r} (line {lineno}) holds a reserved control character")
-    collected = context.message_blocks
     if collected is not None and (not name or _plain_text(name)):
         content = body.strip()
         collected.append({"role": role, "content": content, "name": name} if name
                          else {"role": role, "content": content})
-        index = len(collected) - 1
-        return _BLOCK_TOKENS[index] if index < len(_BLOCK_TOKENS) else _block_token(index)
+        return _block_token(len(collected) - 1)
     return f"{_MARK}{role}{_MARK}{name}{_MARK}{lineno}{_MARK}{body}{_MARK}"
 
 
