@@ -10,6 +10,7 @@ line and column.
 from __future__ import annotations
 
 import datetime
+import inspect
 import operator
 import re
 import unicodedata
@@ -304,6 +305,13 @@ class _StrictSandbox(ImmutableSandboxedEnvironment):
         return self.cached_compile(
             ("template", name or "", filename or "", source),
             lambda: super(_StrictSandbox, self).compile(source, name, filename))
+
+    def compile_expression_tree(self, tree: nodes.Template) -> CodeType:
+        """The code of an expression's template (``Renderer._expression_tree``), its root a
+        function that returns the expression's value (``_returning_root``) where Jinja's code
+        allows."""
+        source = self._generate(tree, None, None)
+        return self._compile(_returning_root(source) or source, "<template>")
 
     def cached_compile(self, parts: tuple[str, ...], build: Callable[[], CodeType]) -> CodeType:
         """The code ``build`` compiles, kept between runs under ``parts`` (which, with this
@@ -677,6 +685,37 @@ def make_environment(project: Project) -> _StrictSandbox:
 
 
 # ---------------------------------------------------------------- error translation
+
+#: The lines of Jinja's code of an expression's template (``{% set result = … %}``) that make
+#: its root a generator, and that store the result in the context, where a function returns it.
+_GENERATOR_LINE = "    if 0: yield None\n"
+_STORE_RESULT = ("    context.vars['result'] = l_0_result\n"
+                 "    context.exported_vars.add('result')\n")
+
+
+def _returning_root(source: str) -> str | None:
+    """Jinja's code of an expression's template with its root made a function that returns
+    the result, where Jinja's is a generator that yields nothing and stores the result in its
+    context (an expression is evaluated for every instance: no generator, no store, no read
+    back); None where the code is not as this expects."""
+    if source.count(_GENERATOR_LINE) != 1 or source.count(_STORE_RESULT) != 1:
+        return None
+    return source.replace(_GENERATOR_LINE, "").replace(_STORE_RESULT, "    return l_0_result\n")
+
+
+def _result_function(root: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """What gives an expression's value from its context: its root as ``_returning_root``
+    made it, else a function running Jinja's generator and reading the result it stored."""
+    if not inspect.isgeneratorfunction(root):
+        return root
+
+    def result(context: Any) -> Any:
+        for _ in root(context):
+            pass
+        return context.vars["result"]
+
+    return result
+
 
 def _template_frames(tb: TracebackType | None, names: set[str]) -> list[tuple[str, int]]:
     """(template file, line) of every traceback frame that runs template code, outermost first."""
@@ -1134,7 +1173,7 @@ class Renderer:
         return nodes.Template(body, lineno=1).set_environment(self.env)
 
     def _expression_code(self, source: str) -> CodeType:
-        return self.env.compile(self._expression_tree(source))
+        return self.env.compile_expression_tree(self._expression_tree(source))
 
     def _expression_memo(self, source: str) -> InputMemo:
         """Results of the expression ``source``, wherever it is written, by its inputs."""
@@ -1184,16 +1223,14 @@ class Renderer:
                 return run(context)
 
             eval_ctx = jinja2.runtime.EvalContext(self.env, template.name)
+            result_of = _result_function(template.root_render_func)  # type: ignore[attr-defined]
 
             def run(context: Mapping[str, Any], _t: jinja2.Template = template) -> Any:
                 # What calling Jinja's compiled expression does, less its copies of the context
                 # (its keyword arguments, a dict of them, then merged with the globals): checks
                 # and slots run it for every instance, over a RenderScope they share.
                 try:
-                    local = _expression_context(_t, context, eval_ctx)
-                    for _ in _t.root_render_func(local):  # type: ignore[attr-defined]
-                        pass
-                    value = local.vars["result"]
+                    value = result_of(_expression_context(_t, context, eval_ctx))
                     if isinstance(value, jinja2.Undefined):
                         value._fail_with_undefined_error()
                     return value

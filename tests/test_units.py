@@ -423,10 +423,46 @@ def test_arithmetic_folded_while_compiling_gives_what_it_gives_when_run(source: 
     ours, unfolded = Renderer(Project(REPO)), Renderer(Project(REPO))
     unfolded.env._generate = (  # type: ignore[method-assign]
         lambda *args, **kwargs: jinja2.Environment._generate(unfolded.env, *args, **kwargs))
+    unfolded.env.cached_compile = lambda parts, build: build()  # type: ignore[method-assign]
     outcomes = []
     for renderer in (ours, unfolded):
         try:
             outcomes.append(renderer.expression(source, TemplateOrigin("x.yaml"))({"x": 2}))
+        except SpecError as error:
+            outcomes.append(error.problems[0].message)
+    assert outcomes[0] == outcomes[1]
+
+
+@pytest.mark.parametrize("source", [
+    "x * 2", "s[0].key ~ '-' ~ s[1].key | upper", "nope", "s | map(attribute='key') | list",
+    "s | selectattr('key', 'equalto', 'b') | first", "[x, {'k': s[0].v}]", "x / 0",
+    "s[0].key.upper", "namespace(a=1).a", "x if x > 1 else nope", "range(x) | sum",
+])
+def test_expressions_return_what_jinjas_code_stores(source: str) -> None:
+    # An expression's root is made a function returning its value, where Jinja's code is a
+    # generator storing it in the context: the same value, or the same error.
+    import inspect
+
+    import jinja2
+
+    from generator.errors import SpecError
+    from generator.project import Project
+    from generator.render import Renderer, TemplateOrigin
+
+    ours, jinjas = Renderer(Project(REPO)), Renderer(Project(REPO))
+    jinjas.env.compile_expression_tree = (  # type: ignore[method-assign]
+        lambda tree: jinja2.Environment.compile(jinjas.env, tree))
+    jinjas.env.cached_compile = lambda parts, build: build()  # type: ignore[method-assign]
+    jinjas._path = ours._path = lambda source: None  # type: ignore[method-assign]
+    roots = [renderer._compiled_expression(source, TemplateOrigin("x.yaml")).root_render_func
+             for renderer in (ours, jinjas)]
+    assert [inspect.isgeneratorfunction(root) for root in roots] == [False, True]
+    values = {"s": [{"key": "a", "v": [1, 2]}, {"key": "b"}], "x": 3}
+    outcomes = []
+    for renderer in (ours, jinjas):
+        try:
+            outcomes.append(renderer.expression(source, TemplateOrigin("x.yaml"))(
+                renderer.scope(values)))
         except SpecError as error:
             outcomes.append(error.problems[0].message)
     assert outcomes[0] == outcomes[1]
