@@ -330,6 +330,23 @@ def test_only_plain_data_prints_so_no_memory_address_reaches_output(source: str,
     assert outcome in problem.message and (problem.file, problem.line) == ("specs/x.yaml", 4)
 
 
+def _expression_outcomes(renderers: tuple, source: str, values: dict,
+                         scoped: bool = True) -> list:
+    """What each renderer's evaluation of the expression ``source`` over ``values`` (in its
+    scope, or as given) gives: the value, or the message of its error."""
+    from generator.errors import SpecError
+    from generator.render import TemplateOrigin
+
+    outcomes = []
+    for renderer in renderers:
+        try:
+            outcomes.append(renderer.expression(source, TemplateOrigin("x.yaml"))(
+                renderer.scope(values) if scoped else values))
+        except SpecError as error:
+            outcomes.append(error.problems[0].message)
+    return outcomes
+
+
 LIST_FILTER_CASES = [
     ("xs | select('odd') | list", {"xs": [1, 2, 3, 4, 5]}),
     ("xs | reject('odd') | list", {"xs": [1, 2, 3, 4, 5]}),
@@ -365,20 +382,14 @@ def test_list_filters_answer_as_jinjas_own_do(source: str, values: dict) -> None
     # or the same error.
     import jinja2.filters
 
-    from generator.errors import SpecError
     from generator.project import Project
-    from generator.render import Renderer, TemplateOrigin
+    from generator.render import Renderer
 
     ours, jinjas = Renderer(Project(REPO)), Renderer(Project(REPO))
     for name in ("select", "reject", "selectattr", "rejectattr", "map"):
         jinjas.env.filters[name] = getattr(jinja2.filters, f"sync_do_{name}")
     jinjas.env.plain_test = lambda name: None  # type: ignore[method-assign]  # Jinja's call_test
-    outcomes = []
-    for renderer in (ours, jinjas):
-        try:
-            outcomes.append(renderer.expression(source, TemplateOrigin("x.yaml"))(values))
-        except SpecError as error:
-            outcomes.append(error.problems[0].message)
+    outcomes = _expression_outcomes((ours, jinjas), source, values, scoped=False)
     assert outcomes[0] == outcomes[1]
 
 
@@ -389,20 +400,13 @@ def test_list_filters_answer_as_jinjas_own_do(source: str, values: dict) -> None
 def test_path_expressions_read_what_jinja_reads(source: str) -> None:
     # A name with attributes and items read off it is evaluated without Jinja's machinery;
     # Jinja's own evaluation must give the same value, or the same error.
-    from generator.errors import SpecError
     from generator.project import Project
-    from generator.render import Renderer, TemplateOrigin
+    from generator.render import Renderer
 
     ours, jinjas = Renderer(Project(REPO)), Renderer(Project(REPO))
     jinjas._path = lambda source: None  # type: ignore[method-assign]
     values = {"s": [{"key": "a", "v": [1, 2]}, {"key": "b"}], "d": {"items": 5}, "n": 3}
-    outcomes = []
-    for renderer in (ours, jinjas):
-        try:
-            outcomes.append(renderer.expression(source, TemplateOrigin("x.yaml"))(
-                renderer.scope(values)))
-        except SpecError as error:
-            outcomes.append(error.problems[0].message)
+    outcomes = _expression_outcomes((ours, jinjas), source, values)
     assert outcomes[0] == outcomes[1]
 
 
@@ -416,20 +420,14 @@ def test_arithmetic_folded_while_compiling_gives_what_it_gives_when_run(source: 
     # the same expression run as Jinja compiles it must give the same value or error.
     import jinja2
 
-    from generator.errors import SpecError
     from generator.project import Project
-    from generator.render import Renderer, TemplateOrigin
+    from generator.render import Renderer
 
     ours, unfolded = Renderer(Project(REPO)), Renderer(Project(REPO))
     unfolded.env._generate = (  # type: ignore[method-assign]
         lambda *args, **kwargs: jinja2.Environment._generate(unfolded.env, *args, **kwargs))
     unfolded.env.cached_compile = lambda parts, build: build()  # type: ignore[method-assign]
-    outcomes = []
-    for renderer in (ours, unfolded):
-        try:
-            outcomes.append(renderer.expression(source, TemplateOrigin("x.yaml"))({"x": 2}))
-        except SpecError as error:
-            outcomes.append(error.problems[0].message)
+    outcomes = _expression_outcomes((ours, unfolded), source, {"x": 2}, scoped=False)
     assert outcomes[0] == outcomes[1]
 
 
@@ -445,7 +443,6 @@ def test_expressions_return_what_jinjas_code_stores(source: str) -> None:
 
     import jinja2
 
-    from generator.errors import SpecError
     from generator.project import Project
     from generator.render import Renderer, TemplateOrigin
 
@@ -458,13 +455,7 @@ def test_expressions_return_what_jinjas_code_stores(source: str) -> None:
              for renderer in (ours, jinjas)]
     assert [inspect.isgeneratorfunction(root) for root in roots] == [False, True]
     values = {"s": [{"key": "a", "v": [1, 2]}, {"key": "b"}], "x": 3}
-    outcomes = []
-    for renderer in (ours, jinjas):
-        try:
-            outcomes.append(renderer.expression(source, TemplateOrigin("x.yaml"))(
-                renderer.scope(values)))
-        except SpecError as error:
-            outcomes.append(error.problems[0].message)
+    outcomes = _expression_outcomes((ours, jinjas), source, values)
     assert outcomes[0] == outcomes[1]
 
 
