@@ -165,8 +165,10 @@ def _message_block(context: _Context, body: str, role: Any, name: Any, lineno: i
     a render that collects messages, the message is handed over and a token printed instead
     (a name that is not canonical as it is, which the markers' way makes so, excepted)."""
     collected = context.message_blocks
-    if collected is not None and role in ROLES and not name and _MARK not in body:
-        # Nearly every block: a role and a body, nothing to refuse, collected.
+    if role in ROLES and not name and _MARK not in body:
+        # Nearly every block: a role and a body, nothing to refuse.
+        if collected is None:
+            return f"{_MARK}{role}{_MARK}{_MARK}{lineno}{_MARK}{body}{_MARK}"
         collected.append({"role": role, "content": body.strip()})
         index = len(collected) - 1
         return _BLOCK_TOKENS[index] if index < len(_BLOCK_TOKENS) else _block_token(index)
@@ -175,8 +177,7 @@ def _message_block(context: _Context, body: str, role: Any, name: Any, lineno: i
 
 def _named_or_refused_block(collected: list[Message] | None, body: str, role: Any, name: Any,
                             lineno: int) -> str:
-    """``_message_block`` of a block with a name, in a render that does not collect, or
-    refused."""
+    """``_message_block`` of a block with a name, or refused."""
     if role not in ROLES:
         raise jinja2.TemplateRuntimeError(
             f"message role {role!r} (line {lineno}) is not one of {', '.join(ROLES)}"
