@@ -459,6 +459,41 @@ def test_expressions_return_what_jinjas_code_stores(source: str) -> None:
     assert outcomes[0] == outcomes[1]
 
 
+@pytest.mark.parametrize("source", [
+    "{{ d.a }} {{ d['a'] }} {{ d.items }} {{ d['items'] }} {{ d.nope }}", "{{ d.n }}",
+    "{{ s[0].key }}{{ s[1]['key'] }}{{ s[5] }}", "{{ s[-1].key }} {{ s[0].v[1] }}", "{{ s[2] }}",
+    "{{ t[0] }} {{ t.upper }} {{ n.real }} {{ d[0] }} {{ s['key'] }} {{ s[0].v }}",
+    "{{ nope.a }}", "{{ d.a.b }}", "{{ d.m.values }}{{ d.m.x }}", "{{ s[0].key[0] }}",
+    "{% for i in s %}{{ i.key }}{{ loop.index }}{% endfor %}{{ (s | first).key }}",
+    "{% set x = s[0] %}{% macro m(y) %}{{ y.key }}{{ x.key }}{% endmacro %}{{ m(s[1]) }}",
+    "{{ d.a ~ s[0].key }} {{ [d.a, s[1]] }} {{ d.f }}",
+])
+def test_reads_and_prints_written_inline_render_what_jinjas_code_renders(source: str) -> None:
+    # Dict keys, list items at constant positions and printed strings are written inline in
+    # the generated code; Jinja's own code generator, in the same sandbox, must render the same
+    # text or fail with the same error.
+    from jinja2.compiler import CodeGenerator
+
+    from generator.errors import SpecError
+    from generator.project import Project
+    from generator.render import Renderer
+
+    ours, jinjas = Renderer(Project(REPO)), Renderer(Project(REPO))
+    jinjas.env.code_generator_class = CodeGenerator
+    jinjas.env.cached_compile = lambda parts, build: build()  # type: ignore[method-assign]
+    values = {"d": {"a": "x", "items": 1, "n": 2, "m": {"values": [3]}, "f": 1.5, 0: "zero"},
+              "s": [{"key": "a", "v": [1, 2]}, {"key": "b"}], "t": "text", "n": 7}
+    outcomes = []
+    for renderer in (ours, jinjas):
+        try:
+            template = renderer.inline(source, "specs/x.yaml", 4, 7, "a test")
+            outcomes.append(template.render_text(values))
+        except SpecError as error:
+            outcomes.append(str(error))
+    assert outcomes[0] == outcomes[1]
+    assert "_read" in ours.env.compile(source, raw=True) or "[" not in source
+
+
 def test_the_context_of_a_render_is_what_jinja_makes() -> None:
     # memspec makes the context of a template without blocks itself, more quickly: it must
     # hold what Jinja's own holds, for whichever Jinja is installed.
