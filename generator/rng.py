@@ -116,6 +116,15 @@ class KeyedRandom:
         return out
 
 
+def first_sample(seed: int, key: bytes, items: Sequence[T], k: int) -> list[T]:
+    """``KeyedRandom.keyed(seed, key).sample(items, k)``: ``k`` distinct items, the first
+    draws of the stream ``key``, without a stream object made for them (a slot drawn for every
+    group takes a few)."""
+    if not 0 <= seed < _U64:
+        raise ValueError("seed must be in [0, 2**64)")
+    return _sample(key, seed, 0, items, k)[0]
+
+
 def stream_key(path: Sequence[str | int]) -> bytes:
     """The key of the stream of ``path``; a child stream's key is its parent's followed by
     the key of the parts it adds."""

@@ -16,7 +16,7 @@ from typing import Any
 from .canonical import SCALARS, dumps
 from .errors import SpecError
 from .render import Renderer, RenderScope, TemplateOrigin, object_address
-from .rng import KeyedRandom, stream_key
+from .rng import KeyedRandom, first_sample, stream_key
 from .spec import FamilySpec
 
 #: What draws one slot's value for a group, given the group's sampler.
@@ -170,12 +170,15 @@ class _Sampler:
         if "balanced" in slot:
             return lambda sampler: sampler.slot(name, slot)
         where, excluding, part = ("slots", name), "distinct_from" in slot, stream_key((name,))
+        count = slot.get("count")
 
         def draw(sampler: _Sampler) -> Any:
             usable = sampler.candidates(name, slot, where) if excluding else items
             # The slot's stream (``stream``), its key made of parts encoded once.
-            stream = KeyedRandom.keyed(sampler.seed, sampler.group_key() + part)
-            return sampler.draw(name, slot, usable, stream, where)
+            key = sampler.group_key() + part
+            if count and len(usable) >= count:  # what ``draw`` does with it
+                return first_sample(sampler.seed, key, usable, count)
+            return sampler.draw(name, slot, usable, KeyedRandom.keyed(sampler.seed, key), where)
 
         return draw
 
