@@ -170,8 +170,10 @@ def _message_block(context: _Context, body: str, role: Any, name: Any, lineno: i
         if collected is None:
             return f"{_MARK}{role}{_MARK}{_MARK}{lineno}{_MARK}{body}{_MARK}"
         collected.append({"role": role, "content": body.strip()})
-        index = len(collected) - 1
-        return _BLOCK_TOKENS[index] if index < len(_BLOCK_TOKENS) else _block_token(index)
+        try:
+            return _BLOCK_TOKENS[len(collected) - 1]
+        except IndexError:
+            return _block_token(len(collected) - 1)
     return _named_or_refused_block(collected, body, role, name, lineno)
 
 

@@ -245,6 +245,7 @@ def test_message_blocks_render_to_messages_or_located_errors(source: str,
 
 MESSAGE_SOURCES = [
     '{% for t in turns %}{% message "user" %}{{ t }}{% endmessage %}\n{% endfor %}',
+    '{% for i in range(300) %}{% message "user" %}{{ i }}{% endmessage %}{% endfor %}',
     # Caught on the way and printed changed, twice, in another order or not at all.
     '{% set x %}{% message "user" %}A{% endmessage %}{% endset %}{{ x | replace("A", "B") }}',
     '{% set x %}{% message "user" %}A{% endmessage %}{% endset %}{{ x }}{{ x }}',
