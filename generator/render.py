@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from operator import itemgetter
 from pathlib import Path
 from types import CodeType, TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import jinja2
 import xxhash
@@ -38,6 +38,9 @@ from .limits import BudgetExceeded, group_megabytes
 from .memo import InputMemo, is_plain
 from .project import Project
 from .yamlsafe import read_text
+
+#: What an analysis of a template's tree gives (``_StrictSandbox._kept_analysis``).
+T = TypeVar("T")
 
 ROLES = ("system", "user", "assistant", "tool")
 
@@ -390,32 +393,40 @@ class _StrictSandbox(ImmutableSandboxedEnvironment):
         context, kept between runs as compiled code is; None where it reaches other templates
         (include, import, extends), whose names are not its own, or cannot be analysed."""
 
-        def build() -> list[str] | None:
-            try:
-                tree = parse()
-                if next(tree.find_all(_REACHES_OTHERS), None) is not None:
-                    return None
-                tracker = _NameTracker(self)
-                tracker.visit(tree)
-                return sorted(tracker.undeclared_identifiers)
-            except Exception:  # nothing worked out: nothing kept, and the render says why
+        def analyse() -> list[str] | None:
+            tree = parse()
+            if next(tree.find_all(_REACHES_OTHERS), None) is not None:
                 return None
+            tracker = _NameTracker(self)
+            tracker.visit(tree)
+            return sorted(tracker.undeclared_identifiers)
 
-        names = cached_data("jinja-names", (self.compile_fingerprint(), kind, source), build)
+        # Nothing worked out: nothing kept by the memo, and the render says why.
+        names = self._kept_analysis("jinja-names", (kind, source), analyse, None)
         return None if names is None else tuple(names)
+
+    def _kept_analysis(self, kind: str, parts: tuple[str, ...], analyse: Callable[[], T],
+                       failed: T) -> T:
+        """What ``analyse`` works out of a template's tree, kept between runs (under this
+        environment's compile fingerprint and ``parts``) as its compiled code is; ``failed``
+        where it raises."""
+
+        def build() -> T:
+            try:
+                return analyse()
+            except Exception:
+                return failed
+
+        return cached_data(kind, (self.compile_fingerprint(), *parts), build)
 
     def blocks_print_directly(self, source: str, parse: Callable[[], nodes.Template]) -> bool:
         """Whether every ``{% message %}`` block of a template (``parse`` gives its tree)
         prints straight into its output (``_prints_directly``), kept between runs as its
         compiled code is."""
 
-        def build() -> bool:
-            try:
-                return _prints_directly(parse())
-            except Exception:  # not worked out: the render, by the markers, says what is wrong
-                return False
-
-        return cached_data("jinja-direct-blocks", (self.compile_fingerprint(), source), build)
+        # Not worked out: the render, by the markers, says what is wrong.
+        return self._kept_analysis("jinja-direct-blocks", (source,),
+                                   lambda: _prints_directly(parse()), False)
 
     def unsafe_undefined(self, obj: Any, attribute: str) -> Any:
         if isinstance(obj, jinja2.Undefined):
