@@ -140,14 +140,17 @@ def _sample(key: bytes, seed: int, counter: int, items: Sequence[T], k: int
         raise ValueError("sample larger than population")
     pool = list(items)
     offsets, counter = _below(key, seed, counter, len(pool), k)
-    out: list[T] = []
     for i, offset in enumerate(offsets):
         j = i + offset
         pool[i], pool[j] = pool[j], pool[i]
-        out.append(pool[i])
-    return out, counter
+    # Step i settles position i and later steps swap only positions after it: the first k
+    # positions are the draws, in order.
+    return pool[:k], counter
 
 
+#: Bounds up to _SAFE_BOUND keep every value below _SAFE without working out their limit.
+_SAFE_BOUND = 1 << 32
+_SAFE = _U64 - _SAFE_BOUND
 #: The bytes of the counters every stream starts with, made once.
 _FIRST_COUNTERS = [_counter_bytes(counter) for counter in range(64)]
 
@@ -159,12 +162,14 @@ def _below(key: bytes, seed: int, counter: int, n: int, count: int) -> tuple[lis
     result is equally likely."""
     values = []
     for bound in range(n, n - count, -1):
-        limit = _U64 - _U64 % bound
+        # Every value below ``safe`` is under the limit (2**64 less 2**64 mod bound, which is
+        # above 2**64 - bound): the limit is worked out only for the rare value past it.
+        safe = _SAFE if bound <= _SAFE_BOUND else 0
         while True:
             value = _digest(key + (_FIRST_COUNTERS[counter] if counter < 64 else
                                    _counter_bytes(counter)), seed)
             counter += 1
-            if value < limit:
+            if value < safe or value < _U64 - _U64 % bound:
                 values.append(value % bound)
                 break
     return values, counter

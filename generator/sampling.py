@@ -50,7 +50,12 @@ def _is_json(value: Any) -> bool:
                 return False
         return True
     if kind is list:
-        return all((type(item) is str and "<" not in item) or _is_json(item) for item in value)
+        # A loop, not all() over a generator (a frame of its own): every slot expression's
+        # result comes through here.
+        for item in value:  # noqa: SIM110
+            if not ((type(item) is str and "<" not in item) or _is_json(item)):
+                return False
+        return True
     return kind in SCALARS
 
 

@@ -141,6 +141,30 @@ def test_groups_of_a_session_each_have_their_own_deadline_and_nothing_outlives_i
     assert (signal.getsignal(signal.SIGALRM), resource.getrlimit(resource.RLIMIT_AS)) == before
 
 
+def test_every_group_of_a_session_is_held_to_its_memory_budget() -> None:
+    """The address space is read every few groups of a session, not at every group: a group
+    between two reads must still be refused an allocation far over its budget, and given one
+    well within it, however far into the session it comes."""
+    import resource
+
+    from generator.limits import Budget
+
+    before = resource.getrlimit(resource.RLIMIT_AS)
+    budget = Budget(30, 64)
+    refused = []
+    with budget.session():
+        for group in range(2 * Budget.SESSION_READ_EVERY + 1):
+            with budget:
+                kept = bytearray(16 << 20)  # within 64 MB
+                try:
+                    bytearray(256 << 20)
+                except MemoryError:
+                    refused.append(group)
+                del kept
+    assert refused == list(range(2 * Budget.SESSION_READ_EVERY + 1))
+    assert resource.getrlimit(resource.RLIMIT_AS) == before
+
+
 @pytest.mark.parametrize(("old", "new", "fragment"), [
     ("version: 1\nparadigm", "version: 1" + "9" * 5000 + "\nparadigm", "digits"),
     ("  colour: {from: pools/colours.yaml}",

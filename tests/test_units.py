@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, run_cli
+from generator import rng as rng_module
 from generator.canonical import CanonicalJSONError, copy_data, dump_bytes
 from generator.rng import KeyedRandom
 from generator.sampling import balanced_value
@@ -72,6 +73,24 @@ def test_keyed_random_draws_what_every_frozen_release_was_drawn_with() -> None:
     assert rng.next_u64() == 14888673658887442888
     with pytest.raises(ValueError, match="2\\*\\*64"):
         rng.randbelow(2**64 + 1)  # more values than a draw chooses among: refused, not a hang
+
+
+@pytest.mark.parametrize("bound", [3, 7, 1000, 2**32 - 1, 2**32 + 1, 2**63 + 5, 2**64 - 1])
+def test_a_draw_is_redrawn_exactly_when_it_falls_in_the_uneven_top_of_2_to_the_64(
+        bound: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The top 2**64 mod bound values would favour the low results: those, and only those, are
+    # drawn again, on either side of where the shortcut for small bounds stops.
+    limit = 2**64 - 2**64 % bound
+    digests = iter([limit, 2**64 - 1, limit - 1, 0])
+    monkeypatch.setattr(rng_module, "_digest", lambda data, seed: next(digests))
+    assert rng_module._below(b"k", 1, 0, bound, 1) == ([(limit - 1) % bound], 3)
+
+
+@pytest.mark.parametrize("bound", [2, 2**32, 2**64])
+def test_a_bound_dividing_2_to_the_64_never_redraws(bound: int,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rng_module, "_digest", lambda data, seed: 2**64 - 1)
+    assert rng_module._below(b"k", 1, 0, bound, 1) == ([(2**64 - 1) % bound], 1)
 
 
 def test_randbelow_is_uniform_by_a_chi_square_test() -> None:
