@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
+from functools import partial
 from typing import Any, TypeVar
 
 from .canonical import CanonicalJSONError, copy_data, dumps, normalize, writes_canonically
@@ -353,30 +355,64 @@ class FamilyGenerator:
         return self.within_budget(group, lambda: self._render_group(group))
 
     def _render_group(self, group: int) -> tuple[dict[str, Any], list[RenderedVariant]]:
+        slots = self._slots(group)
+        return slots, self._render_variants(group, slots)
+
+    def _slots(self, group: int) -> dict[str, Any]:
+        return self._canonical_values(group, lambda: sample_slots(
+            self.family, self.renderer, self.seed, group, self._slot_cache))
+
+    def _render_variants(self, group: int, slots: dict[str, Any]) -> list[RenderedVariant]:
+        return self._canonical_values(group, lambda: [
+            self.render_variant(slots, v, group) for v in self.variants
+            if self._design_applies(v.design, slots, group)])
+
+    def _canonical_values(self, group: int, work: Callable[[], T]) -> T:
+        """``work()``, where a value an expression made that has no canonical form (a lone
+        surrogate …) is an error of the group."""
         try:
-            slots = sample_slots(self.family, self.renderer, self.seed, group,
-                                 self._slot_cache)
-            return slots, [self.render_variant(slots, v, group) for v in self.variants
-                           if self._design_applies(v.design, slots, group)]
-        except CanonicalJSONError as exc:  # a value an expression made (a lone surrogate …)
+            return work()
+        except CanonicalJSONError as exc:
             raise self.family.located.error(
                 f"group {group}: a slot value has no canonical form: {exc}") from None
 
     def group(self, group: int) -> list[dict[str, Any]]:
         """Every variant of one group, checked; raises on any error."""
+        return self.within_budget(group, lambda: self._checked(group, self._slots(group)))
 
-        def render_and_check() -> list[dict[str, Any]]:
-            _, rendered = self._render_group(group)
-            self.checks.check_group(rendered)
-            return [r.instance for r in rendered]
+    def _checked(self, group: int, slots: dict[str, Any]) -> list[dict[str, Any]]:
+        rendered = self._render_variants(group, slots)
+        self.checks.check_group(rendered)
+        return [r.instance for r in rendered]
 
-        return self.within_budget(group, render_and_check)
+    def group_batch(self, first: int, count: int) -> Iterator[list[dict[str, Any]]]:
+        """``group(g)`` for the groups ``first`` .. ``first + count - 1``, in order, with the
+        slots of them all drawn first: drawing is code of its own (pools, random streams,
+        expressions), which then runs for a batch at a stretch instead of between renders.
 
-    def within_budget(self, group: int, work: Callable[[], T]) -> T:
-        """``work()`` on ``group`` within the time and memory budget of one group; running out
-        of either is an error at the template line that was running, or at the family."""
+        Nothing else changes: each group has its whole budget, the time its draw took counted
+        against it, and the first group that fails raises the error it raises on its own (a
+        draw that failed is raised in its group's turn, after the groups before it)."""
+        drawn: list[tuple[dict[str, Any] | None, Exception | None, float]] = []
+        for group in range(first, first + count):
+            start = time.monotonic()
+            try:
+                slots = self.within_budget(group, partial(self._slots, group))
+            except Exception as exc:  # noqa: BLE001 (raised in its group's turn, below)
+                drawn.append((None, exc, 0.0))
+            else:
+                drawn.append((slots, None, time.monotonic() - start))
+        for group, (slots, error, spent) in enumerate(drawn, start=first):
+            if error is not None:
+                raise error
+            yield self.within_budget(group, partial(self._checked, group, slots), spent)
+
+    def within_budget(self, group: int, work: Callable[[], T], spent: float = 0.0) -> T:
+        """``work()`` on ``group`` within the time and memory budget of one group (less
+        ``spent`` seconds of it, taken by work on the group before); running out of either is
+        an error at the template line that was running, or at the family."""
         try:
-            with self._budget:
+            with self._budget.after(spent):
                 return work()
         except BudgetExceeded as exc:
             message = (f"group {group} took longer than {self._budget.seconds:g} s to render "

@@ -140,6 +140,7 @@ class Budget:
         self._session_limit: int | None = None
         self._outer_limit: tuple[int, int] | None = None  # what was in force before it
         self._groups_to_read = 0  # groups of the session until the address space is read
+        self._spent = 0.0  # seconds of the next block's budget taken before it (``after``)
 
     def _usable(self) -> bool:
         """Whether this thread may set the budget's alarm: the main thread, where setitimer
@@ -156,17 +157,31 @@ class Budget:
             limit = min(limit, hard)
         return limit if soft == resource.RLIM_INFINITY or soft > limit else None
 
+    def after(self, spent: float) -> Budget:
+        """The budget, for a block of work that continues one begun before it (the same
+        group, in another stage), which took ``spent`` seconds of its time: entered, it
+        allows only what is left."""
+        self._spent = spent
+        return self
+
+    def _seconds_left(self) -> float:
+        """The time the block entered now may take (what ``after`` took off, once)."""
+        spent, self._spent = self._spent, 0.0
+        # At least a millisecond: an alarm of zero seconds would be no alarm at all.
+        return max(self.seconds - spent, 0.001) if spent else self.seconds
+
     def __enter__(self) -> Budget:
         if self._session:
             self._enter_in_session()
             return self
+        seconds = self._seconds_left()
         self._alarm_set, self._previous_limit = False, None
         if threading.current_thread() is not threading.main_thread():
             return self
         if hasattr(signal, "setitimer") and signal.getitimer(signal.ITIMER_REAL)[0] == 0:
             self._previous_handler = signal.signal(signal.SIGALRM, _alarm)
             try:
-                signal.setitimer(signal.ITIMER_REAL, self.seconds)
+                signal.setitimer(signal.ITIMER_REAL, seconds)
             except (OSError, OverflowError, ValueError):
                 signal.signal(signal.SIGALRM, self._previous_handler or signal.SIG_DFL)
                 raise
@@ -226,6 +241,15 @@ class Budget:
             self._session_limit = self._outer_limit = None
 
     def _enter_in_session(self) -> None:
+        if self._spent:  # a group going on: its memory limit was set where it began
+            spent, left = self._spent, self._seconds_left()
+            self._deadline = time.monotonic() + left
+            self._in_group = True
+            if spent > self.seconds / 100:
+                # The alarm may be armed for later than this deadline, by up to what was
+                # spent: armed again where that is more than a blink.
+                signal.setitimer(signal.ITIMER_REAL, left)
+            return
         self._deadline = time.monotonic() + self.seconds
         self._in_group = True
         if self._groups_to_read > 0:

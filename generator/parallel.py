@@ -33,6 +33,9 @@ from .spec import FamilySpec, ReleaseFamily
 CHUNK_INSTANCES = 256
 #: Most groups in a chunk (for families of one instance a group).
 MAX_CHUNK_GROUPS = 64
+#: Groups of a chunk whose slots are drawn one after another before they are rendered
+#: (``FamilyGenerator.group_batch``): few enough that their values take little memory.
+STAGED_GROUPS = 16
 
 
 def chunk_groups(variants: int) -> int:
@@ -193,18 +196,21 @@ def render_chunk(job: ChunkJob, generator: Any = None, keep: bool = False) -> Ch
     generator = generator or _generator(job)
     generator.renderer.take_fetched()  # what earlier work fetched is not this chunk's
     lines, instances = [], []
+    end = job.start + job.count
     with generator.budget_session():
-        for group_index in range(job.start, job.start + job.count):
-            for instance in generator.group(group_index):
-                if job.entry is not None:
-                    instance["fields"] = normalize(dict(sorted(
-                        {**instance["fields"], **job.entry.release_fields(group_index)}
-                        .items())))
-                # Generated instances are normal, and what is not rendered text in them the
-                # generator checked as it made it.
-                lines.append(dump_instance_bytes(instance, checked=generator.json_checked))
-                if keep:
-                    instances.append(instance)
+        for first in range(job.start, end, STAGED_GROUPS):
+            batch = generator.group_batch(first, min(STAGED_GROUPS, end - first))
+            for group_index, group in enumerate(batch, start=first):
+                for instance in group:
+                    if job.entry is not None:
+                        instance["fields"] = normalize(dict(sorted(
+                            {**instance["fields"], **job.entry.release_fields(group_index)}
+                            .items())))
+                    # Generated instances are normal, and what is not rendered text in them
+                    # the generator checked as it made it.
+                    lines.append(dump_instance_bytes(instance, checked=generator.json_checked))
+                    if keep:
+                        instances.append(instance)
     return ChunkResult.of_lines(lines, generator.checks.take_tallies(),
                                 instances if keep else None,
                                 tuple(generator.renderer.take_fetched()))

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+import test_bad_input as demo
 
 from conftest import REPO, run_cli, tree_bytes
+from generator.errors import SpecError
 
 # A family with family-scope (balanced) checks, whose tallies must add up across workers.
 FAMILY = "memorychecks.recognition.altered_detail"
@@ -468,3 +471,77 @@ def test_a_progress_bar_on_a_terminal_starts_no_thread(monkeypatch: pytest.Monke
         advance("example.choice.meeting_room", 4)
         assert threading.active_count() == threads
     assert "freezing" in terminal.getvalue()  # it did draw
+
+
+def _generator(root: Path, family_id: str) -> Any:
+    from generator.catalog import Catalog
+    from generator.generate import FamilyGenerator
+    from generator.project import Project
+    from generator.render import Renderer
+
+    project = Project(root)
+    return FamilyGenerator(Catalog.load(project).family(family_id), Renderer(project), 7)
+
+
+@pytest.mark.parametrize("family_id", ["implicitmem.procedural.cache_key_prefix",
+                                       "trustgap.memory_trust.airline", FAMILY])
+def test_groups_drawn_a_batch_at_a_time_are_the_groups_drawn_one_by_one(family_id: str) -> None:
+    one_by_one = _generator(REPO, family_id)
+    batched = _generator(REPO, family_id)
+    expected = [one_by_one.group(g) for g in range(3, 40)]
+    assert list(batched.group_batch(3, 17)) + list(batched.group_batch(20, 20)) == expected
+
+
+@pytest.fixture
+def demo_project(tmp_path: Path) -> Path:
+    """The small project of the bad-input tests: one family drawing a colour."""
+    for relative, text in demo.FILES.items():
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def test_the_first_group_to_fail_is_the_one_reported_whichever_stage_fails(
+        demo_project: Path, tmp_path: Path) -> None:
+    # Group 12's draw fails and group 5's render does: drawn a batch at a time, group 12's
+    # draw comes first, yet group 5 is the one a run of groups in order stops at.
+    demo.edit(demo_project, demo.FAMILY, "  colour: {from: pools/colours.yaml}",
+              "  colour: {from: pools/colours.yaml}\n  step: {expr: \"1 // (group - 12)\"}")
+    demo.edit(demo_project, demo.TEMPLATE, "Noted.", "Noted {{ 1 // (group - 5) }}.")
+    expected = _generator(demo_project, demo.FAMILY_ID)
+    with pytest.raises(SpecError) as one:
+        for group in range(20):
+            expected.group(group)
+    out = tmp_path / "g.jsonl"
+    result = demo.memspec(demo_project, "generate", demo.FAMILY_ID, "--groups", 20, "--out", out)
+    assert result.returncode == 2 and "demo/setup.j2" in str(one.value)
+    assert str(one.value).splitlines()[0] in result.stderr
+    assert not out.exists()
+    # Without the render's failure, the draw's is reported, once the groups before it are made.
+    demo.edit(demo_project, demo.TEMPLATE, "Noted {{ 1 // (group - 5) }}.", "Noted.")
+    made = []
+    with pytest.raises(SpecError, match="step"):
+        for group in _generator(demo_project, demo.FAMILY_ID).group_batch(0, 16):
+            made.append(group)
+    assert len(made) == 12
+
+
+def test_a_group_continued_in_a_later_stage_has_only_what_is_left_of_its_budget() -> None:
+    import time
+
+    from generator.limits import Budget, BudgetExceeded
+
+    budget = Budget(0.6, 512)
+    with budget.session():
+        with budget.after(0.1):  # most of its time left: not stopped
+            time.sleep(0.3)
+        start = time.monotonic()
+        with pytest.raises(BudgetExceeded), budget.after(0.4):
+            while time.monotonic() < start + 10:
+                pass
+        assert time.monotonic() - start < 0.5  # stopped at 0.2 s, not at 0.6 s
+    start = time.monotonic()
+    with pytest.raises(BudgetExceeded), budget.after(0.4):  # outside a session too
+        while time.monotonic() < start + 10:
+            pass
+    assert time.monotonic() - start < 0.5
