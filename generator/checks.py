@@ -73,21 +73,42 @@ def contents_tokens(contents: list[str]) -> int:
 _CONTENT = itemgetter("content")
 
 
+#: What ``_Words.found`` gives for a text it does not hold.
+_UNSEEN = object()
+
+
 class _Words:
     """Words a text must not mention, ready for the test: folded once, where a text is."""
 
-    __slots__ = ("given", "words", "folded", "ascii")
+    __slots__ = ("given", "words", "folded", "ascii", "found")
+
+    #: Texts up to this long have their answer kept (a probe rendered from values drawn from
+    #: pools recurs from group to group; a long text seldom does), this many at most.
+    KEPT_LENGTH = 2000
+    KEPT_TEXTS = 4096
 
     def __init__(self, given: Any, words: list[str]) -> None:
         self.given = given  # what the check's expression gave (held: its id stays its own)
         self.words = words
         self.folded = [word.lower() for word in words]
         self.ascii = all(word.isascii() for word in words)
+        self.found: dict[str, str | None] = {}
 
     def first_in(self, text: str) -> str | None:
-        """The first word that ``text`` ``mentions`` (ignoring case), or None. An ASCII word
-        absent from the folded ASCII text is ruled out by a substring test (all of them at
-        once, in C, where every word is ASCII)."""
+        """The first word that ``text`` ``mentions`` (ignoring case), or None; kept for a
+        short text, which is likely met again."""
+        if len(text) > self.KEPT_LENGTH:
+            return self._first_in(text)
+        found = self.found.get(text, _UNSEEN)
+        if found is _UNSEEN:
+            if len(self.found) >= self.KEPT_TEXTS:
+                self.found.clear()
+            found = self.found[text] = self._first_in(text)
+        return found  # type: ignore[return-value]
+
+    def _first_in(self, text: str) -> str | None:
+        """``first_in``, worked out. An ASCII word absent from the folded ASCII text is ruled
+        out by a substring test (all of them at once, in C, where every word is ASCII)."""
         folded = text.lower() if text.isascii() else None
         if folded is not None and self.ascii and \
                 not any(map(folded.__contains__, self.folded)):

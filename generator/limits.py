@@ -119,11 +119,11 @@ class Budget:
     #: budget is hundreds of megabytes, so a few either way change nothing.
     SESSION_SLACK = 16 * 1024 * 1024
     #: Groups of a session between two reads of the address space (a system call that costs
-    #: as much as a fortieth of a small group). A group's limit then lags its own start by
-    #: what the groups since the last read kept once done: results kept by their inputs, a
-    #: few renders each, which for any family whose memory stays flat over a run is nothing
-    #: against the slack above.
-    SESSION_READ_EVERY = 8
+    #: as much as a fiftieth of a small group in a long run). A group's limit then lags its
+    #: own start by what the groups since the last read kept once done: results kept by
+    #: their inputs, a few renders each, which for any family whose memory stays flat over a
+    #: run is nothing against the slack above.
+    SESSION_READ_EVERY = 32
 
     def __init__(self, seconds: float, megabytes: int) -> None:
         self.seconds = seconds

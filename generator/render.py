@@ -1053,16 +1053,22 @@ def _collected_whole(pieces: list[str], messages: list[Message]) -> bool:
     return), hold no ``{`` (which ``make_message`` looks into) and no memory address, and are
     well within the length a render may have. Where any of it is not so, the render by the
     markers says what is wrong or makes what is right."""
-    # The non-blank pieces (str.strip gives a piece holding no outer whitespace back as it
-    # is) against the tokens, by identity: all of it in C.
-    printed = list(filter(None, map(str.strip, pieces)))
-    if len(printed) != len(messages) or not all(map(operator.is_, printed, _BLOCK_TOKENS)):
+    count = len(messages)
+    if len(pieces) == count:  # nothing printed between the blocks (trim_blocks sees to it)
+        printed, marks = pieces, count * (len(str(count)) + 2)  # the tokens' length at most
+    else:
+        # The non-blank pieces (str.strip gives a piece holding no outer whitespace back as
+        # it is) against the tokens.
+        printed, marks = list(filter(None, map(str.strip, pieces))), sum(map(len, pieces))
+        if len(printed) != count:
+            return False
+    if not all(map(operator.is_, printed, _BLOCK_TOKENS)):  # by identity, in C
         return False
     contents = list(map(itemgetter("content"), messages))
     if not all(contents):
         return False
     text = "".join(contents)
-    if len(text) + sum(map(len, pieces)) > MAX_RENDER_CHARS // 2 or "{" in text:
+    if len(text) + marks > MAX_RENDER_CHARS // 2 or "{" in text:
         return False
     if _plain_text(text):
         return True

@@ -231,6 +231,33 @@ def test_mentions_agrees_with_a_plain_whole_word_search() -> None:
     agree()
 
 
+def test_forbidden_words_kept_by_text_answer_as_worked_out_afresh(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The words a text mentions are kept for a short text: the same answers, asked in any
+    order, again, past what is kept, and for a text too long to keep."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from generator.checks import _Words, mentions
+
+    words = ["zk", "bare key", "Prefix", "\u212a"]
+    monkeypatch.setattr(_Words, "KEPT_TEXTS", 8)  # starting again from none, often
+    kept = _Words(words, words)
+
+    def fresh(text: str) -> str | None:
+        return next((word for word in words if mentions(text, word)), None)
+
+    alphabet = st.sampled_from(list("zkK bare y.Pfix") + ["\u212a", "\n"])
+
+    @settings(max_examples=300, derandomize=True, deadline=None)
+    @given(st.lists(st.text(alphabet, max_size=12), min_size=1, max_size=30))
+    def agree(texts: list[str]) -> None:
+        for text in texts + texts[::-1] + ["zk " * 1000]:
+            assert kept.first_in(text) == fresh(text)
+
+    agree()
+
+
 @pytest.mark.parametrize(("source", "outcome"), [
     # A set inside a message stays inside it; the loop outside is seen from inside.
     ('{% set x = 1 %}{% for i in range(2) %}{% message "user" %}{% set x = 9 %}{{ x }}'
