@@ -17,7 +17,7 @@ from typing import Any
 from .canonical import CanonicalJSONError, dumps
 from .errors import CheckFailed, Problem
 from .instances import phase_messages, phase_text
-from .render import Renderer, RenderScope, TemplateOrigin
+from .render import Renderer, RenderScope, TemplateOrigin, expression_scope
 from .yamlsafe import Located
 
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]")
@@ -136,7 +136,7 @@ class RenderedVariant:
 
     instance: dict[str, Any]
     context: dict[str, Any]
-    _scope: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+    _scope: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
     _contents: dict[str, list[str]] | None = field(default=None, repr=False, compare=False)
 
     def messages(self, phase: str) -> list[dict[str, str]]:
@@ -152,12 +152,12 @@ class RenderedVariant:
             found = self._contents[phase] = list(map(_CONTENT, self.messages(phase)))
         return found
 
-    def scope(self) -> dict[str, Any]:
+    def scope(self, environment: Any) -> Mapping[str, Any]:
         """What a check's expression sees: the slot values and ``instance`` (made once, for
         every check of the instance)."""
         if self._scope is None:
             context = self.context
-            self._scope = RenderScope(context, instance=self.instance) \
+            self._scope = expression_scope(environment, context, instance=self.instance) \
                 if type(context) is RenderScope else {**context, "instance": self.instance}
         return self._scope
 
@@ -226,7 +226,7 @@ class CheckRunner:
         of = self._expr(index, "of")
 
         def tally(rendered: RenderedVariant) -> None:
-            value = of(rendered.scope())
+            value = of(rendered.scope(self.renderer.env))
             try:
                 self._tallies[index][dumps(value)] += 1
             except CanonicalJSONError:
@@ -280,7 +280,7 @@ class CheckRunner:
         known: list[_Words] = []  # the words met last (most families give one list always)
 
         def forbidden(rendered: RenderedVariant) -> str | None:
-            given = words_of(rendered.scope())
+            given = words_of(rendered.scope(self.renderer.env))
             if not known or known[0].given is not given:
                 known[:] = [self._words(index, given)]
             text = "\n".join([content for phase in phases
@@ -305,7 +305,7 @@ class CheckRunner:
         test, message = self._expr(index, "test"), check["message"]
 
         def holds(rendered: RenderedVariant) -> str | None:
-            return None if test(rendered.scope()) else message
+            return None if test(rendered.scope(self.renderer.env)) else message
 
         return holds
 

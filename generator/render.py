@@ -150,6 +150,16 @@ class _Context(jinja2.runtime.Context):
         self.blocks = {}
 
 
+def expression_scope(environment: Any, values: RenderScope, **names: Any) -> _Context:
+    """What several expressions evaluated over the same values share (the checks of one
+    instance): ``values`` with ``names`` above them, as the context a compiled expression
+    runs in, made once rather than a copy of the values and a context for each expression."""
+    local = _Context.__new__(_Context)
+    local._fill(environment, values, None, jinja2.runtime.EvalContext(environment, None))
+    local.vars.update(names)
+    return local
+
+
 def _expression_context(template: jinja2.Template, context: Mapping[str, Any],
                         eval_ctx: Any) -> _Context:
     """``jinja_context`` for a compiled expression, with the evaluation context its
@@ -1300,14 +1310,24 @@ class Renderer:
                 return run(context)
 
             eval_ctx = jinja2.runtime.EvalContext(self.env, template.name)
-            result_of = _result_function(template.root_render_func)  # type: ignore[attr-defined]
+            root = template.root_render_func  # type: ignore[attr-defined]
+            result_of = _result_function(root)
+            # A root that returns its value leaves its context as it found it, so it may run
+            # in one it shares with others (``expression_scope``); Jinja's own stores the
+            # value in it.
+            shares = result_of is root
 
             def run(context: Mapping[str, Any], _t: jinja2.Template = template) -> Any:
                 # What calling Jinja's compiled expression does, less its copies of the context
                 # (its keyword arguments, a dict of them, then merged with the globals): checks
                 # and slots run it for every instance, over a RenderScope they share.
+                if type(context) is _Context:
+                    local = context if shares else _expression_context(
+                        _t, {**context.parent, **context.vars}, eval_ctx)
+                else:
+                    local = _expression_context(_t, context, eval_ctx)
                 try:
-                    value = result_of(_expression_context(_t, context, eval_ctx))
+                    value = result_of(local)
                     if isinstance(value, jinja2.Undefined):
                         value._fail_with_undefined_error()
                     return value

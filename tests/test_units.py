@@ -506,6 +506,41 @@ def test_expressions_return_what_jinjas_code_stores(source: str) -> None:
     assert outcomes[0] == outcomes[1]
 
 
+def test_expressions_over_one_shared_scope_give_what_each_gives_over_its_own() -> None:
+    # The checks of an instance evaluate their expressions, one after another, in one context
+    # shared by them all (expression_scope), where each had a copy of the values of its own:
+    # the same values or errors, whether the roots return their value (and share it) or are
+    # Jinja's generators that store it (and are given a context of their own).
+    import jinja2
+
+    from generator.errors import SpecError
+    from generator.project import Project
+    from generator.render import Renderer, TemplateOrigin, expression_scope
+
+    sources = ["instance.phases | map(attribute='n') | list", "x + 1", "result", "nope",
+               "instance.answer ~ '!'", "s | selectattr('key', 'equalto', 'b') | first",
+               "result", "[x, instance.answer]", "x / 0", "instance"]
+    values = {"s": [{"key": "a"}, {"key": "b"}], "x": 3}
+    instance = {"phases": [{"n": 1}, {"n": 2}], "answer": "yes"}
+    ours, jinjas = Renderer(Project(REPO)), Renderer(Project(REPO))
+    jinjas.env.compile_expression_tree = (  # type: ignore[method-assign]
+        lambda tree: jinja2.Environment.compile(jinjas.env, tree))
+    jinjas.env.cached_compile = lambda parts, build: build()  # type: ignore[method-assign]
+    for renderer in (ours, jinjas):
+        shared = expression_scope(renderer.env, renderer.scope(values), instance=instance)
+        outcomes: dict[str, list] = {"shared": [], "own": []}
+        for source in sources:
+            evaluate = renderer.expression(source, TemplateOrigin("x.yaml"))
+            for way, scope in (("shared", shared),
+                               ("own", renderer.scope({**values, "instance": instance}))):
+                try:
+                    outcomes[way].append(evaluate(scope))
+                except SpecError as error:
+                    outcomes[way].append(error.problems[0].message)
+        assert outcomes["shared"] == outcomes["own"]
+        assert outcomes["own"][0] == [1, 2] and "undefined" in outcomes["own"][2]
+
+
 @pytest.mark.parametrize("source", [
     "{{ d.a }} {{ d['a'] }} {{ d.items }} {{ d['items'] }} {{ d.nope }}", "{{ d.n }}",
     "{{ s[0].key }}{{ s[1]['key'] }}{{ s[5] }}", "{{ s[-1].key }} {{ s[0].v[1] }}", "{{ s[2] }}",
