@@ -8,7 +8,7 @@ on the order in which items are generated, or on how many processes generate the
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 import xxhash
@@ -129,6 +129,21 @@ def stream_key(path: Sequence[str | int]) -> bytes:
     """The key of the stream of ``path``; a child stream's key is its parent's followed by
     the key of the parts it adds."""
     return _SEP.join(map(_encode_part, path)) + _SEP
+
+
+def number_keys(before: Sequence[str | int], after: Sequence[str | int]
+                ) -> Callable[[int], bytes]:
+    """What gives ``stream_key((*before, n, *after))`` for a number ``n``, with the parts
+    around it encoded once (a family's groups: one key a group)."""
+    head = (stream_key(before) if before else b"") + b"i"
+    tail = _SEP + (stream_key(after) if after else b"")
+
+    def key(number: int) -> bytes:
+        if type(number) is not int:
+            return stream_key((*before, number, *after))
+        return b"%b%d%b" % (head, number, tail)
+
+    return key
 
 
 def _sample(key: bytes, seed: int, counter: int, items: Sequence[T], k: int

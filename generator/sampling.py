@@ -16,7 +16,7 @@ from typing import Any
 from .canonical import SCALARS, dumps
 from .errors import SpecError
 from .render import Renderer, RenderScope, TemplateOrigin, object_address
-from .rng import KeyedRandom, first_sample, stream_key
+from .rng import KeyedRandom, first_sample, number_keys, stream_key
 from .spec import FamilySpec
 
 #: What draws one slot's value for a group, given the group's sampler.
@@ -143,7 +143,11 @@ class _Sampler:
         """The key of the stream (family, group, "slot"); a slot's stream is its child, keyed
         by it and the slot's name. Encoded once for every slot of the group."""
         if self._group_key is None:
-            self._group_key = stream_key((self.family.family_id, self.group, "slot"))
+            key_of = self._cache.get(("group key",))
+            if key_of is None:
+                key_of = self._cache["group key",] = number_keys((self.family.family_id,),
+                                                                 ("slot",))
+            self._group_key = key_of(self.group)
         return self._group_key
 
     def plan(self) -> list[tuple[str, Drawer]]:

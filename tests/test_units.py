@@ -6,6 +6,7 @@ import json
 import math
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -91,6 +92,21 @@ def test_a_bound_dividing_2_to_the_64_never_redraws(bound: int,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rng_module, "_digest", lambda data, seed: 2**64 - 1)
     assert rng_module._below(b"k", 1, 0, bound, 1) == ([(2**64 - 1) % bound], 1)
+
+
+@pytest.mark.parametrize(("before", "after"), [(("fam",), ("slot",)), ((), ()), (("a", 3), ()),
+                                               ((), ("x", 1))])
+def test_keys_made_around_a_number_are_the_keys_of_its_path(before: tuple, after: tuple) -> None:
+    def outcome(make: Any, *args: Any) -> Any:
+        try:
+            return make(*args)
+        except TypeError as error:
+            return str(error)
+
+    key_of = rng_module.number_keys(before, after)
+    for number in (0, 7, 12345, -3, 10**20, True, "5", 1.0):
+        assert outcome(key_of, number) == \
+            outcome(rng_module.stream_key, (*before, number, *after))
 
 
 def test_randbelow_is_uniform_by_a_chi_square_test() -> None:
