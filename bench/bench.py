@@ -4,10 +4,11 @@
     python bench/bench.py --only a,e      # some of them
     python bench/bench.py --rss-max 100000  # peak memory up to 10^5 instances only
 
-(a) and (b) compare two sides run in turns, several times, and the best of each side counts:
-on a shared machine a busy moment then falls on one run, not on one side of the comparison.
-(a) takes many short rounds (--rounds of --floor-groups groups), since speed there comes and
-goes in bursts of milliseconds; (b) a few long runs (--repeats).
+(a) and (b) compare two sides run in turns, several times, so that on a shared machine a busy
+moment falls on one run, not on one side of the comparison. (a) takes many short rounds
+(--rounds of --floor-groups groups), since speed there comes and goes in bursts of
+milliseconds, and compares the sides within each round: the median of the rounds' ratios
+counts. (b) takes a few long runs (--repeats), and the best of each side counts.
 
 (a) generation rate against the floor of this stack: the family's compiled Jinja templates
     (its phases and the answer texts written in its YAML) rendered with the same values and
@@ -32,6 +33,7 @@ import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -91,11 +93,13 @@ def bench_floor(groups: int, rounds: int, family_id: str = PROCEDURAL,
     """(a) memspec's own loop against rendering the same templates and dumping JSON.
 
     In ``rounds`` short rounds of ``groups`` groups each, the two sides taken in turns (which
-    goes first alternating), every round on new groups; the best round of each side counts.
-    On a machine shared with others, speed comes and goes in bursts of milliseconds: many
-    short rounds give both sides the same chances of a quiet one. The median over the rounds
-    of the ratio within a round is reported beside it. memspec first renders ``warmup``
-    groups, as a long run has (its memos keep answers met before)."""
+    goes first alternating), every round on new groups. On a machine shared with others,
+    speed comes and goes in bursts of milliseconds, so the two sides are compared within a
+    round, where they ran under the same conditions: the ratio is the median over the rounds
+    of memspec's rate over the floor's. Beside it, the interquartile range of those ratios,
+    and the ratio of each side's best round (which pairs moments that may lie apart, and so
+    swings far more from one run to the next). memspec first renders ``warmup`` groups, as a
+    long run has (its memos keep answers met before)."""
     from generator.catalog import Catalog
     from generator.generate import FamilyGenerator
     from generator.parallel import chunk_jobs, render_chunk
@@ -149,8 +153,9 @@ def bench_floor(groups: int, rounds: int, family_id: str = PROCEDURAL,
     paired = sorted(m / f for m, f in zip(memspec_rates, floor_rates, strict=True))
     return {"family": family_id, "groups_per_round": groups, "rounds": rounds,
             "memspec_per_s": round(memspec_rate, 1), "floor_per_s": round(floor_rate, 1),
-            "ratio": round(memspec_rate / floor_rate, 3),
-            "median_round_ratio": round(paired[len(paired) // 2], 3), "target": ">= 0.75",
+            "ratio": round(statistics.median(paired), 3),
+            "ratio_quartiles": [round(q, 3) for q in statistics.quantiles(paired, n=4)[::2]],
+            "best_round_ratio": round(memspec_rate / floor_rate, 3), "target": ">= 0.75",
             "stages_us": _stages(generator, 1000, 3, phases, texts)}
 
 
@@ -340,9 +345,9 @@ def main() -> None:
     parser.add_argument("--only", default="a,b,c,d,e", help="which measurements, e.g. a,c")
     parser.add_argument("--floor-groups", type=int, default=200,
                         help="groups of one round of (a)")
-    parser.add_argument("--rounds", type=int, default=30,
-                        help="rounds of (a), the two sides taken in turns; the best of each "
-                             "counts")
+    parser.add_argument("--rounds", type=int, default=60,
+                        help="rounds of (a), the two sides taken in turns; the median of the "
+                             "rounds' ratios counts")
     parser.add_argument("--family", default=PROCEDURAL,
                         help=f"the family of (a) (default {PROCEDURAL})")
     parser.add_argument("--repeats", type=int, default=3,
@@ -394,8 +399,10 @@ def _print_table(results: dict[str, Any]) -> None:
 
     table = Table("measurement", "result", "target")
     rows = {
-        "a_floor": lambda r: (f"(a) {r['memspec_per_s']}/s vs floor {r['floor_per_s']}/s "
-                              f"(median of rounds {r['median_round_ratio']})",
+        "a_floor": lambda r: (f"(a) median of {r['rounds']} rounds' ratios (quartiles "
+                              f"{r['ratio_quartiles'][0]}-{r['ratio_quartiles'][1]}); best "
+                              f"rounds {r['memspec_per_s']}/s vs floor {r['floor_per_s']}/s "
+                              f"(ratio {r['best_round_ratio']})",
                               f"ratio {r['ratio']}"),
         "b_workers": lambda r: (f"(b) {r['groups']} groups: 1 worker {r['seconds_1']} s, "
                                 f"2 workers {r['seconds_2']} s (start-up {r['start_up_s']} s)",
