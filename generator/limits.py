@@ -241,17 +241,15 @@ class Budget:
             self._session_limit = self._outer_limit = None
 
     def _enter_in_session(self) -> None:
-        if self._spent:  # a group going on: its memory limit was set where it began
-            spent, left = self._spent, self._seconds_left()
-            self._deadline = time.monotonic() + left
-            self._in_group = True
+        spent, left = self._spent, self._seconds_left()
+        self._deadline = time.monotonic() + left
+        self._in_group = True
+        if spent:  # a group going on: its memory limit was set where it began
             if spent > self.seconds / 100:
                 # The alarm may be armed for later than this deadline, by up to what was
                 # spent: armed again where that is more than a blink.
                 signal.setitimer(signal.ITIMER_REAL, left)
             return
-        self._deadline = time.monotonic() + self.seconds
-        self._in_group = True
         if self._groups_to_read > 0:
             self._groups_to_read -= 1
             return

@@ -138,6 +138,14 @@ class _Context(jinja2.runtime.Context):
         # over them (a frame of its own): every render and expression makes a context.
         self._fill(environment, parent, name, jinja2.runtime.EvalContext(environment, name))
 
+    @classmethod
+    def bare(cls, environment: Any, parent: dict[str, Any], name: str | None,
+             eval_ctx: Any) -> _Context:
+        """A context of a template without blocks, made without Jinja's __init__."""
+        local = cls.__new__(cls)
+        local._fill(environment, parent, name, eval_ctx)
+        return local
+
     def _fill(self, environment: Any, parent: dict[str, Any], name: str | None,
               eval_ctx: Any) -> None:
         self.parent = parent
@@ -154,8 +162,7 @@ def expression_scope(environment: Any, values: RenderScope, **names: Any) -> _Co
     """What several expressions evaluated over the same values share (the checks of one
     instance): ``values`` with ``names`` above them, as the context a compiled expression
     runs in, made once rather than a copy of the values and a context for each expression."""
-    local = _Context.__new__(_Context)
-    local._fill(environment, values, None, jinja2.runtime.EvalContext(environment, None))
+    local = _Context.bare(environment, values, None, jinja2.runtime.EvalContext(environment, None))
     local.vars.update(names)
     return local
 
@@ -165,11 +172,9 @@ def _expression_context(template: jinja2.Template, context: Mapping[str, Any],
     """``jinja_context`` for a compiled expression, with the evaluation context its
     evaluations share: an expression holds no statement that could change it (an
     ``{% autoescape %}`` block), and it is made for every one of them."""
-    local = _Context.__new__(_Context)
-    local._fill(template.environment,
-                context if type(context) is RenderScope else {**template.globals, **context},
-                template.name, eval_ctx)
-    return local
+    return _Context.bare(template.environment,
+                         context if type(context) is RenderScope else
+                         {**template.globals, **context}, template.name, eval_ctx)
 
 
 @jinja2.pass_context
