@@ -8,7 +8,8 @@
 moment falls on one run, not on one side of the comparison. (a) takes many short rounds
 (--rounds of --floor-groups groups), since speed there comes and goes in bursts of
 milliseconds, and compares the sides within each round: the median of the rounds' ratios
-counts. (b) takes a few long runs (--repeats), and the best of each side counts.
+counts. (b) takes a few pairs of long runs (--repeats) and compares the sides within each
+pair in the same way.
 
 (a) generation rate against the floor of this stack: the family's compiled Jinja templates
     (its phases and the answer texts written in its YAML) rendered with the same values and
@@ -223,23 +224,38 @@ def _floor_render(context: dict[str, Any], phases: dict[str, Any], texts: dict[s
 
 
 def bench_workers(groups: int, tmp: Path, repeats: int) -> dict[str, Any]:
-    """(b) wall time of `memspec generate` on 1 and 2 worker processes, best of ``repeats``
-    runs each, taken in turns; and of a run of one group, the start-up that every run pays
-    (the interpreter, imports, the specs loaded) and no number of workers shortens."""
-    times = {0: float("inf"), 1: float("inf"), 2: float("inf")}
-    for _ in range(repeats):
-        for workers in (1, 2, 0):
+    """(b) wall time of `memspec generate` on 1 and 2 worker processes.
+
+    ``repeats`` pairs of runs, one on each side, which goes first alternating, so that a
+    machine slowing down or speeding up over a pair favours neither side. As in (a), the two
+    sides are compared within a pair: the speed-up is the median of the pairs' ratios, with
+    their interquartile range; beside it, the ratio of each side's best run. Then a run of
+    one group: the start-up that every run pays (the interpreter, imports, the specs loaded)
+    and no number of workers shortens."""
+    runs: dict[int, list[float]] = {1: [], 2: []}
+    start_up = float("inf")
+    for pair in range(repeats):
+        for workers in (1, 2) if pair % 2 == 0 else (2, 1):
             out = tmp / f"workers{workers}.jsonl"
             seconds, _ = _peak_rss_kib("generate", PROCEDURAL, "--out", str(out),
-                                       "--groups", str(groups if workers else 1),
-                                       "--workers", str(max(workers, 1)))
-            times[workers] = min(times[workers], seconds)
+                                       "--groups", str(groups), "--workers", str(workers))
+            runs[workers].append(seconds)
+        seconds, _ = _peak_rss_kib("generate", PROCEDURAL, "--out", str(tmp / "one.jsonl"),
+                                   "--groups", "1")
+        start_up = min(start_up, seconds)
     same = (tmp / "workers1.jsonl").read_bytes() == (tmp / "workers2.jsonl").read_bytes()
-    return {"family": PROCEDURAL, "groups": groups, "seconds_1": round(times[1], 2),
-            "seconds_2": round(times[2], 2), "speedup": round(times[1] / times[2], 3),
-            "start_up_s": round(times[0], 2), "output_mb": round(
+    paired = sorted(one / two for one, two in zip(runs[1], runs[2], strict=True))
+    quartiles = statistics.quantiles(paired, n=4)[::2] if len(paired) > 1 else paired * 2
+    return {"family": PROCEDURAL, "groups": groups, "pairs": repeats,
+            "seconds_1": round(min(runs[1]), 2), "seconds_2": round(min(runs[2]), 2),
+            "median_seconds_1": round(statistics.median(runs[1]), 2),
+            "median_seconds_2": round(statistics.median(runs[2]), 2),
+            "speedup": round(statistics.median(paired), 3),
+            "speedup_quartiles": [round(q, 3) for q in quartiles],
+            "best_run_speedup": round(min(runs[1]) / min(runs[2]), 3),
+            "start_up_s": round(start_up, 2), "output_mb": round(
                 (tmp / "workers1.jsonl").stat().st_size / 1e6),
-            "identical_bytes": same, "repeats": repeats, "target": ">= 1.7"}
+            "identical_bytes": same, "target": ">= 1.7"}
 
 
 def bench_rss(sizes: list[int], tmp: Path) -> dict[str, Any]:
@@ -350,8 +366,9 @@ def main() -> None:
                              "rounds' ratios counts")
     parser.add_argument("--family", default=PROCEDURAL,
                         help=f"the family of (a) (default {PROCEDURAL})")
-    parser.add_argument("--repeats", type=int, default=3,
-                        help="runs of (b), taken in turns; the best of each counts")
+    parser.add_argument("--repeats", type=int, default=7,
+                        help="pairs of runs of (b), the two sides in turns; the median of the "
+                             "pairs' ratios counts")
     parser.add_argument("--freeze-groups", default="2000,8000",
                         help="release sizes (groups) for the freeze memory runs of (c)")
     parser.add_argument("--worker-groups", type=int, default=60000,
@@ -404,8 +421,11 @@ def _print_table(results: dict[str, Any]) -> None:
                               f"rounds {r['memspec_per_s']}/s vs floor {r['floor_per_s']}/s "
                               f"(ratio {r['best_round_ratio']})",
                               f"ratio {r['ratio']}"),
-        "b_workers": lambda r: (f"(b) {r['groups']} groups: 1 worker {r['seconds_1']} s, "
-                                f"2 workers {r['seconds_2']} s (start-up {r['start_up_s']} s)",
+        "b_workers": lambda r: (f"(b) {r['groups']} groups, median of {r['pairs']} pairs' "
+                                f"ratios (quartiles {r['speedup_quartiles'][0]}-"
+                                f"{r['speedup_quartiles'][1]}); best runs 1 worker "
+                                f"{r['seconds_1']} s, 2 workers {r['seconds_2']} s (ratio "
+                                f"{r['best_run_speedup']}); start-up {r['start_up_s']} s",
                                 f"speed-up {r['speedup']}x"),
         "c_rss": lambda r: ("(c) peak RSS " + ", ".join(
             f"{n}: {v['peak_rss_mib']} MiB" for n, v in r["sizes"].items()),

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 
     from .generate import FamilyGenerator
     from .release import BuiltRelease
+    from .writeback import StreamedFile
 
 
 @app.callback()
@@ -239,7 +240,7 @@ def generate(
         executor = executor_for(workers, engine, scheduler, catalog, local.renderer)
         fingerprint = fingerprint_for(executor, project.root)
         jobs = chunk_jobs(project.root, spec, seed, first, count,
-                          fingerprint=fingerprint)
+                          fingerprint=fingerprint, workers=executor.workers)
         try:
             with _output(out_file) as sink, _progress(count, "generating") as advance:
                 for job, chunk in zip(jobs, executor.map(jobs, local), strict=True):
@@ -813,7 +814,7 @@ def _catalog_if_any() -> Catalog | None:
 
 
 @contextmanager
-def _output(out_file: str) -> Iterator[BinaryIO]:
+def _output(out_file: str) -> Iterator[BinaryIO | StreamedFile]:
     """Where output is streamed: stdout, or a file that appears whole or not at all."""
     from .release import atomic_writer
     if out_file == "-":

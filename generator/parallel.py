@@ -27,20 +27,29 @@ from .canonical import dump_instance_bytes, normalize
 from .errors import SpecError
 from .spec import FamilySpec, ReleaseFamily
 
-#: Instances a chunk aims at: enough that handing a chunk over (pickling it, a future, waking
-#: the writer) costs little next to rendering it, few enough that a few chunks per worker in
-#: flight keep every worker busy and memory small.
-CHUNK_INSTANCES = 256
+#: Instances a chunk aims at: enough that handing a chunk over (pickling its job and result,
+#: a future, waking the writer, two threads of the pool) costs little next to rendering it,
+#: few enough that a few chunks per worker in flight take little memory. (Measured, 60,000
+#: groups on two workers: chunks of 256 instances cost the writing process 1.1 s of CPU
+#: time, chunks of 1,024 0.8 s.)
+CHUNK_INSTANCES = 1024
 #: Most groups in a chunk (for families of one instance a group).
-MAX_CHUNK_GROUPS = 64
+MAX_CHUNK_GROUPS = 256
+#: Chunks each worker gets at the least: a run too small for that many chunks of the usual
+#: size is cut finer, so that no worker waits while another renders the whole run.
+MIN_CHUNKS_PER_WORKER = 4
 #: Groups of a chunk whose slots are drawn one after another before they are rendered
 #: (``FamilyGenerator.group_batch``): few enough that their values take little memory.
 STAGED_GROUPS = 16
 
 
-def chunk_groups(variants: int) -> int:
-    """Groups per chunk for a family of (at most) ``variants`` instances a group."""
-    return max(1, min(MAX_CHUNK_GROUPS, CHUNK_INSTANCES // max(1, variants)))
+def chunk_groups(variants: int, groups: int = 0, workers: int = 1) -> int:
+    """Groups per chunk for a family of (at most) ``variants`` instances a group; on several
+    ``workers``, few enough that a run of ``groups`` gives each some chunks."""
+    size = max(1, min(MAX_CHUNK_GROUPS, CHUNK_INSTANCES // max(1, variants)))
+    if workers > 1:
+        size = min(size, max(1, -(-groups // (MIN_CHUNKS_PER_WORKER * workers))))
+    return size
 
 
 @dataclass(frozen=True)
@@ -61,7 +70,9 @@ class ChunkResult:
     """One chunk rendered: its instances as canonical JSON lines, joined, and the family-scope
     check tallies of its groups; rendered in this process, the instances themselves too."""
 
-    data: bytes  # the chunk's lines, in order, each ending in a newline
+    #: The chunk's lines, in order, each ending in a newline. From forked workers, a view of
+    #: the memory they wrote it into, which holds only until the next result is asked for.
+    data: bytes | memoryview
     count: int  # how many lines
     tallies: dict[int, Counter]
     instances: list[dict[str, Any]] | None = None
@@ -130,12 +141,14 @@ class ChunkJobs:
 
 
 def chunk_jobs(root: Path, family: FamilySpec, seed: int, start: int, count: int,
-               entry: ReleaseFamily | None = None, fingerprint: str = "") -> ChunkJobs:
-    """A family's groups cut into chunks of about ``CHUNK_INSTANCES`` instances, in order
-    (``fingerprint``: the project's ``tree_fingerprint``, which a worker in another process
-    checks before it renders). Where chunks fall changes no byte of the output."""
+               entry: ReleaseFamily | None = None, fingerprint: str = "", workers: int = 1
+               ) -> ChunkJobs:
+    """A family's groups cut into chunks of about ``CHUNK_INSTANCES`` instances, in order,
+    for ``workers`` to render (``fingerprint``: the project's ``tree_fingerprint``, which a
+    worker in another process checks before it renders). Where chunks fall changes no byte
+    of the output."""
     return ChunkJobs(str(root), str(family.path), seed, start, count, entry, fingerprint,
-                     chunk_groups(len(family.variants())))
+                     chunk_groups(len(family.variants()), count, workers))
 
 
 def fingerprint_for(executor: Executor, root: Path) -> str:
@@ -222,12 +235,15 @@ class Executor:
     #: The project's ``tree_fingerprint`` where the executor already took it (workers forked
     #: with the project), else "".
     fingerprint = ""
+    #: How many chunks it renders at once (its worker processes).
+    workers = 1
 
     def map(self, jobs: Iterable[ChunkJob], local: Any = None, keep: bool = False
             ) -> Iterator[ChunkResult]:
         """Results of ``jobs`` in order; ``local`` is the jobs' FamilyGenerator in this
         process, which an executor that renders here uses instead of loading the specs, and
-        then hands out the instances too with ``keep`` (as ``render_chunk``)."""
+        then hands out the instances too with ``keep`` (as ``render_chunk``). A result is
+        the caller's until it asks for the next: its ``data`` may be lent, not copied."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -244,10 +260,11 @@ class InProcess(Executor):
 
 
 #: Bytes of shared memory a forked worker writes one chunk's lines into: a slot for each
-#: chunk in flight. The lines then reach the writer in one copy, where pickled through a pipe
-#: they would take four, and wake this process once, not once for every 64 KiB. A chunk larger
-#: than its slot goes the pickled way.
-SLOT_BYTES = 4 << 20
+#: chunk in flight, more than a chunk of the bundled families' largest instances takes
+#: (1,024 of 11 KB). The writer writes the lines from there, copying nothing itself, where
+#: pickled through a pipe they would be copied four times and wake it once for every 64 KiB.
+#: Only the pages written take memory. A chunk larger than its slot goes the pickled way.
+SLOT_BYTES = 16 << 20
 
 
 class SharedSlots:
@@ -257,6 +274,7 @@ class SharedSlots:
     def __init__(self, count: int, size: int) -> None:
         self.size = size
         self.area = mmap.mmap(-1, count * size)  # anonymous and shared: forked workers see it
+        self.lent: dict[int, memoryview] = {}  # slot: the view of it handed out, if any
 
     def put(self, slot: int, data: bytes) -> bool:
         """Write ``data`` into ``slot``; False, and nothing written, if it does not fit."""
@@ -266,13 +284,26 @@ class SharedSlots:
         self.area[start:start + len(data)] = data
         return True
 
-    def take(self, slot: int, length: int) -> bytes:
-        """The first ``length`` bytes of ``slot``, copied out."""
+    def lend(self, slot: int, length: int) -> memoryview:
+        """The first ``length`` bytes of ``slot``, not copied: the view holds until the slot
+        is reclaimed (``reclaim``), and is released then, so that a caller who kept it finds
+        it released rather than holding another chunk's bytes."""
+        self.reclaim(slot)
         start = slot * self.size
-        return self.area[start:start + length]
+        with memoryview(self.area) as whole:  # the slice outlives it and pins the memory
+            self.lent[slot] = whole[start:start + length]
+        return self.lent[slot]
+
+    def reclaim(self, slot: int) -> None:
+        """Release the view of ``slot`` handed out, if any, before the slot is written again."""
+        view = self.lent.pop(slot, None)
+        if view is not None:
+            view.release()
 
     def close(self) -> None:
-        """Unmap the memory (in this process)."""
+        """Release every view handed out and unmap the memory (in this process)."""
+        for slot in list(self.lent):
+            self.reclaim(slot)
         self.area.close()
 
 
@@ -335,12 +366,15 @@ class Processes(Executor):
                             self.in_flight)
 
         def submit(job: ChunkJob, position: int) -> Future:
-            return self.pool.submit(_render_into_slot, job, position % self.in_flight)
+            slot = position % self.in_flight
+            slots.reclaim(slot)  # the result handed out from it has been dealt with
+            return self.pool.submit(_render_into_slot, job, slot)
 
         def receive(sent: tuple[ChunkResult, int], position: int) -> ChunkResult:
             result, length = sent
             if length >= 0:
-                result.data = slots.take(position % self.in_flight, length)
+                # Lent, not copied: the writer's one copy is into its file.
+                result.data = slots.lend(position % self.in_flight, length)
             return result
 
         return _ordered(submit, jobs, self.in_flight, receive)
@@ -356,8 +390,8 @@ def _ordered(submit: Callable[[ChunkJob, int], Any], jobs: Iterable[ChunkJob], i
              ) -> Iterator[ChunkResult]:
     """Submit jobs (``submit(job, position)``, a future back) keeping ``in_flight`` of them
     running; yield their results in job order, each passed through ``receive(result,
-    position)`` before another job goes out, so that job ``n + in_flight`` may reuse what
-    job ``n`` used."""
+    position)``. The job that takes a yielded result's place goes out only when the next
+    result is asked for, so job ``n + in_flight`` may reuse what job ``n``'s result holds."""
     pending: deque[tuple[int, Any]] = deque()
     iterator = enumerate(jobs)
     for position, job in iterator:
@@ -367,12 +401,10 @@ def _ordered(submit: Callable[[ChunkJob, int], Any], jobs: Iterable[ChunkJob], i
     while pending:
         position, future = pending.popleft()
         result = future.result()
-        if receive is not None:
-            result = receive(result, position)
+        yield result if receive is None else receive(result, position)
         for next_position, job in iterator:
             pending.append((next_position, submit(job, next_position)))
             break
-        yield result
 
 
 class DaskCluster(Executor):
@@ -395,7 +427,8 @@ class DaskCluster(Executor):
             self.client = Client(self.cluster)
         else:
             self.client = Client(address)
-        self.in_flight = 3 * max(workers, len(self.client.scheduler_info()["workers"]))
+        self.workers = max(workers, len(self.client.scheduler_info()["workers"]))
+        self.in_flight = 3 * self.workers
 
     def map(self, jobs: Iterable[ChunkJob], local: Any = None, keep: bool = False
             ) -> Iterator[ChunkResult]:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from .audit import audit_families, describe_failure
 from .canonical import dump_pretty_bytes
@@ -64,6 +64,7 @@ from .project import Project
 from .release_stats import ReleaseStats
 from .render import Renderer
 from .spec import FamilySpec, ReleaseFamily, ReleaseSpec
+from .writeback import StreamedFile
 
 TMP_PREFIX = ".memspec-tmp-"
 #: The newest release layout (``manifest_version``): what a first freeze writes.
@@ -100,7 +101,8 @@ def rendered_chunks(executor: Executor, root: Path, seed: int,
     def source(family: FamilySpec, entry: ReleaseFamily, generator: FamilyGenerator
                ) -> Iterator[tuple[int, ChunkResult]]:
         first, count = shard_groups(0, entry.groups, shard)
-        jobs = chunk_jobs(root, family, seed, first, count, entry, fingerprint)
+        jobs = chunk_jobs(root, family, seed, first, count, entry, fingerprint,
+                          executor.workers)
         for job, chunk in zip(jobs, executor.map(jobs, generator, keep=True), strict=True):
             yield job.count, chunk
 
@@ -148,7 +150,7 @@ class _HashingWriter:
     """Writes a file while hashing it, so nothing is read twice."""
 
     def __init__(self, path: Path) -> None:
-        self.handle = path.open("wb")
+        self.handle = StreamedFile(path)
         self.digest = hashlib.sha256()
         self.size = 0
         self.records = 0
@@ -517,9 +519,10 @@ def _remove_stale_siblings(path: Path) -> None:
 
 @contextmanager
 def atomic_writer(path: Path, *, just_before: Callable[[], None] | None = None
-                  ) -> Iterator[BinaryIO]:
+                  ) -> Iterator[StreamedFile]:
     """A file opened for writing that appears at ``path`` whole or not at all: written as a
-    hidden sibling, synced, and renamed over the target when the block ends without an error.
+    hidden sibling (whose bytes go to disk as it grows, see ``StreamedFile``), synced, and
+    renamed over the target when the block ends without an error.
     ``just_before`` is a last step taken the moment before that rename (a release moved into
     place, so that it and its manifest appear together)."""
     if path.is_dir():
@@ -530,7 +533,7 @@ def atomic_writer(path: Path, *, just_before: Callable[[], None] | None = None
     tmp = path.with_name(f"{TMP_PREFIX}{path.name}-{os.getpid()}")
     try:
         try:
-            handle = tmp.open("wb")
+            handle = StreamedFile(tmp)
         except OSError as exc:  # name the file asked for, not the hidden sibling
             raise OSError(exc.errno, exc.strerror, str(path)) from None
         with handle:

@@ -25,6 +25,7 @@ from .parallel import ChunkResult, Executor, shard_groups
 from .render import Renderer
 from .schemas import first_error
 from .spec import FamilySpec, ReleaseFamily, ReleaseSpec
+from .writeback import StreamedFile
 
 SHARD_FILE = "shard.json"
 _LINES_PER_CHUNK = 1000
@@ -54,7 +55,7 @@ def write_shard(catalog: Catalog, release: ReleaseSpec, shard: tuple[int, int], 
         first, count = shard_groups(0, entry.groups, shard)
         tallies: dict[int, Counter] = {}
         digest, instances = hashlib.sha256(), 0
-        with (folder / "data" / f"{family.family_id}.jsonl").open("wb") as handle:
+        with StreamedFile(folder / "data" / f"{family.family_id}.jsonl") as handle:
             for _, chunk in source(family, entry, generator):
                 templates.update(chunk.templates)
                 handle.write(chunk.data)

@@ -22,7 +22,7 @@ def _generate(*args: str, root: Path | None = None, seed: str = "0"):
 
 
 def test_workers_give_the_bytes_of_one_process() -> None:
-    # 48 groups (24 per corpus, as its balance needs): three chunks, split between workers.
+    # 48 groups (24 per corpus, as its balance needs): on two workers, eight chunks of six.
     one = _generate(FAMILY, "--seed", "11", "--groups", "48")
     assert one.returncode == 0, one.stderr
     two = _generate(FAMILY, "--seed", "11", "--groups", "48", "--workers", "2", seed="999")
@@ -46,9 +46,9 @@ if sys.argv[3] == "thread":  # another thread is running, as a progress bar's wo
 executor = InProcess() if sys.argv[3] == "one" else \
     Processes(2, catalog, slot_bytes=int(sys.argv[4])) if sys.argv[3] == "spill" else \
     Processes(2, catalog)
-jobs = chunk_jobs(catalog.project.root, catalog.family(sys.argv[2]), 5, 0, 40,
-                  fingerprint=fingerprint_for(executor, catalog.project.root))
-assert [job.count for job in jobs] == [32, 8]  # chunks of about 256 instances, 8 a group
+jobs = chunk_jobs(catalog.project.root, catalog.family(sys.argv[2]), 5, 0, 44,
+                  fingerprint=fingerprint_for(executor, catalog.project.root), workers=2)
+assert [job.count for job in jobs] == [6] * 7 + [2]  # four chunks a worker at the least
 local = None
 if isinstance(executor, InProcess):
     from generator.generate import FamilyGenerator
@@ -56,25 +56,32 @@ if isinstance(executor, InProcess):
     local = FamilyGenerator(catalog.family(sys.argv[2]), Renderer(catalog.project), 5)
 pool = getattr(executor, "pool", None)
 print(pool and (pool._mp_context.get_start_method(), executor.slots is not None))
+lent = []
+if getattr(executor, "slots", None) is not None:  # count the chunks that came through a slot
+    lend = executor.slots.lend
+    executor.slots.lend = lambda slot, length: lent.append(slot) or lend(slot, length)
 for chunk in executor.map(jobs, local):
     sys.stdout.buffer.write(chunk.data)
 executor.close()
+print(f"lent {len(lent)}", file=sys.stderr)
 """
     import subprocess
     import sys
 
     outputs: dict[str, bytes] = {}
     # Forked workers write a chunk's lines into memory shared with the writer, or, a chunk
-    # larger than its slot of it (here the first, 32 groups of 40), send them pickled.
+    # larger than its slot of it (here a slot of about four groups: every chunk of six groups
+    # but the last, of two), send them pickled.
     for how in ("one", "fork", "thread", "spill"):
-        slot = str(len(outputs.get("one", b"")) // 2)
+        slot = str(len(outputs.get("one", b"")) * 4 // 44)
         result = subprocess.run([sys.executable, "-c", code, str(REPO), FAMILY, how, slot],
                                 capture_output=True, cwd=REPO, stdin=subprocess.DEVNULL)
         assert result.returncode == 0, result.stderr.decode()
         method, _, outputs[how] = result.stdout.partition(b"\n")
         assert method == {"one": b"None", "fork": b"('fork', True)", "spill": b"('fork', True)",
                           "thread": b"('forkserver', False)"}[how]
-    assert outputs["one"].count(b"\n") == 40 * 8
+        assert f"lent {dict(fork=8, spill=1).get(how, 0)}" in result.stderr.decode()
+    assert outputs["one"].count(b"\n") == 44 * 8
     assert outputs["fork"] == outputs["one"] == outputs["thread"] == outputs["spill"]
 
 

@@ -676,6 +676,55 @@ def test_a_faker_provider_that_fails_is_a_clear_error(monkeypatch: pytest.Monkey
         faker_items("picture", 2, "en_US", 0)
 
 
+def test_a_streamed_file_asks_for_write_back_of_every_window_and_keeps_its_bytes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from generator.writeback import StreamedFile
+
+    advice: list[tuple[int, int]] = []
+    real = os.posix_fadvise
+
+    def record(fd: int, offset: int, length: int, what: int) -> None:
+        assert what == os.POSIX_FADV_DONTNEED
+        assert os.fstat(fd).st_size >= offset + length  # nothing still in a buffer
+        advice.append((offset, offset + length))
+        real(fd, offset, length, what)
+
+    monkeypatch.setattr(os, "posix_fadvise", record)
+    pieces = [bytes([n]) * (700 + n) for n in range(40)]
+    with StreamedFile(tmp_path / "out", step=4096) as handle:
+        for piece in pieces:
+            handle.write(memoryview(piece))
+    assert (tmp_path / "out").read_bytes() == b"".join(pieces)
+    # Each advice starts where the one before began (its pages leave the cache), runs to what
+    # was written, and takes at least a window of new bytes: every byte is asked for in turn.
+    assert len(advice) >= 6
+    starts = [start for start, _ in advice]
+    ends = [end for _, end in advice]
+    assert starts == [0, 0, *ends[:-2]]
+    assert all(b - a >= 4096 for a, b in zip([0, *ends[:-1]], ends, strict=True))
+    # Where the system has no such advice, it is a plain file.
+    monkeypatch.delattr(os, "posix_fadvise")
+    with StreamedFile(tmp_path / "plain", step=10) as handle:
+        handle.write(b"x" * 25)
+    assert (tmp_path / "plain").read_bytes() == b"x" * 25
+
+
+def test_a_small_run_on_several_workers_is_cut_into_chunks_enough_for_each() -> None:
+    from generator.parallel import CHUNK_INSTANCES, MIN_CHUNKS_PER_WORKER, chunk_groups
+
+    usual = CHUNK_INSTANCES // 8
+    assert chunk_groups(8, 100_000, 1) == chunk_groups(8, 100_000, 2) == usual
+    assert chunk_groups(8, 48, 1) == usual  # one process: no one waits
+    for groups, workers in [(48, 2), (40, 2), (7, 3), (usual * 3, 2)]:
+        size = chunk_groups(8, groups, workers)
+        chunks = -(-groups // size)
+        assert size <= usual
+        assert chunks >= min(groups, MIN_CHUNKS_PER_WORKER * workers)
+    assert chunk_groups(8, 1, 4) == 1
+
+
 def test_a_shared_slot_holds_what_fits_and_refuses_what_does_not() -> None:
     from generator.parallel import ChunkResult, SharedSlots
 
@@ -684,11 +733,18 @@ def test_a_shared_slot_holds_what_fits_and_refuses_what_does_not() -> None:
         assert slots.put(1, b"12345678")  # exactly its size
         assert not slots.put(2, b"123456789")  # one byte over: nothing written
         assert slots.put(0, b"abc")
-        assert slots.take(1, 8) == b"12345678"  # a neighbour's write left it whole
-        assert slots.take(0, 3) == b"abc"
-        assert slots.take(2, 8) == bytes(8)
+        assert slots.lend(1, 8) == b"12345678"  # a neighbour's write left it whole
+        kept = slots.lend(0, 3)
+        assert kept == b"abc"
+        assert slots.lend(2, 8) == bytes(8)
+        slots.reclaim(0)  # the slot is about to be written again: what was lent goes
+        with pytest.raises(ValueError, match="released"):
+            bytes(kept)
+        assert slots.put(0, b"xyz") and slots.lend(0, 3) == b"xyz"
     finally:
-        slots.close()
+        slots.close()  # with views still lent: they are released, not left pinning it
+    with pytest.raises(ValueError):
+        slots.area[0]
     # A chunk's lines travel joined and come back apart, newlines kept.
     chunk = ChunkResult.of_lines([b'{"a":"x\\ny"}\n', b"{}\n"], {})
     assert chunk.count == 2 and chunk.lines() == [b'{"a":"x\\ny"}\n', b"{}\n"]
