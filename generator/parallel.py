@@ -43,7 +43,7 @@ MIN_CHUNKS_PER_WORKER = 4
 STAGED_GROUPS = 16
 
 
-def chunk_groups(variants: int, groups: int = 0, workers: int = 1) -> int:
+def chunk_groups(variants: int, groups: int, workers: int) -> int:
     """Groups per chunk for a family of (at most) ``variants`` instances a group; on several
     ``workers``, few enough that a run of ``groups`` gives each some chunks."""
     size = max(1, min(MAX_CHUNK_GROUPS, CHUNK_INSTANCES // max(1, variants)))

@@ -135,13 +135,11 @@ def number_keys(before: Sequence[str | int], after: Sequence[str | int]
                 ) -> Callable[[int], bytes]:
     """What gives ``stream_key((*before, n, *after))`` for a number ``n``, with the parts
     around it encoded once (a family's groups: one key a group)."""
-    head = (stream_key(before) if before else b"") + b"i"
+    head = stream_key(before) if before else b""
     tail = _SEP + (stream_key(after) if after else b"")
 
     def key(number: int) -> bytes:
-        if type(number) is not int:
-            return stream_key((*before, number, *after))
-        return b"%b%d%b" % (head, number, tail)
+        return head + _encode_part(number) + tail
 
     return key
 
