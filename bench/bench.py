@@ -15,7 +15,9 @@ pair in the same way.
     (its phases and the answer texts written in its YAML) rendered with the same values and
     json-dumped, with nothing else (target >= 0.75);
 (b) speed-up of `memspec generate` from 1 to 2 worker processes on --worker-groups groups
-    (target >= 1.7x), beside the start-up every run pays (a run of one group);
+    (target >= 1.7x), beside the start-up every run pays (a run of one group) and a control:
+    the speed-up of the groups' two halves run as independent `--shard` processes, the most
+    that two workers could get on this machine at that moment;
 (c) peak RSS of `memspec generate` at 10^4, 10^5 and 10^6 instances (target: flat within
     20% and under 200 MB), and of a first `memspec freeze`, audit included, of a release of
     2,000 and 8,000 groups of a choice family (18,000 and 72,000 instances);
@@ -223,39 +225,73 @@ def _floor_render(context: dict[str, Any], phases: dict[str, Any], texts: dict[s
     return rendered
 
 
+def _memspec_together(*commands: list[str]) -> float:
+    """Wall seconds until every one of ``commands`` (each `memspec` arguments), started
+    together as separate processes, has finished."""
+    started = time.perf_counter()
+    running = [subprocess.Popen([sys.executable, "-m", "generator.cli", *args], cwd=REPO,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE) for args in commands]
+    for args, process in zip(commands, running, strict=True):
+        _, stderr = process.communicate()
+        if process.returncode:
+            raise SystemExit(f"memspec {' '.join(args)} failed: {stderr.decode()[-2000:]}")
+    return time.perf_counter() - started
+
+
 def bench_workers(groups: int, tmp: Path, repeats: int) -> dict[str, Any]:
     """(b) wall time of `memspec generate` on 1 and 2 worker processes.
 
     ``repeats`` pairs of runs, one on each side, which goes first alternating, so that a
     machine slowing down or speeding up over a pair favours neither side. As in (a), the two
     sides are compared within a pair: the speed-up is the median of the pairs' ratios, with
-    their interquartile range; beside it, the ratio of each side's best run. Then a run of
-    one group: the start-up that every run pays (the interpreter, imports, the specs loaded)
-    and no number of workers shortens."""
-    runs: dict[int, list[float]] = {1: [], 2: []}
+    their interquartile range; beside it, the ratio of each side's best run.
+
+    Each pair also runs the control: the two halves of the groups as two independent
+    processes started together (`--shard 0/2` and `--shard 1/2`, whose outputs concatenated
+    are the whole). That is what two workers would take if handing work out and back cost
+    nothing, each process paying its own start-up and warm-up as a worker does, on this
+    machine at that moment; the median of the pairs' one-worker time over it is the best
+    speed-up the machine allows the run. Then a run of one group: the start-up that every
+    run pays and no number of workers shortens."""
+    runs: dict[str, list[float]] = {"1": [], "2": [], "shards": []}
     start_up = float("inf")
+    generate = ["generate", PROCEDURAL, "--groups", str(groups)]
     for pair in range(repeats):
-        for workers in (1, 2) if pair % 2 == 0 else (2, 1):
-            out = tmp / f"workers{workers}.jsonl"
-            seconds, _ = _peak_rss_kib("generate", PROCEDURAL, "--out", str(out),
-                                       "--groups", str(groups), "--workers", str(workers))
-            runs[workers].append(seconds)
+        for side in ("1", "2", "shards") if pair % 2 == 0 else ("shards", "2", "1"):
+            if side == "shards":
+                seconds = _memspec_together(
+                    *([*generate, "--shard", f"{part}/2", "--out", str(tmp / f"shard{part}")]
+                      for part in (0, 1)))
+            else:
+                seconds, _ = _peak_rss_kib(*generate, "--workers", side,
+                                           "--out", str(tmp / f"workers{side}.jsonl"))
+            runs[side].append(seconds)
         seconds, _ = _peak_rss_kib("generate", PROCEDURAL, "--out", str(tmp / "one.jsonl"),
                                    "--groups", "1")
         start_up = min(start_up, seconds)
-    same = (tmp / "workers1.jsonl").read_bytes() == (tmp / "workers2.jsonl").read_bytes()
-    paired = sorted(one / two for one, two in zip(runs[1], runs[2], strict=True))
+    whole = (tmp / "workers1.jsonl").read_bytes()
+    same = whole == (tmp / "workers2.jsonl").read_bytes()
+    same_shards = whole == (tmp / "shard0").read_bytes() + (tmp / "shard1").read_bytes()
+
+    def ratios(side: str) -> list[float]:
+        return sorted(one / other for one, other in zip(runs["1"], runs[side], strict=True))
+
+    paired, control = ratios("2"), ratios("shards")
     quartiles = statistics.quantiles(paired, n=4)[::2] if len(paired) > 1 else paired * 2
     return {"family": PROCEDURAL, "groups": groups, "pairs": repeats,
-            "seconds_1": round(min(runs[1]), 2), "seconds_2": round(min(runs[2]), 2),
-            "median_seconds_1": round(statistics.median(runs[1]), 2),
-            "median_seconds_2": round(statistics.median(runs[2]), 2),
+            "seconds_1": round(min(runs["1"]), 2), "seconds_2": round(min(runs["2"]), 2),
+            "median_seconds_1": round(statistics.median(runs["1"]), 2),
+            "median_seconds_2": round(statistics.median(runs["2"]), 2),
             "speedup": round(statistics.median(paired), 3),
             "speedup_quartiles": [round(q, 3) for q in quartiles],
-            "best_run_speedup": round(min(runs[1]) / min(runs[2]), 3),
-            "start_up_s": round(start_up, 2), "output_mb": round(
-                (tmp / "workers1.jsonl").stat().st_size / 1e6),
-            "identical_bytes": same, "target": ">= 1.7"}
+            "best_run_speedup": round(min(runs["1"]) / min(runs["2"]), 3),
+            "two_shards_speedup": round(statistics.median(control), 3),
+            "of_two_shards": round(statistics.median(
+                shards / two for two, shards in zip(runs["2"], runs["shards"], strict=True)),
+                3),
+            "start_up_s": round(start_up, 2), "output_mb": round(len(whole) / 1e6),
+            "identical_bytes": same and same_shards, "target": ">= 1.7"}
 
 
 def bench_rss(sizes: list[int], tmp: Path) -> dict[str, Any]:
@@ -425,7 +461,9 @@ def _print_table(results: dict[str, Any]) -> None:
                                 f"ratios (quartiles {r['speedup_quartiles'][0]}-"
                                 f"{r['speedup_quartiles'][1]}); best runs 1 worker "
                                 f"{r['seconds_1']} s, 2 workers {r['seconds_2']} s (ratio "
-                                f"{r['best_run_speedup']}); start-up {r['start_up_s']} s",
+                                f"{r['best_run_speedup']}); start-up {r['start_up_s']} s; "
+                                f"two --shard processes {r['two_shards_speedup']}x, the "
+                                f"workers {r['of_two_shards']} of their speed",
                                 f"speed-up {r['speedup']}x"),
         "c_rss": lambda r: ("(c) peak RSS " + ", ".join(
             f"{n}: {v['peak_rss_mib']} MiB" for n, v in r["sizes"].items()),
