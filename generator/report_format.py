@@ -63,7 +63,11 @@ def as_tests_table(report: dict[str, Any]) -> Table | None:
             detail = (f"{test['axis']}: {test['a']} vs {test['b']}, {test['pairs']} pairs, "
                       f"discordant {test['only_a']}/{test['only_b']}")
         else:
-            detail = f"{test['successes']}/{test['trials']} vs chance {test['chance']:.3f}"
+            # Which arm the count is of: without it, one arm's 0/48 and another's 48/48
+            # read alike.
+            arm = ", ".join(f"{k}={v}" for k, v in sorted(test.get("arm", {}).items()))
+            detail = (f"{arm + ': ' if arm else ''}{test['successes']}/{test['trials']} "
+                      f"vs chance {test['chance']:.3f}")
         table.add_row(label, test["test"], detail, format_p(test["p_value"]),
                       format_p(test["p_holm"]))
     return table

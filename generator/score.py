@@ -8,6 +8,7 @@ own baseline condition.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -108,7 +109,7 @@ def _unit_means(outcomes: Sequence[Outcome], value: Callable[[Outcome], float | 
         v = value(o)
         if v is not None:
             sums[o.unit].append(float(v))
-    return {unit: sum(vs) / len(vs) for unit, vs in sums.items()}
+    return {unit: math.fsum(vs) / len(vs) for unit, vs in sums.items()}
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,27 @@ def _mean_and_ci(units: Mapping[tuple[str, int], float], clusters: Mapping[tuple
     values = [units[k] for k in keys]
     labels = [clusters[k] for k in keys] if options.cluster else None
     ci = bootstrap_ci(values, labels, resamples=options.resamples, seed=options.seed)
-    return sum(values) / len(values), list(ci) if ci else None
+    # Summed exactly, the mean of equal values is that value, not one some ulps off it.
+    mean = math.fsum(values) / len(values)
+    return mean, _containing(mean, ci) if ci else None
+
+
+#: How far (relative) a bootstrap bound may miss the point estimate and still be rounding.
+ROUNDING = 1e-12
+
+
+def _containing(estimate: float, ci: tuple[float, float]) -> list[float]:
+    """``ci`` with a bound that misses ``estimate`` by rounding alone moved onto it. Where
+    every resample has the estimate's mean (every group alike), the resamples' means, summed
+    in another order, can land a few ulps either side of it, and a reader would see an
+    estimate outside its own interval."""
+    low, high = ci
+    slack = ROUNDING * max(1.0, abs(estimate))
+    if estimate < low <= estimate + slack:
+        low = estimate
+    if estimate - slack <= high < estimate:
+        high = estimate
+    return [low, high]
 
 
 def _chance(outcomes: Sequence[Outcome]) -> float | None:
@@ -182,7 +203,8 @@ def _tests(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
             if value in arms:
                 arms[value][o.unit].append(float(bool(o.correct)))
         units = sorted(set(arms[a]) & set(arms[b]))
-        means = {u: (sum(arms[a][u]) / len(arms[a][u]), sum(arms[b][u]) / len(arms[b][u]))
+        means = {u: (math.fsum(arms[a][u]) / len(arms[a][u]),
+                     math.fsum(arms[b][u]) / len(arms[b][u]))
                  for u in units}
         only_a = sum(1 for ma, mb in means.values() if ma > mb)
         only_b = sum(1 for ma, mb in means.values() if mb > ma)
@@ -279,7 +301,7 @@ def _influence(subset: Sequence[Outcome]) -> dict[tuple[str, int], float]:
     for (unit, _), scores in arms.items():
         if "t" in scores and "c" in scores:
             diffs[unit].append(scores["t"] - scores["c"])
-    return {unit: sum(v) / len(v) for unit, v in diffs.items()}
+    return {unit: math.fsum(v) / len(v) for unit, v in diffs.items()}
 
 
 def attach_judgments(outcomes: list[Outcome], scores: Mapping[str, float],

@@ -233,6 +233,20 @@ def test_memory_follower_tracks_the_document_not_the_past(release: Path,
             assert low <= 0.5 <= high
 
 
+def test_score_table_names_the_arm_of_each_test_against_chance(release: Path,
+                                                               tmp_path: Path) -> None:
+    responses = tmp_path / "follower.jsonl"
+    assert run_cli("respond", str(release), "--policy", "memory-follower", "--out",
+                   str(responses)).returncode == 0
+    table = run_cli("score", str(release), str(responses), "--by", "family,corpus").stdout
+    rows = [line for line in table.splitlines()
+            if "binomial_vs_chance" in line and f"{BINDING}, corpus=A" in line]
+    # The follower is always wrong with the corrupted document and always right with the
+    # veridical one: a reader must see which row is which.
+    assert any("document=corrupted: 0/24 vs chance 0.500" in row for row in rows), table
+    assert any("document=veridical: 24/24 vs chance 0.500" in row for row in rows), table
+
+
 def test_a_memoryless_system_is_at_chance_in_every_arm(release: Path, tmp_path: Path) -> None:
     scored = _score(release, "memoryless", tmp_path)
     assert len(scored["cells"]) == 2 * 8 + 2 * 3

@@ -65,6 +65,13 @@ def _score(release: Path, policy: str, tmp_path: Path) -> dict:
                      "--cluster", "family", "--format", "json")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
+    for group in report["groups"]:
+        for name, value in group["metrics"].items():
+            interval = group["metrics"].get(f"{name}_ci")
+            if interval is not None and value is not None:
+                # Every estimate inside its own interval, even where all groups are alike
+                # and the bootstrap's bounds are the estimate summed in another order.
+                assert interval[0] <= value <= interval[1], (policy, group["key"], name)
     return {(g["key"]["suite"], g["key"]["condition"]): g["metrics"] for g in report["groups"]}
 
 
