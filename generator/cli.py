@@ -627,6 +627,8 @@ def audit(
             out.print(findings_table(report))
             if report.specs_skipped:
                 err.print(f"note: spec audits skipped: {report.specs_skipped}", markup=False)
+            for adversary in report.unavailable:
+                err.print(f"note: adversary not run: {adversary}", markup=False)
         if not report.ok:
             raise CheckFailed([Problem(describe_failure(f), str(release_dir))
                                for f in report.failures()])

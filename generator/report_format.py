@@ -108,6 +108,11 @@ def audit_table(report: Any) -> Table:
                       "FAIL" if row.failed else "ok")
     for family in report.skipped:
         table.add_row("(no memory-only choice items)", family, "-", "-", "-", "-", "-", "skipped")
+    # An adversary that could not run here is a row too: left out, a reader would take the
+    # audit for complete.
+    for adversary in report.unavailable:
+        name = adversary.split(" (", 1)[0]
+        table.add_row(name, "(every family)", "-", "-", "-", "-", "-", "not run")
     return table
 
 

@@ -7,10 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from scipy.stats import binomtest
 
 from conftest import ALL_RELEASES, LATEST_RELEASES, REPO, run_cli
 from generator.audit import audit_instances
+from generator.report_format import audit_table
 
 
 def _data_files(built_dist: Path, name: str) -> dict[str, str]:
@@ -161,6 +163,11 @@ def test_without_the_audit_extra_the_embedding_adversary_is_reported_missing(
                                   "'.[audit]')"]
     assert "embedding_nearest" not in {r.check for r in report.rows}
     assert report.ok and len(report.rows) == 6
+    console = Console(width=200, record=True)
+    console.print(audit_table(report))
+    # The table a person reads says the adversary did not run, not just the JSON.
+    assert any("embedding_nearest" in line and "not run" in line
+               for line in console.export_text().splitlines())
 
 
 def test_a_freeze_without_the_audit_extra_says_so_in_its_manifest_and_card(
