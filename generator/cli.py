@@ -153,7 +153,8 @@ def new(
     family_id: Annotated[str, typer.Argument(help="Id of the new family, e.g. mybench.area.name")],
     paradigm: Annotated[str, typer.Option(help="Paradigm the family follows.")],
 ) -> None:
-    """Scaffold a family (spec, templates, pool) that validates and generates as it is."""
+    """Scaffold a family (its spec, with templates and pools where the paradigm has them) that
+    validates, generates and freezes as it is."""
     from .scaffold import scaffold_family
     from .validate import validate as validate_specs
 

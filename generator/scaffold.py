@@ -2,7 +2,8 @@
 
 A paradigm may carry a ``scaffold:`` section (a family body, templates and pools, with the
 tokens FAMILY_ID and FAMILY_DIR substituted). Without one, a generic family is written: one
-message per phase and a trivially checkable answer.
+message per phase and a trivially checkable answer. Either way the family is a placeholder that
+freezes and passes the audit as it is, for as many groups as its placeholder pools have items.
 """
 
 from __future__ import annotations
@@ -28,41 +29,61 @@ def _substitute(value: Any, tokens: dict[str, str]) -> Any:
     return value
 
 
-def _generic_scaffold(paradigm: ParadigmSpec) -> dict[str, Any]:
-    scorer = paradigm.scorers[0]
-    templates = {
-        f"{phase}.j2": (
-            '{% message "user" %}\n'
+#: The placeholder pool: as many groups as it has items freeze without a repeat.
+PLACEHOLDER_SUBJECTS = ["a brass compass", "a paper map", "a spare key", "a tide table"]
+
+
+def _phase_template(phase: str, asks: bool) -> str:
+    """A placeholder phase. The phase that ``asks`` (the last, for a choice) lists the options
+    without naming the right one, so that only memory of the earlier phases can tell."""
+    if asks:
+        return ('{% message "user" %}\n'
+                f"({phase}) Write the question here, without naming the right option. Answer "
+                "with the letter of one option.\n"
+                "{% for option in options %}\n{{ loop.index0 | letter }}) {{ option }}\n"
+                "{% endfor %}\n{% endmessage %}\n")
+    return ('{% message "user" %}\n'
             f"({phase}) Write this phase of the family. Slot values are available, e.g. "
-            "{{ subject }}.\n{% endmessage %}\n"
-        )
-        for phase in paradigm.phases
-    }
+            "{{ subject }}.\n{% endmessage %}\n")
+
+
+def _generic_scaffold(paradigm: ParadigmSpec) -> dict[str, Any]:
+    """A family any paradigm accepts, which freezes and passes the audit as it is (for as
+    many groups as the placeholder pool has items): each group draws a subject the others do
+    not, and a choice has a wrong option beside it, in every position by rotation."""
+    scorer = paradigm.scorers[0]
+    choice = scorer == "choice"
+    last = paradigm.phases[-1]
+    templates = {f"{phase}.j2": _phase_template(phase, choice and phase == last)
+                 for phase in paradigm.phases}
     answer: dict[str, Any] = {"scorer": scorer}
-    slots: dict[str, Any] = {"subject": {"from": "pools/FAMILY_DIR/subjects.yaml"}}
+    slots: dict[str, Any] = {"subject": {"from": "pools/FAMILY_DIR/subjects.yaml",
+                                         "balanced": True}}
+    family: dict[str, Any] = {"description": "TODO: say what this family measures."}
     if scorer == "judge":
         answer["rubric"] = "Rate from 1 to 10 how well the response handles {{ subject }}."
-    elif scorer == "choice":
-        slots["options"] = {"expr": "[subject, 'none of these']"}
+    elif choice:
+        slots["decoy"] = {"from": "pools/FAMILY_DIR/subjects.yaml", "distinct_from": ["subject"]}
+        slots["options"] = {"expr": "[subject, decoy]"}
+        family["designs"] = {"main": {"axes": {"rotation": {
+            "values": ["r0", "r1"],
+            "transform": {"name": "rotate", "args": {"slot": "options"}}}}}}
         answer.update(options="options", gold="{{ subject }}")
     elif scorer == "regex":
         answer["gold"] = "{{ subject | re_escape }}"
         answer["example"] = "{{ subject }}"
     else:
         answer["gold"] = "{{ subject }}"
+    family.update(slots=slots, phases={phase: f"FAMILY_DIR/{phase}.j2"
+                                       for phase in paradigm.phases}, answer=answer)
     return {
-        "family": {
-            "description": "TODO: say what this family measures.",
-            "slots": slots,
-            "phases": {phase: f"FAMILY_DIR/{phase}.j2" for phase in paradigm.phases},
-            "answer": answer,
-        },
+        "family": family,
         "templates": templates,
         "pools": {
             "subjects": {
                 "pool": "FAMILY_ID.subjects",
                 "description": "Placeholder subjects; replace them with curated values.",
-                "items": ["a brass compass", "a paper map", "a spare key", "a tide table"],
+                "items": PLACEHOLDER_SUBJECTS,
             }
         },
     }

@@ -42,6 +42,13 @@ def test_new_scaffolds_a_family_that_validates_and_generates(project_copy: Path,
     assert generated.returncode == 0, generated.stderr
     rows = [json.loads(line) for line in generated.stdout.splitlines()]
     assert rows and all(r["family"] == family and r["paradigm"] == paradigm for r in rows)
+    # As written, the placeholder freezes and passes the audit for as many groups as its
+    # pools have items (four): nothing to undo before the author starts on real content.
+    (project_copy / "specs/releases/trial-v1.yaml").write_text(
+        "name: trial\nversion: v1\nseed: 1\ndescription: the scaffold as written\n"
+        f"families:\n  - family: {family}\n    groups: 4\n")
+    frozen = run_cli("freeze", "trial-v1", root=project_copy)
+    assert frozen.returncode == 0, frozen.stderr
     again = run_cli("new", family, "--paradigm", paradigm, root=project_copy)
     assert again.returncode == 2 and "already exists" in again.stderr
 
