@@ -4,8 +4,10 @@ Only the first action or answer counts, so a later self-correction does not resc
 first move. How "first" is found depends on the answer's ``first`` mode:
 
 - ``line``: the first non-blank line (code fences and list bullets dropped);
-- ``call``: the first function call ``name(...)``, with balanced parentheses;
-- ``label``: the first option label (``B``, ``B)``, ``(B)``, ``Option B``) at the start, else
+- ``call``: the first function call ``name(...)``, with balanced parentheses (a regex gold
+  must match from its start);
+- ``label``: the first option label (``B``, ``B)``, ``(B)``, ``Option B``, markdown emphasis
+  read past) at the start, else
   the option whose text appears earliest;
 - ``whole``: the whole response.
 
@@ -28,6 +30,8 @@ _CALL_START = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\s*\(")
 _LABEL = re.compile(r"^\s*(?:(?:option|answer|choice)\s*[:\-]?\s*)?\(?([A-Z])(?:[).:\]]|\s*$)",
                     re.I)
 _BARE_LABEL = re.compile(r"^\s*(?:option|answer|choice)\s*[:\-]?\s*([A-Z])\b", re.I)
+#: Markdown emphasis a model wraps a label in ("**B**", "**Answer:** B"), read past.
+_EMPHASIS = re.compile(r"\*+|__")
 _QUOTES = str.maketrans({q: "'" for q in "\u2018\u2019\u201c\u201d`\""})
 
 
@@ -67,7 +71,7 @@ def first_call(response: str) -> str:
 
 def first_choice(response: str, options: list[str]) -> int | None:
     """Index of the first option chosen: a leading label, else the earliest option text."""
-    head = first_line(response) or response
+    head = _EMPHASIS.sub("", first_line(response) or response)
     label = _LABEL.match(head) or _BARE_LABEL.match(head)
     if label:
         index = ord(label.group(1).upper()) - ord("A")
@@ -112,9 +116,14 @@ def _split_args(text: str) -> list[str]:
     return parts
 
 
+def first_mode(answer: Mapping[str, Any]) -> str:
+    """The answer's ``first`` mode, or its scorer's default."""
+    return answer.get("first", DEFAULT_FIRST.get(answer["scorer"], "whole"))
+
+
 def first_attempt(answer: Mapping[str, Any], response: str) -> str:
     """The part of ``response`` that counts, by the answer's ``first`` mode."""
-    mode = answer.get("first", DEFAULT_FIRST.get(answer["scorer"], "whole"))
+    mode = first_mode(answer)
     if mode == "line":
         return first_line(response)
     if mode == "call":
@@ -133,6 +142,10 @@ def is_correct(answer: Mapping[str, Any], response: str) -> bool | None:
     if scorer == "exact":
         return attempt.strip().strip("`'\"") == answer["gold"]
     if scorer == "regex":
+        if first_mode(answer) == "call":
+            # The call's name is part of what the pattern tests: matched from the start, so
+            # that `not_copy_file(...)` is not taken for `copy_file(...)`.
+            return re.match(answer["gold"], attempt) is not None
         return re.search(answer["gold"], attempt) is not None
     unordered = bool(answer.get("unordered_args"))
     return canonical_text(attempt, unordered) == canonical_text(answer["gold"], unordered)

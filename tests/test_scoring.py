@@ -279,6 +279,9 @@ def test_cluster_keys_are_checked(built_example: Path, tmp_path: Path) -> None:
     ("I don't know.", False, False),
     ("Sorry, I'm not sure which room it is.", False, False),
     ("A quick look at the directory settles it: C) Terrace Room", True, True),
+    ("**C**", True, True),
+    ("**Answer:** C", True, True),
+    ("**A)** Garden Room", True, False),
 ])
 def test_abstention_and_labels_read_the_start(response: str, answered: bool,
                                                correct: bool) -> None:
@@ -295,6 +298,15 @@ def test_a_self_correction_does_not_rescue_a_regex_answer() -> None:
                 "fields": {}, "answer": {"scorer": "regex", "gold": "Terrace Room"}}
     assert outcome(instance, "Terrace Room").correct
     assert not outcome(instance, "Garden Room.\nNo wait: Terrace Room").correct
+
+
+def test_a_regex_gold_on_a_call_tests_the_call_name_too() -> None:
+    gold = r"copy_file\(\s*'b'\s*,\s*'a'\s*\)"
+    instance = {"id": "f-00000-x", "family": "f", "group": 0, "design": "main", "axes": {},
+                "fields": {}, "answer": {"scorer": "regex", "first": "call", "gold": gold}}
+    assert outcome(instance, "Sure: copy_file('b', 'a')").correct
+    assert not outcome(instance, "not_copy_file('b', 'a')").correct
+    assert not outcome(instance, "fs.copy_file('b', 'a')").correct
 
 
 def test_paired_test_uses_groups_and_ignores_abstentions() -> None:
