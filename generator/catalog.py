@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import MemspecError, Problem, SpecError, lookalike_note
+from .errors import MemspecError, Problem, SpecError, lookalike_note, unknown_name
 from .project import Project
 from .schemas import matches, schema_document
 from .spec import FamilyLoader, FamilySpec, ParadigmSpec, ReleaseSpec, load_paradigm, load_release
@@ -131,8 +131,7 @@ class Catalog:
         candidate = Path(family)
         if candidate.suffix == ".yaml" and candidate.is_file():
             return candidate.resolve()
-        known = ", ".join(sorted(self.family_paths)) or "none"
-        problems = [Problem(f"unknown family {family!r}; known families: {known}")]
+        problems = [Problem(unknown_name("family", family, sorted(self.family_paths), "families"))]
         for unreadable in self.unreadable.values():
             # The family may be declared in a file too broken to read: say why each one failed.
             problems += [Problem(f"{p.message} (this family file could not be read)", p.file,

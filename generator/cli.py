@@ -24,6 +24,7 @@ from .errors import (
     MemspecError,
     Problem,
     SpecError,
+    unknown_name,
 )
 from .policies import POLICIES
 from .project import Project, find_project
@@ -170,8 +171,7 @@ def new(
             raise SpecError.single(f"family {family_id!r} already exists")
         spec = catalog.paradigms.get(paradigm)
         if spec is None:
-            raise SpecError.single(f"unknown paradigm {paradigm!r}; known: "
-                                   f"{', '.join(sorted(catalog.paradigms)) or 'none'}")
+            raise SpecError.single(unknown_name("paradigm", paradigm, sorted(catalog.paradigms)))
         written = scaffold_family(project, family_id, spec)
         report = validate_specs(Catalog.load(project), [written[0]])
         for path in written:
@@ -504,7 +504,7 @@ def respond(
 
     def action() -> None:
         if policy not in POLICIES:
-            raise SpecError.single(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
+            raise SpecError.single(unknown_name("policy", policy, list(POLICIES), "policies"))
         _check_seed(seed)
         _, instances = load_release_instances(release_dir, _catalog_if_any())
         act = POLICIES[policy]

@@ -42,6 +42,21 @@ def lookalike_note(text: str) -> str:
     return f" (it holds {shown}{more})"
 
 
+def unknown_name(what: str, name: str, known: Sequence[str], plural: str = "") -> str:
+    """``unknown WHAT 'NAME'`` and what to use instead: the known names closest to it where
+    some are close (a typo), else every known name (``plural``: of ``what``, if not WHAT+s).
+    Deterministic: ``difflib`` ranks by a similarity ratio, ties in the order of ``known``,
+    which callers sort."""
+    from difflib import get_close_matches
+
+    plural = plural or f"{what}s"
+    close = [repr(c) for c in get_close_matches(name, known, n=3, cutoff=0.75)]
+    if close:
+        names = close[0] if len(close) == 1 else f"{', '.join(close[:-1])} or {close[-1]}"
+        return f"unknown {what} {name!r}; did you mean {names}? ({len(known)} known)"
+    return f"unknown {what} {name!r}; known {plural}: " + (", ".join(known) or "none")
+
+
 @dataclass(frozen=True)
 class Problem:
     """One thing wrong with an input, located as precisely as we can."""

@@ -28,7 +28,7 @@ from .canonical import dump_pretty_bytes
 from .card import render_card
 from .catalog import Catalog, UnknownFamily
 from .content_index import ContentIndex, content_key, records_from_files
-from .errors import CheckFailed, MemspecError, Problem, ProblemCollector, SpecError
+from .errors import CheckFailed, MemspecError, Problem, ProblemCollector, SpecError, unknown_name
 from .generate import FamilyGenerator
 from .instances import family_sources
 from .loader_exports import LoaderExports
@@ -681,5 +681,5 @@ def find_release(catalog: Catalog, name_or_path: str) -> ReleaseSpec:
                                + ", ".join(m.located.file for m in matches))
     if matches:
         return matches[0]
-    known = ", ".join(p.stem for p in catalog.release_paths()) or "none"
-    raise SpecError.single(f"unknown release {name_or_path!r}; known releases: {known}")
+    raise SpecError.single(unknown_name("release", name_or_path,
+                                        [p.stem for p in catalog.release_paths()]))

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import Problem, ProblemCollector, SpecError
+from .errors import Problem, ProblemCollector, SpecError, unknown_name
 from .pools import Pool, load_pool
 from .project import Project
 from .schemas import schema_problems
@@ -284,8 +284,8 @@ class FamilyLoader:
 
         paradigm = self.paradigms.get(data["paradigm"])
         if paradigm is None:
-            problem(f"unknown paradigm {data['paradigm']!r}; known: "
-                    f"{', '.join(sorted(self.paradigms)) or 'none'}", ("paradigm",))
+            problem(unknown_name("paradigm", data["paradigm"], sorted(self.paradigms)),
+                    ("paradigm",))
             for unusable in self.paradigm_problems:  # the paradigm may be in a broken file
                 out.add(Problem(f"{unusable.message} (this paradigm file could not be used)",
                                 unusable.file, unusable.line, unusable.column,
@@ -559,14 +559,17 @@ def _check_refs(check: Mapping[str, Any], phases: set[str],
     return problems
 
 
-def load_release(path: Path, project: Project) -> ReleaseSpec:
-    """Load one release file."""
+def load_release(path: Path, project: Project,
+                 problems: ProblemCollector | None = None) -> ReleaseSpec:
+    """Load one release file. A file that fits the schema but whose entries disagree (splits
+    that do not add up, say) is refused, or, given ``problems``, loaded with its problems
+    added there, so that a caller checking more of it can report everything at once."""
     located = _load_checked(path, project, "release")
     data = located.data
     _refuse_repeats(located, "families", [f["family"] for f in data["families"]], "family")
     _refuse_repeats(located, "designs", [d["key"] for d in data.get("designs", ())],
                     "design key")
-    out = ProblemCollector()
+    out = ProblemCollector() if problems is None else problems
     if "split" in data.get("subsets", ()):
         line, col = located.where(("subsets", data["subsets"].index("split")))
         out.add(Problem("'split' needs no subset: every split is a split of each config",
@@ -583,7 +586,8 @@ def load_release(path: Path, project: Project) -> ReleaseSpec:
         if "split" in entry.get("fields", {}) and "splits" in entry:
             line, col = located.where((*where, "fields", "split"))
             out.add(Problem("field 'split' is set from 'splits'", located.file, line, col))
-    out.raise_if_any()
+    if problems is None:
+        out.raise_if_any()
     return ReleaseSpec(
         name=data["name"],
         version=data["version"],

@@ -6,7 +6,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .catalog import Catalog, yaml_files
-from .errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK, CheckFailed, MemspecError, Problem
+from .errors import (
+    EXIT_BAD_INPUT,
+    EXIT_CHECK_FAILED,
+    EXIT_OK,
+    CheckFailed,
+    MemspecError,
+    Problem,
+    ProblemCollector,
+    SpecError,
+)
 from .export import check_export_file
 from .generate import FamilyGenerator
 from .parallel import available_cores, forked_map
@@ -181,8 +190,10 @@ def validate(catalog: Catalog, paths: list[Path] | None = None,
                                            project.display(path), 1, 1))
     seen_releases: dict[str, str] = {}
     for path in releases:
+        # The release's own problems and its families' are reported together.
+        found, failure = ProblemCollector(), None
         try:
-            release = load_release(path, project)
+            release = load_release(path, project, found)
             if release.full_name in seen_releases:
                 report.problems.append(Problem(
                     f"release {release.full_name} is also declared in "
@@ -193,9 +204,14 @@ def validate(catalog: Catalog, paths: list[Path] | None = None,
                 if len(catalog.family_paths.get(f.family_id, [])) == 1
                 and catalog.family_paths[f.family_id][0].resolve() in validated_families)
             load_release_families(catalog, release, skip=checked)
-            report.releases += 1
         except MemspecError as err:
-            report.add(err)
+            failure = err
+        if found.problems:
+            report.add(SpecError(list(found.problems)))
+        if failure is not None:
+            report.add(failure)
+        elif not found.problems:
+            report.releases += 1
     # One file can be reached several ways (a pool two slots draw from, and the pool file
     # itself): each problem is reported once.
     report.problems = list(dict.fromkeys(report.problems))

@@ -320,7 +320,7 @@ def test_wrong_type(project: Path, out: Path) -> None:
 def test_unknown_paradigm(project: Path, out: Path) -> None:
     text = edit(project, FAMILY, "paradigm: demo.recall", "paradigm: demo.recal")
     assert_every_command_refuses(project, out, FAMILY,
-                                 "unknown paradigm 'demo.recal'; known: demo.recall",
+                                 "unknown paradigm 'demo.recal'; did you mean 'demo.recall'?",
                                  line_of(text, "paradigm:"), 1)
 
 
@@ -330,6 +330,23 @@ def test_release_names_missing_family(project: Path, out: Path) -> None:
     line = line_of(text, "demo.recall.nothing")
     assert_bad_input(memspec(project, "validate"), RELEASE, fragment, line, 5)
     assert_bad_input(freeze(project, out), RELEASE, fragment, line, 5)
+    assert_nothing_written(project, out)
+
+
+def test_a_release_with_a_typo_and_bad_splits_gets_both_reported_and_a_suggestion(
+        project: Path, out: Path) -> None:
+    text = append(project, RELEASE, "  - family: demo.recall.colur\n    groups: 2\n"
+                  "    splits: {train: 2, test: 1}\n")
+    result = memspec(project, "validate")
+    # Both at once, so that fixing one does not merely uncover the other.
+    assert len(error_lines(result)) == 2, shown(result)
+    assert_bad_input(result, RELEASE, "unknown family 'demo.recall.colur'; did you mean "
+                     "'demo.recall.colour'?", line_of(text, "colur"), 5)
+    assert_bad_input(result, RELEASE, "splits add up to 3 groups, not the 2",
+                     line_of(text, "splits:"), 5)
+    typo = memspec(project, "generate", "demo.recall.colur", "--out", out / "x.jsonl")
+    assert typo.returncode == 2
+    assert "did you mean 'demo.recall.colour'? (1 known)" in typo.stderr
     assert_nothing_written(project, out)
 
 
