@@ -581,8 +581,8 @@ def score(
         outcomes = [outcome(i, responses.get(i["id"]), abstain_pattern or ())
                     for i in instances]
         if judgments is not None and unblind is not None:
-            scores = load_judgments(judgments, unblind, [i["id"] for i in instances],
-                                    allow_missing=allow_missing)
+            scales = {i["id"]: i.get("analysis", {}).get("judge_scale") for i in instances}
+            scores = load_judgments(judgments, unblind, scales, allow_missing=allow_missing)
             outcomes = attach_judgments(outcomes, scores, normalize, dataset_key)
         report = score_outcomes(outcomes, _split_keys(by),
                                 ScoreOptions(cluster, resamples, seed))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from functools import partial
 from typing import Any, TypeVar
 
@@ -86,12 +87,22 @@ class FamilyGenerator:
     def _render_phase(self, name: str, context: dict[str, Any]) -> list[Message]:
         template = self._phase_templates[name]
         if isinstance(template, CompiledTemplate):
-            return template.render_messages(context)
+            try:
+                return template.render_messages(context)
+            except SpecError as err:
+                raise self._in_phase(err, name) from None
         # A name written in the spec is YAML text, which need not be NFC: normalised here, as
         # everything render_text gives already is.
         return [make_message(role, compiled.render_text(context),
                              msg_name and normalize(msg_name), compiled)
                 for role, msg_name, compiled in template]
+
+    def _in_phase(self, err: SpecError, phase: str) -> SpecError:
+        """``err`` with the family and phase named where it points into a template file: a
+        template several families share says nothing of which one was rendering it."""
+        note = f" (rendering phase {phase!r} of {self.family.family_id})"
+        return SpecError([p if p.file == self.family.file else replace(p, message=p.message + note)
+                          for p in err.problems])
 
     def _answer_template(self, key: str, text: str, where: tuple) -> CompiledTemplate:
         """The compiled text of the spec at ``where`` (an answer text or a field), kept."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -89,13 +89,17 @@ def _number(value: Any) -> bool:
         math.isfinite(value)
 
 
-def load_judgments(path: Path, unblind_path: Path, instance_ids: Collection[str], *,
+def load_judgments(path: Path, unblind_path: Path,
+                   scales: Mapping[str, Sequence[float] | None], *,
                    allow_missing: bool = False) -> dict[str, float]:
-    """Judge scores by instance id, unblinded; malformed lines are errors naming the line.
+    """Judge scores by instance id, unblinded; malformed lines, and scores outside their
+    family's scale, are errors naming the line.
 
-    The unblinding map must name instances of the release being scored (``instance_ids``),
-    and every request in it must have its judgment, unless ``allow_missing``: a metric
-    computed from the judgments that happened to come back would not say so."""
+    ``scales`` holds every instance of the release being scored, by id, with its family's
+    judge scale (low, high) or None. The unblinding map must name only those instances, and
+    every request in it must have its judgment, unless ``allow_missing``: a metric computed
+    from the judgments that happened to come back would not say so."""
+    instance_ids = scales.keys()
     unblind = parse_strict_json(read_text(unblind_path, str(unblind_path)), str(unblind_path))
     if not isinstance(unblind, dict) or not all(
             isinstance(v, dict) and v and set(v) <= {"response", "A", "B"}
@@ -142,7 +146,12 @@ def load_judgments(path: Path, unblind_path: Path, instance_ids: Collection[str]
             if instance_id in scores:
                 problems.append(Problem(f"a second judgment for {instance_id}", display,
                                         number, 1))
-            scores[instance_id] = float(given[slot])
+            score, scale = float(given[slot]), scales[instance_id]
+            if scale and not scale[0] <= score <= scale[1]:
+                problems.append(Problem(
+                    f"judge score {score:g} for {instance_id} is outside the family's scale "
+                    f"{scale[0]:g}..{scale[1]:g}", display, number, 1))
+            scores[instance_id] = score
     if problems:
         raise SpecError(problems)
     missing = [request for request, slots in unblind.items()

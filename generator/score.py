@@ -313,10 +313,6 @@ def attach_judgments(outcomes: list[Outcome], scores: Mapping[str, float],
     updated = []
     for index, o in enumerate(outcomes):
         score = scores.get(o.instance["id"])
-        scale = o.instance.get("analysis", {}).get("judge_scale")
-        if score is not None and scale and not scale[0] <= score <= scale[1]:
-            raise SpecError.single(f"judge score {score:g} for {o.instance['id']} is outside "
-                                   f"the family's scale {scale[0]:g}..{scale[1]:g}")
         updated.append(replace(o, judge=score))
         if score is not None:
             by_dataset[key_value(o.instance, dataset_key)].append(index)

@@ -400,8 +400,9 @@ def test_missing_template_file(project: Path, out: Path) -> None:
 
 def test_undefined_template_variable(project: Path, out: Path) -> None:
     text = edit(project, TEMPLATE, "{{ colour }}", "{{ colour }} and {{ flavour }}")
-    assert_every_command_refuses(project, out, TEMPLATE, "'flavour' is undefined",
-                                 line_of(text, "flavour"),
+    # The family that was rendering the template is named: a template may serve several.
+    assert_every_command_refuses(project, out, TEMPLATE, "'flavour' is undefined (rendering "
+                                 f"phase 'setup' of {FAMILY_ID})", line_of(text, "flavour"),
                                  text.splitlines()[1].index("flavour") + 1)
 
 

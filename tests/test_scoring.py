@@ -343,7 +343,7 @@ def test_judgments_are_checked_against_the_scale(built_example: Path, tmp_path: 
     assert not any("experimental" in r["request_id"] for r in requests)
     unblind = str(tmp_path / "requests.jsonl.unblind.json")
     last = len(requests)
-    for scores, fragment in (({"A": 55, "B": 3}, "outside the family's scale"),
+    for scores, fragment in (({"A": 55, "B": 3}, f"j.jsonl:{last}:1: judge score 55 for "),
                              ({"A": "Infinity", "B": 3},
                               f"j.jsonl:{last}:1: not valid JSON: Infinity is not JSON"),
                              ({"A": 5, "B": 3, "C": 0}, "expected"),
