@@ -234,8 +234,9 @@ def generate(
         project = _project()
         catalog = Catalog.load(project)
         spec = catalog.family(family)
-        first, count = (start, groups) if shard is None else \
-            shard_groups(start, groups, parse_shard(shard))
+        part = None if shard is None else parse_shard(shard)
+        first, count = (start, groups) if part is None else shard_groups(start, groups, part)
+        whole = part is None or part[1] == 1  # shard 0/1 is every group
         local = FamilyGenerator(spec, Renderer(project), seed)
         checks = local.checks
         executor = executor_for(workers, engine, scheduler, catalog, local.renderer)
@@ -248,11 +249,11 @@ def generate(
                     sink.write(chunk.data)
                     checks.add_tallies(chunk.tallies)
                     advance(spec.family_id, job.count)
-                if shard is None:
+                if whole:
                     checks.finish()
         finally:
             executor.close()
-        if shard is not None and any(c["kind"] == "balanced" for c, _, _ in checks.checks):
+        if not whole and any(c["kind"] == "balanced" for c, _, _ in checks.checks):
             err.print("note: family-scope checks (balanced) need every group; they were not "
                       "run on one shard", markup=False)
 

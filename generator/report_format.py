@@ -12,6 +12,9 @@ from rich.table import Table
 #: Metrics shown as columns, with their interval where they have one.
 COLUMNS = ("n", "answered", "missing", "accuracy", "accuracy_answered", "abstention_rate",
            "reliance", "delta_mem", "judge_score", "judge_score_norm", "influence")
+#: The metrics reported with a bootstrap interval.
+WITH_INTERVAL = ("accuracy", "reliance", "delta_mem", "judge_score", "judge_score_norm",
+                 "influence")
 
 
 def _rows(report: dict[str, Any]) -> list[tuple[dict[str, str], dict[str, Any]]]:
@@ -78,12 +81,14 @@ def as_json(report: dict[str, Any]) -> str:
 
 
 def as_csv(report: dict[str, Any]) -> str:
+    """The report as CSV: a row per group, and every metric's column whether or not any
+    group has a value for it, so that files of different runs share one header."""
     keys = sorted({k for g in report["groups"] for k in g["key"]})
-    columns = _present(report)
+    columns = COLUMNS
     header = [*keys]
     for column in columns:
         header.append(column)
-        if any(m.get(f"{column}_ci") for _, m in _rows(report)):
+        if column in WITH_INTERVAL:
             header += [f"{column}_ci_low", f"{column}_ci_high"]
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")

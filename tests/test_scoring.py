@@ -147,6 +147,15 @@ def test_csv_and_table_formats(built_example: Path, tmp_path: Path) -> None:
     assert float(stale["reliance"]) == 1.0 and float(stale["delta_mem_ci_high"]) < 0
     table = run_cli("score", str(built_example), str(path), "--by", "condition")
     assert table.returncode == 0 and "stale" in table.stdout
+    # One header whatever the responses: an abstainer answers nothing, so it has no accuracy
+    # over answered items, and no judgments were given, yet their columns are there (empty).
+    silent = respond(built_example, "abstainer", tmp_path)
+    empty = run_cli("score", str(built_example), str(silent), "--by", "condition", "--format",
+                    "csv")
+    header = result.stdout.splitlines()[0]
+    assert empty.stdout.splitlines()[0] == header
+    assert {"accuracy_answered", "judge_score_ci_low", "influence"} <= set(header.split(","))
+    assert all(r["accuracy_answered"] == "" for r in csv.DictReader(io.StringIO(empty.stdout)))
 
 
 def _instance(group_index: int, condition: str, correct: bool) -> dict:
