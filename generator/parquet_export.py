@@ -42,6 +42,25 @@ def writer_name() -> str:
     return f"pyarrow {version('pyarrow')}"
 
 
+#: How pyarrow names itself in a Parquet footer's "created_by", before its version.
+_FOOTER_WRITER = "parquet-cpp-arrow version "
+
+
+def file_writer(path: Path) -> str | None:
+    """The writer a Parquet file's footer names, in the form ``writer_name`` gives; None for
+    a file that is not Parquet or that another library wrote."""
+    import pyarrow.parquet as pq
+    from pyarrow import ArrowException
+
+    try:
+        created_by = pq.read_metadata(path).created_by or ""
+    except (OSError, ValueError, ArrowException):
+        return None
+    if not created_by.startswith(_FOOTER_WRITER):
+        return None
+    return f"pyarrow {created_by[len(_FOOTER_WRITER):]}"
+
+
 def _schema() -> Any:
     import pyarrow as pa
 

@@ -268,6 +268,30 @@ def test_a_manifest_from_another_pyarrow_is_checked_by_rows(project_copy: Path,
     assert f"{target}: rows differ from manifest.json's content_sha256" in verify.stderr
 
 
+def test_verify_reads_the_writer_from_the_file_not_from_the_machine(project_copy: Path,
+                                                                   tmp_path: Path) -> None:
+    # A release whose committed manifest pins Parquet bytes as pyarrow 1.0.0 wrote them, built
+    # here by this pyarrow, then verified on a machine that has pyarrow 1.0.0: the files say
+    # which writer made them, so their rows are compared, whatever the verifying machine has.
+    def other_writer(_: str, info: dict) -> None:
+        info["writer"] = "pyarrow 1.0.0"
+        info["sha256"] = "0" * 64
+
+    _rewrite_committed(project_copy, "example-v3", other_writer)
+    out = tmp_path / "out"
+    assert run_cli("build", "example-v3", "--out", str(out), root=project_copy).returncode == 0
+    as_if_installed = (
+        "import importlib.metadata as m, sys; real = m.version;"
+        "m.version = lambda name: '1.0.0' if name == 'pyarrow' else real(name);"
+        "from generator.cli import main; sys.argv[0] = 'memspec'; main()")
+    verify = subprocess.run(
+        [sys.executable, "-c", as_if_installed, "--root", str(project_copy), "verify",
+         str(out / "example-v3")], capture_output=True, text=True, stdin=subprocess.DEVNULL,
+        cwd=REPO)
+    assert verify.returncode == 0, verify.stderr
+    assert "3 Parquet files hold other bytes than the manifest pins" in verify.stderr
+
+
 def test_parquet_written_by_this_pyarrow_is_pinned_by_bytes(project_copy: Path,
                                                             tmp_path: Path) -> None:
     out = tmp_path / "out"
