@@ -17,7 +17,7 @@ import hashlib
 import os
 import shutil
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,15 +124,21 @@ def _with_rendered_inputs(inputs: Mapping[str, str], rendered: Mapping[str, str]
 
 
 def load_release_families(catalog: Catalog, release: ReleaseSpec,
-                          skip: frozenset[str] = frozenset()) -> list[FamilySpec]:
-    """Every family a release names (but those in ``skip``), loaded; all problems at once."""
+                          skip: frozenset[str] = frozenset(),
+                          fields_of: Mapping[str, Collection[str]] | None = None
+                          ) -> list[FamilySpec]:
+    """Every family a release names (but those in ``skip``), loaded; all problems at once.
+    ``fields_of`` gives the field names of families in ``skip`` that were loaded elsewhere,
+    so that the release's subsets are checked against them too."""
     loader = catalog.loader()
     families, out = [], ProblemCollector()
+    fields = dict(fields_of or {})
     for index, entry in enumerate(release.families):
         if entry.family_id in skip:
             continue
         try:
             families.append(catalog.family(entry.family_id, loader))
+            fields[entry.family_id] = tuple(families[-1].fields)
         except UnknownFamily as err:
             line, col = release.located.where(("families", index, "family"))
             first, *rest = err.problems
@@ -142,8 +148,28 @@ def load_release_families(catalog: Catalog, release: ReleaseSpec,
                 out.add(problem)
         except MemspecError as err:
             out.extend(err)
+    for problem in subset_problems(release, fields):
+        out.add(problem)
     out.raise_if_any()
     return families
+
+
+def subset_problems(release: ReleaseSpec, fields_of: Mapping[str, Collection[str]]
+                    ) -> list[Problem]:
+    """A subset field that some family of the release (of those in ``fields_of``) gives no
+    value, neither in its own fields nor in its entry's: every instance needs one."""
+    problems = []
+    for index, name in enumerate(release.subsets):
+        lacking = [entry.family_id for entry in release.families
+                   if entry.family_id in fields_of and name not in fields_of[entry.family_id]
+                   and name not in entry.fields]
+        if lacking:
+            line, col = release.located.where(("subsets", index))
+            problems.append(Problem(
+                f"subset field {name!r} is not a field of {', '.join(lacking)} (neither in "
+                "the family's 'fields' nor in its entry's here): every instance needs a value",
+                release.located.file, line, col, ("subsets", index)))
+    return problems
 
 
 class _HashingWriter:

@@ -324,6 +324,9 @@ class FamilyLoader:
                         ("answer", "scorer"))
         self._check_answer(data["answer"], slot_names, problem)
         self._check_analysis(data.get("analysis", {}), designs, problem)
+        if "split" in data.get("fields", {}):
+            problem("field 'split' is reserved: a release cuts a family's groups into splits "
+                    "(its entry's 'splits')", ("fields", "split"))
 
         checks: list[tuple[Mapping[str, Any], Located, tuple]] = []
         if paradigm is not None:
@@ -583,9 +586,10 @@ def load_release(path: Path, project: Project,
         if "disjoint" in entry and "splits" not in entry:
             line, col = located.where((*where, "disjoint"))
             out.add(Problem("'disjoint' needs 'splits'", located.file, line, col))
-        if "split" in entry.get("fields", {}) and "splits" in entry:
+        if "split" in entry.get("fields", {}):
             line, col = located.where((*where, "fields", "split"))
-            out.add(Problem("field 'split' is set from 'splits'", located.file, line, col))
+            out.add(Problem("field 'split' is reserved: it is set from the entry's 'splits'",
+                            located.file, line, col))
     if problems is None:
         out.raise_if_any()
     return ReleaseSpec(

@@ -21,7 +21,7 @@ from .generate import FamilyGenerator
 from .parallel import available_cores, forked_map
 from .release import load_release_families
 from .render import Renderer
-from .spec import FamilyLoader, load_paradigm, load_release
+from .spec import FamilyLoader, FamilySpec, load_paradigm, load_release
 from .yamlsafe import load_yaml_file
 
 #: Seed used to render the proof groups of each family.
@@ -101,6 +101,8 @@ class _FileResult:
     kind: str | None
     instances: int = 0
     error: MemspecError | None = None
+    #: Of a family: its id and the names of the fields it gives every instance.
+    family_fields: tuple[str, tuple[str, ...]] | None = None
 
 
 class _FileValidator:
@@ -121,7 +123,9 @@ class _FileValidator:
         try:
             kind = _kind(path, self.catalog)
             if kind == "family":
-                return _FileResult(kind, self._render_family(path))
+                family = self._loader.load(path)
+                return _FileResult(kind, self._render_family(family),
+                                   family_fields=(family.family_id, tuple(family.fields)))
             if kind == "paradigm":
                 load_paradigm(path, self.catalog.project)
             elif kind == "pool":
@@ -132,9 +136,8 @@ class _FileValidator:
             return _FileResult(kind, error=err)
         return _FileResult(kind)
 
-    def _render_family(self, path: Path) -> int:
-        assert self._loader is not None and self._renderer is not None
-        family = self._loader.load(path)
+    def _render_family(self, family: FamilySpec) -> int:
+        assert self._renderer is not None
         generator = FamilyGenerator(family, self._renderer, VALIDATION_SEED)
         designs = {d.name for d in family.designs}
         seen: set[str] = set()
@@ -176,9 +179,12 @@ def validate(catalog: Catalog, paths: list[Path] | None = None,
                          available_cores() if workers is None else workers)
     releases = []
     validated_families: set[Path] = set()
+    fields_of: dict[str, tuple[str, ...]] = {}
     for path, result in zip(files, results, strict=True):
         if result.kind == "family":
             validated_families.add(path.resolve())
+        if result.family_fields is not None:
+            fields_of[result.family_fields[0]] = result.family_fields[1]
         if result.error is not None:
             report.add(result.error)
         elif result.kind == "release":
@@ -203,7 +209,8 @@ def validate(catalog: Catalog, paths: list[Path] | None = None,
                 f.family_id for f in release.families
                 if len(catalog.family_paths.get(f.family_id, [])) == 1
                 and catalog.family_paths[f.family_id][0].resolve() in validated_families)
-            load_release_families(catalog, release, skip=checked)
+            load_release_families(catalog, release, skip=checked,
+                                  fields_of={f: fields_of[f] for f in checked if f in fields_of})
         except MemspecError as err:
             failure = err
         if found.problems:

@@ -676,3 +676,34 @@ def test_freeze_never_replaces_what_is_not_a_release_it_built(project: Path, out
         target.unlink()
     assert freeze(project, out).returncode == 0
     assert freeze(project, out).returncode == 0  # its own output, replaced as before
+
+
+def test_a_family_field_named_split_is_reserved(project: Path, out: Path) -> None:
+    # A release cuts a family's groups into splits; a field of that name would make files of
+    # a split the release does not know.
+    text = append(project, FAMILY, "fields:\n  split: train\n")
+    assert_every_command_refuses(project, out, FAMILY, "field 'split' is reserved",
+                                 line_of(text, "split: train"), 3)
+
+
+def test_a_release_entry_field_named_split_is_reserved(project: Path, out: Path) -> None:
+    text = append(project, RELEASE, "    fields: {split: train}\n")
+    line = line_of(text, "fields: {split")
+    for result in (memspec(project, "validate"), freeze(project, out)):
+        assert_bad_input(result, RELEASE, "field 'split' is reserved", line, 14)
+    assert_nothing_written(project, out)
+
+
+def test_a_subset_field_no_family_gives_is_refused_before_anything_is_written(
+        project: Path, out: Path) -> None:
+    text = append(project, RELEASE, "subsets: [difficulty]\n")
+    fragment = "subset field 'difficulty' is not a field of demo.recall.colour"
+    line = line_of(text, "subsets:")
+    for result in (memspec(project, "validate"), memspec(project, "validate", RELEASE),
+                   freeze(project, out)):
+        assert_bad_input(result, RELEASE, fragment, line, 11)
+    assert_nothing_written(project, out)
+    # Given by the entry, it is a field of every instance, and the release freezes.
+    edit(project, RELEASE, "    groups: 2\n", "    groups: 2\n    fields: {difficulty: easy}\n")
+    assert memspec(project, "validate").returncode == 0
+    assert freeze(project, out).returncode == 0
