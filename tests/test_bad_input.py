@@ -707,3 +707,22 @@ def test_a_subset_field_no_family_gives_is_refused_before_anything_is_written(
     edit(project, RELEASE, "    groups: 2\n", "    groups: 2\n    fields: {difficulty: easy}\n")
     assert memspec(project, "validate").returncode == 0
     assert freeze(project, out).returncode == 0
+
+
+def test_a_check_over_the_whole_run_does_not_fail_validate_on_its_few_groups(
+        project: Path, out: Path) -> None:
+    # Each group takes one value of `shelf`, rotated across groups; both variants of a group
+    # share it. Balanced over a run of three groups, never over the one group validate renders.
+    edit(project, FAMILY, "  colour: {from: pools/colours.yaml}\n",
+         "  colour: {from: pools/colours.yaml}\n  shelf: {balanced: [top, middle, bottom]}\n")
+    append(project, FAMILY, "designs:\n  main:\n    axes:\n      cue: [first, last]\n"
+           "checks:\n  - {kind: balanced, of: shelf, values: [top, middle, bottom]}\n")
+    validated = memspec(project, "validate")
+    assert validated.returncode == 0, shown(validated)
+    out.mkdir(exist_ok=True)
+    whole = memspec(project, "generate", FAMILY_ID, "--groups", 3, "--out", out / "3.jsonl")
+    assert whole.returncode == 0, shown(whole)
+    # A run that is not balanced still fails, naming the counts.
+    short = memspec(project, "generate", FAMILY_ID, "--groups", 2, "--out", out / "2.jsonl")
+    assert short.returncode == 1
+    assert "shelf is unbalanced" in short.stderr and '": 0' in short.stderr
