@@ -17,6 +17,7 @@ from typing import Any
 
 from .errors import SpecError
 from .instances import pair_key
+from .parquet_export import split_of
 from .scoring import canonical_text, first_attempt, first_choice, first_line, is_correct
 from .stats import binomial_test, bootstrap_ci, holm, mcnemar_exact, normalise
 
@@ -95,6 +96,8 @@ def key_value(instance: Mapping[str, Any], key: str) -> str:
         return str(instance[key])
     if key == "group":
         return f"{instance['family']}#{instance['group']}"
+    if key == "split":  # as the Parquet files and the card have it, for a family not split
+        return split_of(instance)
     if key in instance.get("axes", {}):
         return instance["axes"][key]
     if key in instance.get("fields", {}):

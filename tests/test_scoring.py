@@ -58,6 +58,15 @@ def test_memory_follower_relies_on_every_stale_memory(built_example: Path,
     assert "delta_mem" not in group(report, family=CHOICE, condition="no_memory")
 
 
+def test_a_release_without_splits_is_scored_as_its_one_split(built_example: Path,
+                                                              tmp_path: Path) -> None:
+    # Its Parquet files and card call every instance "test"; so does `--by split`.
+    report = score_json(built_example, respond(built_example, "oracle", tmp_path),
+                        "--by", "split")
+    assert [g["key"] for g in report["groups"]] == [{"split": "test"}]
+    assert group(report, split="test")["n"] == report["overall"]["n"] == 144
+
+
 def test_memoryless_follows_the_tool_and_keeps_its_habits(built_example: Path,
                                                           tmp_path: Path) -> None:
     report = score_json(built_example, respond(built_example, "memoryless", tmp_path),
