@@ -649,11 +649,12 @@ def report(
     example group per family. Loads nothing from the network."""
     from .audit import audit_instances
     from .release import atomic_write_bytes
-    from .release_data import load_release_instances
+    from .release_data import load_release_instances, refuse_writing_inside
     from .report import render_report
 
     def action() -> None:
         _check_seed(seed)
+        refuse_writing_inside(out_file, release_dir)
         catalog = _catalog_if_any()
         manifest, instances = load_release_instances(release_dir, catalog)
         audited = audit_instances(instances, seed, catalog=catalog, manifest=manifest)
@@ -783,23 +784,27 @@ def export(
 ) -> None:
     """Write a built release in another tool's layout: `inspect`, or one declared in
     specs/exports/."""
-    from .release_data import load_release_instances
+    from .release_data import load_release_instances, refuse_writing_inside
 
     def action() -> None:
         from .export import BUILT_IN_FORMAT, export_release, find_export
         from .export_inspect import write_inspect
 
-        project = _project()
+        # A release folder and the built-in format need no project: a downloaded release
+        # is exported where it lies.
         folder = Path(release)
         if not folder.is_dir():
-            folder = project.default_dist / release
+            folder = _project().default_dist / release
         if not folder.is_dir():
             raise SpecError.single(f"no built release at {release} or {folder}; run "
                                    "`memspec build` first")
-        manifest, instances = load_release_instances(folder, Catalog.load(project))
+        refuse_writing_inside(out_dir, folder)
         if export_format == BUILT_IN_FORMAT:
-            written = write_inspect(manifest, instances, out_dir)
+            written = write_inspect(*load_release_instances(folder, _catalog_if_any()),
+                                    out_dir)
         else:
+            project = _project()
+            manifest, instances = load_release_instances(folder, Catalog.load(project))
             written = export_release(project, find_export(project, export_format), manifest,
                                      instances, out_dir)
         out.print(f"wrote {len(written)} files under {out_dir}", markup=False)

@@ -171,7 +171,7 @@ def export_release(project: Project, fmt: ExportFormat, manifest: Mapping[str, A
                                                      "instances": in_file}, (*where, "file"))
             files[relative] = (json.dumps(document, indent=2, ensure_ascii=False,
                                           allow_nan=False) + "\n").encode("utf-8")
-    return _write_all(out, files)
+    return write_all(out, files)
 
 
 def _clash(relative: str, files: Mapping[str, bytes]) -> str | None:
@@ -186,11 +186,13 @@ def _clash(relative: str, files: Mapping[str, bytes]) -> str | None:
     return None
 
 
-def _write_all(out: Path, files: Mapping[str, bytes]) -> list[Path]:
+def write_all(out: Path, files: Mapping[str, bytes]) -> list[Path]:
     """Write ``files`` (relative paths) under ``out``, all or none: every path is checked to
     stay inside ``out`` first (no folder it would make may lead through a symlink); the files
     are then written beside their places, in a hidden folder of ``out``, and only once all are
     written are they renamed into place."""
+    if out.exists() and not out.is_dir():
+        raise SpecError.single("is a file; --out names the folder to write into", str(out))
     base = out.resolve() if out.exists() else None
     for relative in files:
         path = out / relative

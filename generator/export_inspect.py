@@ -15,23 +15,20 @@ from pathlib import Path
 from typing import Any
 
 from .canonical import dump_bytes
-from .release import atomic_write_bytes
+from .export import write_all
+from .parquet_export import split_of
 
 SAMPLES_FILE = "samples.jsonl"
 TASK_FILE = "task.py"
 
 
 def _messages(instance: Mapping[str, Any]) -> list[dict[str, str]]:
-    """Every message of every phase in order, as inspect's chat messages (a tool message
-    keeps its tool's name as ``function``)."""
-    messages = []
-    for phase in instance["phases"]:
-        for message in phase["messages"]:
-            converted = {"role": message["role"], "content": message["content"]}
-            if message["role"] == "tool" and "name" in message:
-                converted["function"] = message["name"]
-            messages.append(converted)
-    return messages
+    """Every message of every phase in order, as inspect's chat messages. A tool's message
+    becomes a user's, as in the README's example: chat APIs take a tool message only in
+    answer to a tool call the model made, and an instance's tool results answer none."""
+    return [{"role": "user" if message["role"] == "tool" else message["role"],
+             "content": message["content"]}
+            for phase in instance["phases"] for message in phase["messages"]]
 
 
 def _flat_metadata(instance: Mapping[str, Any], release: str) -> dict[str, Any]:
@@ -40,7 +37,8 @@ def _flat_metadata(instance: Mapping[str, Any], release: str) -> dict[str, Any]:
     metadata: dict[str, Any] = {
         "release": release, "family": instance["family"], "paradigm": instance["paradigm"],
         "group": instance["group"], "design": instance["design"],
-        "variant": instance["variant"], "scorer": instance["answer"]["scorer"],
+        "variant": instance["variant"], "split": split_of(instance),
+        "scorer": instance["answer"]["scorer"],
         "answer": json.dumps(instance["answer"], sort_keys=True, ensure_ascii=False),
         "analysis": json.dumps(instance.get("analysis", {}), sort_keys=True, ensure_ascii=False),
     }
@@ -61,15 +59,12 @@ def inspect_sample(instance: Mapping[str, Any], release: str) -> dict[str, Any]:
 
 def write_inspect(manifest: Mapping[str, Any], instances: Sequence[Mapping[str, Any]],
                   out_dir: Path) -> list[Path]:
-    """Write the samples and the task file into ``out_dir``; return the paths written."""
+    """Write the samples and the task file into ``out_dir``, both or neither; return the
+    paths written."""
     release = f"{manifest['release']}-{manifest['version']}"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    samples = out_dir / SAMPLES_FILE
-    atomic_write_bytes(samples, b"".join(dump_bytes(inspect_sample(i, release))
-                                         for i in instances))
-    task = out_dir / TASK_FILE
-    atomic_write_bytes(task, _TASK_SOURCE.replace("RELEASE_NAME", release).encode("utf-8"))
-    return [samples, task]
+    return write_all(out_dir, {
+        SAMPLES_FILE: b"".join(dump_bytes(inspect_sample(i, release)) for i in instances),
+        TASK_FILE: _TASK_SOURCE.replace("RELEASE_NAME", release).encode("utf-8")})
 
 
 _TASK_SOURCE = '''"""inspect_ai tasks for the memspec release RELEASE_NAME (by `memspec export`).
@@ -99,9 +94,18 @@ SAMPLES = str(Path(__file__).parent / "samples.jsonl")
 
 def _dataset(judged: bool, family: str | None, split: str | None):
     dataset = json_dataset(SAMPLES, name="RELEASE_NAME")
-    return dataset.filter(lambda s: (s.metadata["scorer"] == "judge") == judged
-                          and family in (None, s.metadata["family"])
-                          and split in (None, s.metadata.get("field_split")))
+    kind = [s for s in dataset if (s.metadata["scorer"] == "judge") == judged]
+    chosen = dataset.filter(lambda s: (s.metadata["scorer"] == "judge") == judged
+                            and family in (None, s.metadata["family"])
+                            and split in (None, s.metadata["split"]))
+    if len(chosen) == 0:
+        families = sorted({s.metadata["family"] for s in kind})
+        splits = sorted({s.metadata["split"] for s in kind})
+        raise ValueError(
+            f"RELEASE_NAME has no {'judge-scored' if judged else 'programmatically scored'} "
+            f"item with family={family!r} and split={split!r}; its families: "
+            f"{', '.join(families) or '(none)'}; its splits: {', '.join(splits) or '(none)'}")
+    return chosen
 
 
 @scorer(metrics=[accuracy(), stderr()])

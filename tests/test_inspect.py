@@ -6,6 +6,7 @@ inspect_ai's own dataset loader, task and scorer machinery)."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,13 @@ def test_inspect_scores_oracle_1_and_wrong_answers_0(built_dist: Path, tmp_path:
     samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     assert [s["id"] for s in samples] == [i["id"] for i in instances]
     assert all(not isinstance(v, (dict, list)) for s in samples for v in s["metadata"].values())
+    # Every message kept in order; a tool's result becomes a user's message (chat APIs take a
+    # tool message only in answer to the model's own call).
+    for sample, instance in zip(samples, instances, strict=True):
+        kept = [m for phase in instance["phases"] for m in phase["messages"]]
+        assert [m["content"] for m in sample["input"]] == [m["content"] for m in kept]
+        assert [m["role"] for m in sample["input"]] == [
+            "user" if m["role"] == "tool" else m["role"] for m in kept]
 
     seen: dict[str, int] = {}
     chosen = []
@@ -94,3 +102,55 @@ def test_inspect_scores_oracle_1_and_wrong_answers_0(built_dist: Path, tmp_path:
         anything = answers(judged, lambda i: "A reply to rate.")
         assert _eval(f"{task}@memspec_judged", judged, anything, tmp_path / "c")[
             "mean"].value == 7.0
+
+
+def _task_module(task: Path) -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("exported_task", task)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_inspect_export_of_a_downloaded_release(built_example: Path, tmp_path: Path) -> None:
+    # A consumer with the release folder alone, outside any project, as its card tells them.
+    release = tmp_path / "downloaded" / built_example.name
+    shutil.copytree(built_example, release)
+    out = tmp_path / "inspect"
+    result = run_cli("export", str(release), "--format", "inspect", "--out", str(out),
+                     cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    task = _task_module(out / "task.py")
+    # A release without declared splits is one split, "test", as its card and Parquet say.
+    everything = task._dataset(False, None, None)
+    assert len(task._dataset(False, None, "test")) == len(everything) > 0
+    with pytest.raises(ValueError, match="no programmatically scored item with "
+                                         "family='example.choice.meeting_rom'.*its families: "
+                                         "example.choice.meeting_room"):
+        task._dataset(False, "example.choice.meeting_rom", None)
+
+
+def test_inspect_export_writes_both_files_or_neither_and_never_into_the_release(
+        built_example: Path, tmp_path: Path) -> None:
+    release = tmp_path / built_example.name
+    shutil.copytree(built_example, release)
+    inside = run_cli("export", str(release), "--format", "inspect", "--out",
+                     str(release / "inspect"))
+    assert inside.returncode == 2 and "is inside the release" in inside.stderr
+    report = run_cli("report", str(release), "--out", str(release / "report.html"))
+    assert report.returncode == 2 and "is inside the release" in report.stderr
+    assert run_cli("verify", str(release)).returncode == 0
+
+    out = tmp_path / "inspect"
+    (out / "task.py").mkdir(parents=True)
+    blocked = run_cli("export", str(release), "--format", "inspect", "--out", str(out))
+    assert blocked.returncode == 2 and "Traceback" not in blocked.stderr
+    assert "task.py would be written outside" in blocked.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["task.py"]
+
+    a_file = tmp_path / "taken"
+    a_file.write_text("mine")
+    refused = run_cli("export", str(release), "--format", "inspect", "--out", str(a_file))
+    assert refused.returncode == 2 and "is a file" in refused.stderr
+    assert a_file.read_text() == "mine"

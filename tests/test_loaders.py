@@ -335,9 +335,17 @@ def test_a_subset_field_every_instance_lacks_is_refused(project_copy: Path,
         "subsets: [suite]\n"
         "families:\n  - family: example.procedural.reversed_copy\n    groups: 2\n")
     result = run_cli("freeze", "subset-v1", "--out", str(tmp_path / "out"), root=project_copy)
-    assert result.returncode == 1
-    assert "subset field 'suite' of example.procedural.reversed_copy-00000-base is missing" \
-        in result.stderr
+    assert result.returncode == 2
+    assert "specs/releases/subset-v1.yaml:5:11: subset field 'suite' is not a field of " \
+        "example.procedural.reversed_copy" in result.stderr
     assert "Traceback" not in result.stderr
+    assert not (project_copy / "manifests" / "subset-v1.json").exists()
+    assert not (tmp_path / "out").exists()
+    # A value that cannot name a file is found as the instances are written.
+    spec.write_text(spec.read_text() + "    fields: {suite: two words}\n")
+    result = run_cli("freeze", "subset-v1", "--out", str(tmp_path / "out"), root=project_copy)
+    assert result.returncode == 1
+    assert "subset field 'suite' of example.procedural.reversed_copy-00000-base is " \
+        "'two words', not a plain word" in result.stderr
     assert not (project_copy / "manifests" / "subset-v1.json").exists()
     assert not (tmp_path / "out").exists()
