@@ -220,6 +220,8 @@ class AuditReport:
     skipped: list[str] = field(default_factory=list)  # no memory-dependent choice items
     unavailable: list[str] = field(default_factory=list)  # adversaries that could not run
     specs_skipped: str | None = None  # why the spec audits did not run, if they did not
+    #: Where this audit's summary differs from the one the release's manifest froze.
+    frozen_differences: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -262,6 +264,7 @@ class AuditReport:
     def to_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "alpha": ALPHA, "skipped": self.skipped,
                 "unavailable": self.unavailable, "specs_skipped": self.specs_skipped,
+                "frozen_differences": self.frozen_differences,
                 "rows": [
             {"check": r.check, "family": r.family, "hits": r.hits, "trials": r.trials,
              "accuracy": r.accuracy, "chance": r.chance, "p_value": r.p_value,
@@ -389,7 +392,34 @@ def audit_families(sources: Mapping[str, Source], seed: int = 0, *,
         found, report.specs_skipped = spec_findings(catalog, manifest, ordered)
         report.findings += found
     report.findings.sort(key=lambda f: (f.family, f.check))
+    if manifest is not None and seed == 0:  # the draw a freeze's audit makes
+        report.frozen_differences = frozen_differences(report.summary(), manifest)
     return report
+
+
+#: Why an audit of a release can differ from the one frozen with it.
+FROZEN_AUDIT_NOTE = (
+    "manifest.json and the card keep the audit as it ran when the release was frozen; the "
+    "text-embedding adversary's floating-point scores can tip a near tie the other way on "
+    "another machine, and a later memspec may draw or score an adversary otherwise")
+
+
+def frozen_differences(summary: Sequence[Mapping[str, Any]], manifest: Mapping[str, Any]
+                       ) -> list[str]:
+    """Where an audit's ``summary`` differs from the one the release's manifest froze, in
+    words (``FROZEN_AUDIT_NOTE`` says why they can differ), so that a reader comparing the
+    card with this audit knows which numbers are which."""
+    frozen = {row.get("family"): row for row in manifest.get("audit", {}).get("summary", ())}
+    notes = []
+    for row in summary:
+        before = frozen.get(row["family"])
+        if before is None:
+            continue
+        for key in sorted(row):
+            if key != "family" and before.get(key) != row[key]:
+                notes.append(f"{row['family']}: {key} {row[key]!r} here, {before.get(key)!r} "
+                             "when the release was frozen")
+    return notes
 
 
 def _in_group_order(source: Source, structure: FamilyStructure) -> Source:

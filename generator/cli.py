@@ -611,7 +611,7 @@ def audit(
     duplicate may leak; every counterfeit must match its original's length (±5%) and share
     none of its named entities. The spec audits need the project the release was built
     from."""
-    from .audit import audit_families, describe_failure
+    from .audit import FROZEN_AUDIT_NOTE, audit_families, describe_failure
     from .release_data import release_sources
     from .report_format import audit_table, findings_table
 
@@ -631,6 +631,10 @@ def audit(
                 err.print(f"note: spec audits skipped: {report.specs_skipped}", markup=False)
             for adversary in report.unavailable:
                 err.print(f"note: adversary not run: {adversary}", markup=False)
+            for difference in report.frozen_differences:
+                err.print(f"note: {difference}", markup=False)
+            if report.frozen_differences:
+                err.print(f"note: {FROZEN_AUDIT_NOTE}", markup=False)
         if not report.ok:
             raise CheckFailed([Problem(describe_failure(f), str(release_dir))
                                for f in report.failures()])

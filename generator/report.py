@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from .audit import AuditReport
+from .audit import FROZEN_AUDIT_NOTE, AuditReport
 from .html_page import instance_html, page, table
 from .release_stats import ReleaseStats
 from .report_format import format_p, format_value
@@ -63,6 +63,9 @@ def _audit_section(report: AuditReport) -> list[str]:
                      + ", ".join(report.unavailable) + ".")
     if report.specs_skipped:
         notes.append(f"Spec audits skipped: {report.specs_skipped}.")
+    if report.frozen_differences:
+        notes.append("This audit differs from the one frozen with the release: "
+                     + "; ".join(report.frozen_differences) + f" ({FROZEN_AUDIT_NOTE}).")
     return ["<h2>Audit</h2>", f"<p>The audit {verdict}.</p>",
             *(f'<p class="note">{escape(n)}</p>' for n in notes),
             "<h3>Memoryless adversaries</h3>",

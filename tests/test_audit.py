@@ -395,3 +395,30 @@ def test_the_audit_of_a_release_holds_one_group_at_a_time_not_the_release(
                             for line in (folder / name).read_text().splitlines()],
                            catalog=Catalog.load(Project(REPO)), manifest=manifest)
     assert streamed.to_json() == held.to_json()
+
+
+def test_an_audit_that_differs_from_the_frozen_one_says_where(built_dist: Path) -> None:
+    from html import escape
+
+    from generator.audit import FROZEN_AUDIT_NOTE, frozen_differences
+    from generator.release_data import load_release_instances
+    from generator.report import render_report
+
+    manifest, instances = load_release_instances(built_dist / "example-v3")
+    report = audit_instances(instances, manifest=manifest)
+    frozen = manifest["audit"]["summary"]
+    # Rows that agree say nothing; a row the manifest recorded otherwise is named, with both
+    # values, and the page says which numbers are the card's.
+    assert frozen_differences(report.summary(), {"audit": {"summary": report.summary()}}) == []
+    family = frozen[0]["family"]
+    altered = {**manifest, "audit": {"summary": [
+        {**frozen[0], "adversaries": "7 on 48 items; best made_up 40/48"}, *frozen[1:]]}}
+    report = audit_instances(instances, manifest=altered)
+    mine = [d for d in report.frozen_differences if d.startswith(f"{family}: adversaries ")]
+    assert len(mine) == 1 and "'7 on 48 items; best made_up 40/48' when the release was " \
+        "frozen" in mine[0]
+    page = render_report(altered, instances, report)
+    assert "This audit differs from the one frozen with the release" in page
+    assert escape(FROZEN_AUDIT_NOTE) in page
+    # Another seed draws other items: nothing to compare with.
+    assert audit_instances(instances, 1, manifest=altered).frozen_differences == []
