@@ -28,7 +28,7 @@ from .errors import (
 )
 from .policies import POLICIES
 from .project import Project, find_project
-from .verify import verify_release
+from .verify import check_trusted_manifest, verify_release
 
 # The modules only some commands need are imported by those commands, when they run: a command
 # starts in a fraction of the time it took to load them all (``memspec verify`` among them).
@@ -390,10 +390,14 @@ def verify(
             if regenerate or _state["root"] is not None:
                 raise
             catalog = None  # a release can still be checked against its own sums
+        if release_dir.is_file():
+            raise SpecError.single(f"is a file; verify takes the release folder "
+                                   f"({release_dir.parent or '.'}, if this is one of its files)",
+                                   str(release_dir))
         if not release_dir.is_dir():
             raise SpecError.single("release folder not found", str(release_dir))
-        if manifest is not None and not manifest.is_file():
-            raise SpecError.single("trusted manifest not found", str(manifest))
+        if manifest is not None:
+            check_trusted_manifest(manifest)
         report = verify_release(release_dir, catalog, regenerate=regenerate, trusted=manifest)
         if report.ok and not report.anchored:
             err.print("warning: no project and no --manifest: the release is whole, but it was "

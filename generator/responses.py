@@ -50,6 +50,30 @@ def parse_strict_json(text: str, display: str, line: int = 1) -> object:
         raise SpecError.single("JSON nested too deeply", display, line, 1) from None
 
 
+def _json_kind(value: object) -> str:
+    """What JSON calls the kind of a parsed ``value``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true or false"
+    return {dict: "an object", list: "an array", str: "a string"}.get(type(value), "a number")
+
+
+def _shape_problem(record: object) -> str | None:
+    """What keeps a parsed line from being a response record, in words; None if nothing."""
+    if not isinstance(record, dict):
+        return f"this is {_json_kind(record)}, not an object"
+    extra = sorted(set(record) - {"id", "response"})
+    if extra:
+        return "unexpected key " + ", ".join(repr(k) for k in extra)
+    for key in ("id", "response"):
+        if key not in record:
+            return f"no {key!r}"
+        if not isinstance(record[key], str):
+            return f"{key!r} is {_json_kind(record[key])}, not a string"
+    return None
+
+
 def load_responses(path: Path, known_ids: Iterable[str]) -> dict[str, str]:
     """Responses by instance id. Invalid lines, unknown ids and duplicates are errors naming
     their line, all reported at once."""
@@ -69,11 +93,10 @@ def load_responses(path: Path, known_ids: Iterable[str]) -> dict[str, str]:
         except SpecError as err:
             problems += err.problems
             continue
-        if not isinstance(record, dict) or set(record) - {"id", "response"} or \
-                not isinstance(record.get("id"), str) or \
-                not isinstance(record.get("response"), str):
-            problems.append(Problem('each line must be {"id": string, "response": string}',
-                                    display, number, 1))
+        wrong = _shape_problem(record)
+        if wrong is not None:
+            problems.append(Problem('each line must be {"id": string, "response": string}: '
+                                    + wrong, display, number, 1))
             continue
         try:
             record["response"].encode("utf-8")

@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable, Iterator
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .code_cache import cached_code
@@ -142,6 +143,21 @@ def schema_errors(name: str, value: Any) -> list[ValidationError]:
     if fast_check(name)(value):
         return []
     return sorted(validator(name).iter_errors(value), key=lambda e: list(e.path))
+
+
+def read_json_as(path: Path, name: str, what: str) -> Any:
+    """The JSON document in ``path``, which must match the named schema; otherwise a
+    SpecError naming the file: "not WHAT: <why>"."""
+    from .errors import SpecError
+
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
+        raise SpecError.single(f"not {what}: {exc}", str(path)) from None
+    error = first_error(name, value)
+    if error:
+        raise SpecError.single(f"not {what}: {error}", str(path))
+    return value
 
 
 def first_error(name: str, value: Any) -> str | None:

@@ -11,7 +11,6 @@ code path a freeze takes, so the merged manifest equals the unsharded one.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from .catalog import Catalog
 from .errors import CheckFailed, SpecError
 from .parallel import ChunkResult, Executor, shard_groups
 from .render import Renderer
-from .schemas import first_error
+from .schemas import read_json_as
 from .spec import FamilySpec, ReleaseFamily, ReleaseSpec
 from .writeback import StreamedFile
 
@@ -90,14 +89,7 @@ def load_shards(folders: Sequence[Path]) -> list[Shard]:
     """The shards of one release, in order; refuses a missing, repeated or foreign shard."""
     shards = []
     for folder in folders:
-        path = folder / SHARD_FILE
-        try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise SpecError.single(f"not a shard of a release: {exc}", str(path)) from None
-        error = first_error("shard", record)
-        if error:
-            raise SpecError.single(f"not a shard of a release: {error}", str(path))
+        record = read_json_as(folder / SHARD_FILE, "shard", "a shard of a release")
         shards.append(Shard(folder, record))
     if not shards:
         raise SpecError.single("merge needs the folders of a release's shards")

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .catalog import Catalog
-from .errors import MemspecError, Problem
+from .errors import MemspecError, Problem, SpecError
 from .manifest import (
     MANIFEST_FILE,
     SUMS_FILE,
@@ -24,7 +24,7 @@ from .manifest import (
 )
 from .parallel import available_cores
 from .parquet_export import content_sha256, file_writer
-from .schemas import schema_errors
+from .schemas import read_json_as, schema_errors
 
 
 @dataclass
@@ -93,6 +93,14 @@ def _same_rows(path: Path, info: dict) -> bool:
         return content_sha256(path) == (info.get("rows"), info.get("content_sha256"))
     except (OSError, ValueError, ArrowException):
         return False
+
+
+def check_trusted_manifest(path: Path) -> None:
+    """Refuse (as bad input) a ``--manifest`` that is missing or is not a release manifest:
+    comparing with it could only report a difference that says nothing about the release."""
+    if not path.is_file():
+        raise SpecError.single("trusted manifest not found", str(path))
+    read_json_as(path, "manifest", "a release manifest")
 
 
 def verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool = False,

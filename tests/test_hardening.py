@@ -61,10 +61,22 @@ def test_verify_without_a_project_says_what_it_could_not_check(built_example: Pa
     trusted = run_cli("verify", str(built_example), "--manifest",
                       str(REPO / "manifests" / "example-v1.json"))
     assert trusted.returncode == 0 and "warning" not in trusted.stderr
-    other = tmp_path / "other.json"
-    other.write_text("{}")
-    mismatch = run_cli("verify", str(built_example), "--manifest", str(other))
-    assert mismatch.returncode == 1 and "trusted manifest" in mismatch.stderr
+    # Another release's manifest is a manifest, and not this release's.
+    mismatch = run_cli("verify", str(built_example), "--manifest",
+                       str(REPO / "manifests" / "example-v2.json"))
+    assert mismatch.returncode == 1
+    assert "manifest.json differs from the trusted manifest" in mismatch.stderr
+    # What is no manifest at all is bad input, named as such.
+    for text, why in (("{}", "not a release manifest: 'manifest_version' is a required"),
+                      ("# a README", "not a release manifest: Expecting value")):
+        other = tmp_path / "other.json"
+        other.write_text(text)
+        refused = run_cli("verify", str(built_example), "--manifest", str(other))
+        assert refused.returncode == 2 and why in refused.stderr, refused.stderr
+    # The manifest file itself, for the folder: the folder is named.
+    a_file = run_cli("verify", str(built_example / "manifest.json"))
+    assert a_file.returncode == 2
+    assert f"verify takes the release folder ({built_example}" in a_file.stderr
 
 
 def test_a_scaffold_cannot_write_outside_the_project(project: Path) -> None:  # noqa: F811

@@ -120,7 +120,12 @@ def _write(path: Path, records: list) -> Path:
     (lambda rs: rs[:5] + [{"id": "no.such-00000-x", "response": "A"}] + rs[5:], 6,
      "unknown instance id 'no.such-00000-x'"),
     (lambda rs: rs + [rs[7]], None, "duplicate response for"),
-    (lambda rs: rs[:2] + [{"id": rs[2]["id"]}] + rs[3:], 3, '{"id": string, "response"'),
+    (lambda rs: rs[:2] + [{"id": rs[2]["id"]}] + rs[3:], 3,
+     '{"id": string, "response": string}: no \'response\''),
+    (lambda rs: rs[:2] + [{**rs[2], "model": "m"}] + rs[3:], 3, "unexpected key 'model'"),
+    (lambda rs: rs[:2] + [{**rs[2], "response": None}] + rs[3:], 3,
+     "'response' is null, not a string"),
+    (lambda rs: rs[:2] + ["[1, 2]"] + rs[3:], 3, "this is an array, not an object"),
 ])
 def test_bad_response_lines_are_named(built_example: Path, tmp_path: Path, mutate, line,
                                       fragment: str) -> None:
