@@ -538,13 +538,20 @@ def _strings(value: Any) -> list[str]:
     return []
 
 
+#: Checks that hold nothing without one of these keys.
+_CHECK_BOUNDS = {"message_count": ("equals", "min", "max"), "token_count": ("min", "max")}
+
+
 def _check_refs(check: Mapping[str, Any], phases: set[str],
                 axes: Mapping[str, set[str]]) -> list[str]:
-    """Every phase, axis and axis value a check names must exist: a typo must not silently
-    switch a check off."""
+    """Every phase, axis and axis value a check names must exist, and a check must bound
+    something: a typo must not silently switch a check off."""
     kind = check["kind"]
     named = [check["phase"]] if "phase" in check else list(check.get("phases", []))
     problems = [f"check {kind!r} names unknown phase {p!r}" for p in named if p not in phases]
+    bounds = _CHECK_BOUNDS.get(kind, ())
+    if bounds and not any(bound in check for bound in bounds):
+        problems.append(f"check {kind!r} asserts nothing: give it {' or '.join(bounds)}")
     if "axis" in check and check["axis"] not in axes:
         problems.append(f"check {kind!r} names unknown axis {check['axis']!r}")
     if "reference" in check and check.get("axis") in axes and \

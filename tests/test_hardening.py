@@ -195,6 +195,8 @@ def test_family_mistakes_are_located_not_tracebacks(project: Path, old: str,  # 
     ("{kind: forbidden_words, phases: [probe], words: '5'}", "words must give"),
     ("{kind: balanced, of: 'instance.answer.keys()'}", "plain data"),
     ("{kind: message_count, phase: probe, equals: 1, when: {cue: frist}}", "'frist'"),
+    ("{kind: message_count, phase: probe}", "asserts nothing: give it equals or min or max"),
+    ("{kind: token_count, phases: [probe]}", "asserts nothing: give it min or max"),
 ])
 def test_check_mistakes_are_errors(project: Path, check: str, fragment: str) -> None:  # noqa: F811
     text = (project / FAMILY).read_text()
