@@ -392,7 +392,7 @@ def verify(
             catalog = None  # a release can still be checked against its own sums
         if release_dir.is_file():
             raise SpecError.single(f"is a file; verify takes the release folder "
-                                   f"({release_dir.parent or '.'}, if this is one of its files)",
+                                   f"({release_dir.parent}, if this is one of its files)",
                                    str(release_dir))
         if not release_dir.is_dir():
             raise SpecError.single("release folder not found", str(release_dir))

@@ -28,8 +28,7 @@ def load_release_instances(folder: Path, catalog: Catalog | None = None,
 def refuse_writing_inside(target: Path, folder: Path) -> None:
     """A clear error when ``target`` is the release ``folder`` or inside it: a file written
     there is in no SHA256SUMS, and the release would no longer verify."""
-    inside = folder.resolve()
-    if target.resolve() == inside or target.resolve().is_relative_to(inside):
+    if target.resolve().is_relative_to(folder.resolve()):  # the folder itself included
         raise SpecError.single(f"is inside the release {folder}: the release would no longer "
                                "verify with it there; write it elsewhere", str(target))
 
