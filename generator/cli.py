@@ -26,6 +26,7 @@ from .errors import (
     SpecError,
     unknown_name,
 )
+from .manifest import MANIFEST_FILE
 from .policies import POLICIES
 from .project import Project, find_project
 from .verify import check_trusted_manifest, verify_release
@@ -391,8 +392,10 @@ def verify(
                 raise
             catalog = None  # a release can still be checked against its own sums
         if release_dir.is_file():
-            raise SpecError.single(f"is a file; verify takes the release folder "
-                                   f"({release_dir.parent}, if this is one of its files)",
+            holder = next((folder for folder in release_dir.resolve().parents
+                           if (folder / MANIFEST_FILE).is_file()), None)
+            raise SpecError.single("is a file; verify takes a release folder"
+                                   + (f": {holder}, which holds it" if holder else ""),
                                    str(release_dir))
         if not release_dir.is_dir():
             raise SpecError.single("release folder not found", str(release_dir))
@@ -801,20 +804,23 @@ def export(
         # A release folder and the built-in format need no project: a downloaded release
         # is exported where it lies.
         folder = Path(release)
+        catalog = _catalog_if_any()
+        if not folder.is_dir() and catalog is not None:
+            folder = catalog.project.default_dist / release
         if not folder.is_dir():
-            folder = _project().default_dist / release
-        if not folder.is_dir():
-            raise SpecError.single(f"no built release at {release} or {folder}; run "
-                                   "`memspec build` first")
+            raise SpecError.single(f"no built release at {release}"
+                                   + (f" or {folder}" if folder != Path(release) else "")
+                                   + "; run `memspec build` first, or give a release folder")
         refuse_writing_inside(out_dir, folder)
         if export_format == BUILT_IN_FORMAT:
-            written = write_inspect(*load_release_instances(folder, _catalog_if_any()),
-                                    out_dir)
+            written = write_inspect(*load_release_instances(folder, catalog), out_dir)
         else:
-            project = _project()
-            manifest, instances = load_release_instances(folder, Catalog.load(project))
-            written = export_release(project, find_export(project, export_format), manifest,
-                                     instances, out_dir)
+            # A declared format lives in a project's specs/exports/: without one, say so.
+            catalog = catalog or Catalog.load(_project())
+            manifest, instances = load_release_instances(folder, catalog)
+            written = export_release(catalog.project, find_export(catalog.project,
+                                                                  export_format),
+                                     manifest, instances, out_dir)
         out.print(f"wrote {len(written)} files under {out_dir}", markup=False)
 
     _run(action)

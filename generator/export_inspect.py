@@ -98,7 +98,7 @@ def _dataset(judged: bool, family: str | None, split: str | None):
     chosen = dataset.filter(lambda s: (s.metadata["scorer"] == "judge") == judged
                             and family in (None, s.metadata["family"])
                             and split in (None, s.metadata["split"]))
-    if len(chosen) == 0:
+    if len(chosen) == 0 and (family, split) != (None, None):
         families = sorted({s.metadata["family"] for s in kind})
         splits = sorted({s.metadata["split"] for s in kind})
         raise ValueError(

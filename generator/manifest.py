@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import platform
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -93,17 +92,9 @@ def manifest_bytes(manifest: Mapping[str, Any]) -> bytes:
 
 def load_manifest(path: Path, display: str | None = None) -> dict[str, Any]:
     """A manifest file, parsed and checked against the manifest schema."""
-    from .schemas import first_error
+    from .schemas import read_json_as
 
-    shown = display or str(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise SpecError.single(f"cannot read manifest: {exc}", shown) from None
-    error = first_error("manifest", data)
-    if error:
-        raise SpecError.single(f"not a valid manifest: {error}", shown)
-    return data
+    return read_json_as(path, "manifest", "a valid manifest", display)
 
 
 def comparable(committed: Mapping[str, Any], built: Mapping[str, Any],

@@ -145,18 +145,23 @@ def schema_errors(name: str, value: Any) -> list[ValidationError]:
     return sorted(validator(name).iter_errors(value), key=lambda e: list(e.path))
 
 
-def read_json_as(path: Path, name: str, what: str) -> Any:
+def read_json_as(path: Path, name: str, what: str, display: str | None = None) -> Any:
     """The JSON document in ``path``, which must match the named schema; otherwise a
-    SpecError naming the file: "not WHAT: <why>"."""
+    SpecError naming the file (as ``display``), and the line and column of a syntax error:
+    "not WHAT: <why>"."""
     from .errors import SpecError
 
+    shown = display or str(path)
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise SpecError.single(f"not {what}: not valid JSON: {exc.msg}", shown, exc.lineno,
+                               exc.colno) from None
     except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
-        raise SpecError.single(f"not {what}: {exc}", str(path)) from None
+        raise SpecError.single(f"not {what}: {exc}", shown) from None
     error = first_error(name, value)
     if error:
-        raise SpecError.single(f"not {what}: {error}", str(path))
+        raise SpecError.single(f"not {what}: {error}", shown)
     return value
 
 

@@ -15,6 +15,7 @@ from .manifest import (
     MANIFEST_FILE,
     SUMS_FILE,
     describe_versions,
+    load_manifest,
     manifest_differences,
     parse_sums,
     sha256_file,
@@ -24,7 +25,7 @@ from .manifest import (
 )
 from .parallel import available_cores
 from .parquet_export import content_sha256, file_writer
-from .schemas import read_json_as, schema_errors
+from .schemas import schema_errors
 
 
 @dataclass
@@ -100,7 +101,7 @@ def check_trusted_manifest(path: Path) -> None:
     comparing with it could only report a difference that says nothing about the release."""
     if not path.is_file():
         raise SpecError.single("trusted manifest not found", str(path))
-    read_json_as(path, "manifest", "a release manifest")
+    load_manifest(path)
 
 
 def verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool = False,
@@ -185,7 +186,7 @@ def verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool = 
             # Other bytes are a change unless the file itself says another writer made them
             # (its footer, not the pyarrow installed here: a release may be verified on a
             # machine with either writer).
-            if file_writer(folder / name) == info.get("writer"):
+            if "writer" not in info or file_writer(folder / name) == info["writer"]:
                 report.fail("file differs from manifest.json (and SHA256SUMS was rewritten to "
                             "match it)", name)
             elif _same_rows(folder / name, info):

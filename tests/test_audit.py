@@ -401,24 +401,33 @@ def test_an_audit_that_differs_from_the_frozen_one_says_where(built_dist: Path) 
     from html import escape
 
     from generator.audit import FROZEN_AUDIT_NOTE, frozen_differences
+    from generator.catalog import Catalog
+    from generator.project import Project
     from generator.release_data import load_release_instances
     from generator.report import render_report
 
+    catalog = Catalog.load(Project(REPO))
     manifest, instances = load_release_instances(built_dist / "example-v3")
-    report = audit_instances(instances, manifest=manifest)
+    # Run as a freeze runs it, the audit agrees with the one frozen in the manifest.
+    report = audit_instances(instances, catalog=catalog, manifest=manifest)
+    assert report.specs_skipped is None and report.frozen_differences == []
+    # A row the manifest recorded otherwise is named, with both values, and the page says
+    # which numbers are the card's.
     frozen = manifest["audit"]["summary"]
-    # Rows that agree say nothing; a row the manifest recorded otherwise is named, with both
-    # values, and the page says which numbers are the card's.
-    assert frozen_differences(report.summary(), {"audit": {"summary": report.summary()}}) == []
     family = frozen[0]["family"]
     altered = {**manifest, "audit": {"summary": [
         {**frozen[0], "adversaries": "7 on 48 items; best made_up 40/48"}, *frozen[1:]]}}
-    report = audit_instances(instances, manifest=altered)
-    mine = [d for d in report.frozen_differences if d.startswith(f"{family}: adversaries ")]
-    assert len(mine) == 1 and "'7 on 48 items; best made_up 40/48' when the release was " \
-        "frozen" in mine[0]
+    report = audit_instances(instances, catalog=catalog, manifest=altered)
+    assert report.frozen_differences == [
+        f"{family}: adversaries {report.summary()[0]['adversaries']!r} here, "
+        "'7 on 48 items; best made_up 40/48' when the release was frozen"]
     page = render_report(altered, instances, report)
     assert "This audit differs from the one frozen with the release" in page
     assert escape(FROZEN_AUDIT_NOTE) in page
-    # Another seed draws other items: nothing to compare with.
-    assert audit_instances(instances, 1, manifest=altered).frozen_differences == []
+    # Another seed draws other items, and an audit without its spec audits (no project)
+    # differs for that reason alone: neither is compared.
+    assert audit_instances(instances, 1, catalog=catalog,
+                           manifest=altered).frozen_differences == []
+    unchecked = audit_instances(instances, manifest=altered)
+    assert unchecked.specs_skipped and unchecked.frozen_differences == []
+    assert frozen_differences(report.summary(), {"audit": {"summary": report.summary()}}) == []

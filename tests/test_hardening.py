@@ -67,16 +67,23 @@ def test_verify_without_a_project_says_what_it_could_not_check(built_example: Pa
     assert mismatch.returncode == 1
     assert "manifest.json differs from the trusted manifest" in mismatch.stderr
     # What is no manifest at all is bad input, named as such.
-    for text, why in (("{}", "not a release manifest: 'manifest_version' is a required"),
-                      ("# a README", "not a release manifest: Expecting value")):
+    for text, why in (("{}", "not a valid manifest: 'manifest_version' is a required"),
+                      ("# a README", "not a valid manifest: not valid JSON: Expecting value")):
         other = tmp_path / "other.json"
         other.write_text(text)
         refused = run_cli("verify", str(built_example), "--manifest", str(other))
         assert refused.returncode == 2 and why in refused.stderr, refused.stderr
-    # The manifest file itself, for the folder: the folder is named.
-    a_file = run_cli("verify", str(built_example / "manifest.json"))
-    assert a_file.returncode == 2
-    assert f"verify takes the release folder ({built_example}" in a_file.stderr
+    # A file of the release, for the folder: the folder that holds it is named.
+    for inside in ("manifest.json", next(built_example.glob("data/*.jsonl"))):
+        a_file = run_cli("verify", str(built_example / inside))
+        assert a_file.returncode == 2
+        assert f"verify takes a release folder: {built_example.resolve()}, which holds it" \
+            in a_file.stderr
+    loose = tmp_path / "loose.json"
+    loose.write_text("{}")
+    alone = run_cli("verify", str(loose))
+    assert alone.returncode == 2 and alone.stderr.startswith(
+        f"error: {loose}: is a file; verify takes a release folder\n")
 
 
 def test_a_scaffold_cannot_write_outside_the_project(project: Path) -> None:  # noqa: F811

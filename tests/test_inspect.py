@@ -121,6 +121,13 @@ def test_inspect_export_of_a_downloaded_release(built_example: Path, tmp_path: P
     result = run_cli("export", str(release), "--format", "inspect", "--out", str(out),
                      cwd=tmp_path)
     assert result.returncode == 0, result.stderr
+    # Nor does the code that writes it need a project's specs.
+    from generator.export_inspect import write_inspect
+    from generator.release_data import load_release_instances
+
+    alone = tmp_path / "alone"
+    write_inspect(*load_release_instances(release, None), alone)
+    assert (alone / "samples.jsonl").read_bytes() == (out / "samples.jsonl").read_bytes()
     task = _task_module(out / "task.py")
     # A release without declared splits is one split, "test", as its card and Parquet say.
     everything = task._dataset(False, None, None)
@@ -129,6 +136,11 @@ def test_inspect_export_of_a_downloaded_release(built_example: Path, tmp_path: P
                                          "family='example.choice.meeting_rom'.*its families: "
                                          "example.choice.meeting_room"):
         task._dataset(False, "example.choice.meeting_rom", None)
+    # Asking for nothing in particular is never an error, even where it selects nothing:
+    # `inspect eval task.py` runs both tasks of a release that may have no judged items.
+    judged = task._dataset(True, None, None)
+    assert len(judged) == sum(1 for i in release_instances(release)
+                              if i["answer"]["scorer"] == "judge")
 
 
 def test_inspect_export_writes_both_files_or_neither_and_never_into_the_release(

@@ -307,6 +307,14 @@ def test_parquet_written_by_this_pyarrow_is_pinned_by_bytes(project_copy: Path,
     verify = run_cli("verify", str(release), root=project_copy)
     assert verify.returncode == 1
     assert f"{target}: file differs from manifest.json" in verify.stderr
+    # A file the manifest pins by its bytes alone (no writer), swapped for Parquet bytes.
+    data = next(n for n in json.loads((release / "manifest.json").read_text())["files"]
+                if n.startswith("data/"))
+    (release / data).write_bytes((release / target).read_bytes())
+    _resum(release)
+    verify = run_cli("verify", str(release), root=project_copy)
+    assert verify.returncode == 1 and "Traceback" not in verify.stderr
+    assert f"{data}: file differs from manifest.json" in verify.stderr
 
 
 def _resum(release: Path) -> None:
