@@ -94,10 +94,9 @@ SAMPLES = str(Path(__file__).parent / "samples.jsonl")
 
 def _dataset(judged: bool, family: str | None, split: str | None):
     dataset = json_dataset(SAMPLES, name="RELEASE_NAME")
-    kind = [s for s in dataset if (s.metadata["scorer"] == "judge") == judged]
-    chosen = dataset.filter(lambda s: (s.metadata["scorer"] == "judge") == judged
-                            and family in (None, s.metadata["family"])
-                            and split in (None, s.metadata["split"]))
+    kind = dataset.filter(lambda s: (s.metadata["scorer"] == "judge") == judged)
+    chosen = kind.filter(lambda s: family in (None, s.metadata["family"])
+                         and split in (None, s.metadata["split"]))
     if len(chosen) == 0 and (family, split) != (None, None):
         families = sorted({s.metadata["family"] for s in kind})
         splits = sorted({s.metadata["split"] for s in kind})

@@ -237,18 +237,25 @@ def _rewrite_committed(project: Path, name: str, change) -> None:
     path.write_bytes(dump_pretty_bytes(manifest))
 
 
-def test_a_manifest_from_another_pyarrow_is_checked_by_rows(project_copy: Path,
-                                                             tmp_path: Path) -> None:
-    # As if the committed manifest had been frozen with another pyarrow: its Parquet bytes
-    # cannot be made here, so the build compares rows and says so.
+def _build_pinned_by_another_pyarrow(project: Path, out: Path
+                                     ) -> subprocess.CompletedProcess[str]:
+    """Build example-v3 into ``out`` as if its committed manifest had been frozen with
+    pyarrow 1.0.0, whose Parquet bytes cannot be made here."""
     def other_writer(_: str, info: dict) -> None:
         info["writer"] = "pyarrow 1.0.0"
         info["sha256"] = "0" * 64
 
-    _rewrite_committed(project_copy, "example-v3", other_writer)
-    out = tmp_path / "out"
-    result = run_cli("build", "example-v3", "--out", str(out), root=project_copy)
+    _rewrite_committed(project, "example-v3", other_writer)
+    result = run_cli("build", "example-v3", "--out", str(out), root=project)
     assert result.returncode == 0, result.stderr
+    return result
+
+
+def test_a_manifest_from_another_pyarrow_is_checked_by_rows(project_copy: Path,
+                                                             tmp_path: Path) -> None:
+    # The build compares rows and says so.
+    out = tmp_path / "out"
+    result = _build_pinned_by_another_pyarrow(project_copy, out)
     assert "3 Parquet files were written by pyarrow" in result.stderr
     assert "pyarrow 1.0.0" in result.stderr
     release = out / "example-v3"
@@ -273,13 +280,8 @@ def test_verify_reads_the_writer_from_the_file_not_from_the_machine(project_copy
     # A release whose committed manifest pins Parquet bytes as pyarrow 1.0.0 wrote them, built
     # here by this pyarrow, then verified on a machine that has pyarrow 1.0.0: the files say
     # which writer made them, so their rows are compared, whatever the verifying machine has.
-    def other_writer(_: str, info: dict) -> None:
-        info["writer"] = "pyarrow 1.0.0"
-        info["sha256"] = "0" * 64
-
-    _rewrite_committed(project_copy, "example-v3", other_writer)
     out = tmp_path / "out"
-    assert run_cli("build", "example-v3", "--out", str(out), root=project_copy).returncode == 0
+    _build_pinned_by_another_pyarrow(project_copy, out)
     as_if_installed = (
         "import importlib.metadata as m, sys; real = m.version;"
         "m.version = lambda name: '1.0.0' if name == 'pyarrow' else real(name);"
