@@ -1,0 +1,44 @@
+"""The measuring script README documents runs from a checkout and reports every measurement.
+
+It is run small here: what it measures is speed, which no test asserts; that it runs, checks
+that one and two workers and two shards write the same bytes, and writes its table and JSON
+is what a user who follows README needs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import REPO
+
+
+def test_bench_runs_every_measurement_small(tmp_path: Path) -> None:
+    results = tmp_path / "results.json"
+    finished = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "bench.py"), "--worker-groups", "40",
+         "--repeats", "2", "--rounds", "2", "--floor-groups", "5", "--rss-max", "10000",
+         "--freeze-groups", "20,40", "--verify-groups", "50", "--json", str(results)],
+        capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=600,
+        env={**os.environ, "TMPDIR": str(tmp_path), "COLUMNS": "100"})
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    report = json.loads(results.read_text())
+    assert set(report) == {"machine", "a_floor", "b_workers", "c_rss", "c_freeze_rss",
+                           "d_verify", "e_validate"}
+    assert report["a_floor"]["memspec_per_s"] > 0 and report["a_floor"]["floor_per_s"] > 0
+    workers = report["b_workers"]
+    assert workers["groups"] == 40 and workers["pairs"] == 2
+    assert workers["identical_bytes"] is True  # 1 worker, 2 workers, and two shards joined
+    assert workers["output_mb"] >= 0 and workers["speedup"] > 0
+    assert list(report["c_rss"]["sizes"]) == ["10000"]
+    assert report["c_rss"]["sizes"]["10000"]["bytes"] > 0
+    assert set(report["c_freeze_rss"]["groups"]) == {"20", "40"}
+    assert report["d_verify"]["large"]["bytes"] > 0
+    assert report["d_verify"]["bundled"]["release"] == "trustgap-v3"
+    assert report["e_validate"]["seconds"] > 0
+    for row in ("(a)", "(b) 40 groups", "(c) peak RSS", "(d)", "(e) memspec validate"):
+        assert row in finished.stdout
+    # The temporary folder it worked in, gigabytes in a full run, is gone.
+    assert not list(tmp_path.glob("memspec-bench-*"))
