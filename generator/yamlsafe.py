@@ -242,6 +242,23 @@ def _parser_fingerprint() -> str:
                         *module_sources([__name__, has_lone_surrogate.__module__])])
 
 
+def _position(mark: Any) -> tuple[int, int]:
+    """A YAML mark's line and column, counting from 1 (1:1 without one)."""
+    return (mark.line + 1, mark.column + 1) if mark else (1, 1)
+
+
+def _syntax_message(exc: yaml.MarkedYAMLError) -> str:
+    """What is wrong, and, where the parser was inside something that began elsewhere (a
+    bracket or a quote left open), where that began: the error is found where the parser
+    stops, often lines after the mistake."""
+    message = f"invalid YAML: {exc.problem or exc.context}"
+    if exc.problem and exc.context and exc.context_mark is not None and \
+            _position(exc.context_mark) != _position(exc.problem_mark):
+        line, column = _position(exc.context_mark)
+        message += f" ({exc.context} that begins at line {line}, column {column})"
+    return message
+
+
 def _parse(text: str, display: str) -> tuple[Any, dict, dict]:
     try:
         loader = _StrictLoader(text)
@@ -253,10 +270,8 @@ def _parse(text: str, display: str) -> tuple[Any, dict, dict]:
         problem = err.problems[0]
         raise SpecError.single(problem.message, display, problem.line, problem.column) from None
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        message = f"invalid YAML: {exc.problem or exc.context}"
-        raise SpecError.single(message, display, line, column) from None
+        raise SpecError.single(_syntax_message(exc), display,
+                               *_position(exc.problem_mark or exc.context_mark)) from None
     except yaml.YAMLError as exc:
         raise SpecError.single(f"invalid YAML: {exc}", display, 1, 1) from None
     except RecursionError:

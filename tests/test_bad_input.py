@@ -269,6 +269,18 @@ def test_yaml_object_tag_is_refused_not_run(project: Path, out: Path) -> None:
     assert_nothing_written(project, out)
 
 
+def test_a_bracket_left_open_is_named_where_it_begins(project: Path, out: Path) -> None:
+    # The parser finds the mistake a line later, where the next key cannot be in a mapping.
+    text = edit(project, FAMILY, "  colour: {from: pools/colours.yaml}",
+                "  colour: {from: pools/colours.yaml")
+    opened = line_of(text, "colour: {")
+    result = memspec(project, "validate")
+    assert_bad_input(result, FAMILY, f"(while parsing a flow mapping that begins at line "
+                     f"{opened}, column {len('  colour: ') + 1})", opened + 1)
+    assert_refused(freeze(project, out))
+    assert_nothing_written(project, out)
+
+
 BILLION_LAUGHS = "".join(
     f"lol{level}: &l{level} [{', '.join(['lol' if level == 0 else f'*l{level - 1}'] * 9)}]\n"
     for level in range(9)
