@@ -33,7 +33,6 @@ Every run uses a cache of compiled code of its own, in a temporary folder.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import platform
@@ -51,6 +50,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from generator.code_cache import CACHE_DIR_VARIABLE  # noqa: E402 (after the path is set)
+from generator.manifest import sha256_file  # noqa: E402
 
 #: A procedural family: a rule with worked examples, 15 unrelated turns, a probe.
 PROCEDURAL = "implicitmem.procedural.cache_key_prefix"
@@ -241,17 +241,6 @@ def _memspec_together(*commands: list[str]) -> float:
     return time.perf_counter() - started
 
 
-def _digest(*paths: Path) -> bytes:
-    """SHA-256 of the files' bytes one after another, read a megabyte at a time: the outputs
-    of (b) are gigabytes."""
-    digest = hashlib.sha256()
-    for path in paths:
-        with path.open("rb") as stream:
-            while block := stream.read(1 << 20):
-                digest.update(block)
-    return digest.digest()
-
-
 def bench_workers(groups: int, tmp: Path, repeats: int) -> dict[str, Any]:
     """(b) wall time of `memspec generate` on 1 and 2 worker processes.
 
@@ -284,9 +273,10 @@ def bench_workers(groups: int, tmp: Path, repeats: int) -> dict[str, Any]:
                                    "--groups", "1")
         start_up = min(start_up, seconds)
     outputs = [tmp / name for name in ("workers1.jsonl", "workers2.jsonl", "shard0", "shard1")]
-    whole = _digest(outputs[0])
-    same = whole == _digest(outputs[1])
-    same_shards = whole == _digest(*outputs[2:])
+    # Compared by digest, read in chunks: each output is gigabytes.
+    whole = sha256_file(outputs[0])
+    same = whole == sha256_file(outputs[1])
+    same_shards = whole == sha256_file(*outputs[2:])
     output_mb = round(outputs[0].stat().st_size / 1e6)
     for output in outputs:  # gigabytes, which the measurements after this one need not share
         output.unlink()

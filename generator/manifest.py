@@ -30,12 +30,14 @@ BYTE_SHAPING_PACKAGES = ("jinja2", "pyyaml", "xxhash")
 _CHUNK = 1 << 20
 
 
-def sha256_file(path: Path) -> str:
-    """SHA-256 hex digest of a file, read in chunks."""
+def sha256_file(path: Path, *more: Path) -> str:
+    """SHA-256 hex digest of a file (with ``more``, of the files' bytes one after another,
+    as if joined), read in chunks."""
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
+    for each in (path, *more):
+        with each.open("rb") as handle:
+            while chunk := handle.read(_CHUNK):
+                digest.update(chunk)
     return digest.hexdigest()
 
 
