@@ -554,19 +554,33 @@ def score(
                                            "(each holds a draw of every value in memory).")
                          ] = 2000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    correction: Annotated[str, typer.Option(
+        help="Correction for multiple tests: holm, bonferroni or none. With holm or "
+             "bonferroni the Δmem intervals of every row are simultaneous too.")] = "holm",
+    correction_scope: Annotated[str, typer.Option(
+        help="Which tests are corrected together: report (every test of this run) or row "
+             "(each row's tests alone).")] = "report",
 ) -> None:
-    """Metrics with 95% bootstrap intervals: accuracy, abstention, reliance, Δmem, tests."""
+    """Metrics with bootstrap intervals over groups: coverage, accuracy on answered items,
+    reliance, Δmem; tests of the group means, corrected together across the report."""
     from .judge import load_judgments
     from .release_data import load_release_instances
     from .report_format import as_csv, as_json, as_table, as_tests_table
     from .responses import load_responses
-    from .score import ScoreOptions, attach_judgments, outcome, score_outcomes
+    from .score import SCOPES, ScoreOptions, attach_judgments, outcome, score_outcomes
+    from .stats import CORRECTIONS
 
     def action() -> None:
         if output_format not in ("table", "json", "csv"):
             raise SpecError.single(f"--format must be table, json or csv, not {output_format!r}")
         if normalize not in (None, "minmax", "z"):
             raise SpecError.single(f"--normalize must be minmax or z, not {normalize!r}")
+        if correction not in CORRECTIONS:
+            raise SpecError.single(f"--correction must be {', '.join(CORRECTIONS)}, not "
+                                   f"{correction!r}")
+        if correction_scope not in SCOPES:
+            raise SpecError.single(f"--correction-scope must be {' or '.join(SCOPES)}, not "
+                                   f"{correction_scope!r}")
         if (judgments is None) != (unblind is None):
             raise SpecError.single("--judgments and --unblind go together")
         for pattern in abstain_pattern or []:
@@ -593,7 +607,8 @@ def score(
             scores = load_judgments(judgments, unblind, scales, allow_missing=allow_missing)
             outcomes = attach_judgments(outcomes, scores, normalize, dataset_key)
         report = score_outcomes(outcomes, _split_keys(by),
-                                ScoreOptions(cluster, resamples, seed))
+                                ScoreOptions(cluster, resamples, seed, correction,
+                                             correction_scope))
         if output_format == "json":
             sys.stdout.write(as_json(report) + "\n")
         elif output_format == "csv":
@@ -761,7 +776,8 @@ def rho_star_cmd(
 
 def _stale_group(path: str, wanted: dict[str, str]) -> dict[str, Any]:
     """The metrics of the group keyed ``wanted`` in a `score --format json` file, whose Δmem
-    interval must be two numbers (or nulls, where there was too little to tell)."""
+    interval must be two numbers: a group without one (no baseline declared, no group
+    answered on both sides) is refused with the reason, since ρ* cannot be computed."""
     try:
         report = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -781,6 +797,14 @@ def _stale_group(path: str, wanted: dict[str, str]) -> dict[str, Any]:
                 for v in interval)):
         raise SpecError.single(f"delta_mem_ci of group {wanted} is not two numbers: "
                                f"{interval!r}", path)
+    if interval is None or None in interval:
+        # Saying "none" here would read as "memory never hurt", when it was not measured.
+        reason = ("its rows declare no baseline to measure Δmem against"
+                  if "delta_mem" not in metrics else
+                  f"it has {metrics.get('delta_mem_pairs', 0)} groups answered in both the "
+                  "condition and the baseline")
+        raise SpecError.single(f"cannot compute ρ*: group {wanted} has no Δmem interval: "
+                               f"{reason}", path)
     return metrics
 
 

@@ -10,11 +10,14 @@ from typing import Any
 from rich.table import Table
 
 #: Metrics shown as columns, with their interval where they have one.
-COLUMNS = ("n", "answered", "missing", "accuracy", "accuracy_answered", "abstention_rate",
-           "reliance", "delta_mem", "judge_score", "judge_score_norm", "influence")
+COLUMNS = ("n", "answered", "missing", "coverage", "accuracy", "selective_risk",
+           "accuracy_all", "abstention_rate", "reliance", "delta_mem", "delta_mem_pairs",
+           "judge_score", "judge_score_norm", "influence")
+#: Columns the CSV and JSON carry but the table leaves out: each is 1 minus a column shown.
+NOT_IN_TABLE = ("selective_risk", "abstention_rate")
 #: The metrics reported with a bootstrap interval.
-WITH_INTERVAL = ("accuracy", "reliance", "delta_mem", "judge_score", "judge_score_norm",
-                 "influence")
+WITH_INTERVAL = ("coverage", "accuracy", "reliance", "delta_mem", "judge_score",
+                 "judge_score_norm", "influence")
 
 
 def _rows(report: dict[str, Any]) -> list[tuple[dict[str, str], dict[str, Any]]]:
@@ -22,31 +25,37 @@ def _rows(report: dict[str, Any]) -> list[tuple[dict[str, str], dict[str, Any]]]
 
 
 def _present(report: dict[str, Any]) -> list[str]:
-    return [c for c in COLUMNS if any(m.get(c) is not None for _, m in _rows(report))]
+    # A metric some row computes, even where it is undefined in every row (an abstainer's
+    # accuracy): the column shows "–" rather than vanish.
+    return [c for c in COLUMNS if any(c in m for _, m in _rows(report))]
 
 
-def format_value(value: Any) -> str:
-    """A cell: '-' for none, three decimals for a float."""
+def format_value(value: Any, missing: str = "-") -> str:
+    """A cell: ``missing`` for none, three decimals for a float."""
     if value is None:
-        return "-"
+        return missing
     if isinstance(value, float):
         return f"{value:.3f}"
     return str(value)
 
 
-def format_p(value: float | None) -> str:
-    """A p-value to three significant digits, '-' for none."""
-    return "-" if value is None else f"{value:.3g}"
+def format_p(value: float | None, missing: str = "-") -> str:
+    """A p-value to three significant digits, ``missing`` for none."""
+    return missing if value is None else f"{value:.3g}"
+
+
+#: What a score table shows for a metric with no item to measure it on (not 0).
+UNDEFINED = "–"
 
 
 def as_table(report: dict[str, Any]) -> Table:
-    columns = _present(report)
+    columns = [c for c in _present(report) if c not in NOT_IN_TABLE]
     table = Table("group", *columns)
     for key, m in _rows(report):
         label = ", ".join(f"{k}={v}" for k, v in key.items()) or "overall"
         cells = []
         for column in columns:
-            text = format_value(m.get(column))
+            text = format_value(m.get(column), UNDEFINED)
             ci = m.get(f"{column}_ci")
             if ci:
                 text += f" [{ci[0]:.3f}, {ci[1]:.3f}]"
@@ -55,11 +64,34 @@ def as_table(report: dict[str, Any]) -> Table:
     return table
 
 
+def multiplicity_note(report: dict[str, Any]) -> str:
+    """One sentence on which tests were corrected together and whether the Δmem intervals
+    are simultaneous."""
+    m = report["multiplicity"]
+    if m["correction"] == "none":
+        tests = "p-values are not corrected for multiple tests"
+    elif m["scope"] == "report":
+        tests = (f"all {m['tests']} tests of this report corrected together "
+                 f"({m['correction']})")
+    else:
+        tests = f"each row's tests corrected on their own ({m['correction']})"
+    intervals = m["intervals"]
+    if intervals["simultaneous"]:
+        spans = (f"the {intervals['count']} Δmem intervals are simultaneous "
+                 f"(each at {intervals['level']:.4g}, Bonferroni)")
+    else:
+        spans = (f"the Δmem interval{'s are' if intervals['count'] != 1 else ' is'} "
+                 f"{1 - m['alpha']:.0%}, not simultaneous")
+    return f"{tests}; {spans}; family-wise α = {m['alpha']:g}."
+
+
 def as_tests_table(report: dict[str, Any]) -> Table | None:
     rows = [(key, t) for key, m in _rows(report) for t in m.get("tests", [])]
     if not rows:
         return None
-    table = Table("group", "test", "detail", "p", "p (Holm)")
+    correction = report["multiplicity"]["correction"]
+    table = Table("group", "test", "detail", "p", f"p ({correction})",
+                  caption=multiplicity_note(report))
     for key, test in rows:
         label = ", ".join(f"{k}={v}" for k, v in key.items()) or "overall"
         if test["test"] == "mcnemar_exact":
@@ -69,10 +101,12 @@ def as_tests_table(report: dict[str, Any]) -> Table | None:
             # Which arm the count is of: without it, one arm's 0/48 and another's 48/48
             # read alike.
             arm = ", ".join(f"{k}={v}" for k, v in sorted(test.get("arm", {}).items()))
-            detail = (f"{arm + ': ' if arm else ''}{test['successes']}/{test['trials']} "
-                      f"vs chance {test['chance']:.3f}")
-        table.add_row(label, test["test"], detail, format_p(test["p_value"]),
-                      format_p(test["p_holm"]))
+            detail = (f"{arm + ': ' if arm else ''}mean "
+                      f"{format_value(test['mean'], UNDEFINED)} over "
+                      f"{test['groups']} groups ({test['items']} items) vs chance "
+                      f"{test['chance']:.3f}")
+        table.add_row(label, test["test"], detail, format_p(test["p_value"], UNDEFINED),
+                      format_p(test["p_adjusted"], UNDEFINED))
     return table
 
 

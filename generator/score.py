@@ -8,6 +8,7 @@ own baseline condition.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import defaultdict
@@ -16,20 +17,30 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import SpecError
+from .group_tests import plan_tests, run_test
 from .instances import pair_key
 from .parquet_export import split_of
 from .scoring import canonical_text, first_attempt, first_choice, first_line, is_correct
-from .stats import binomial_test, bootstrap_ci, holm, mcnemar_exact, normalise
+from .stats import adjust, bootstrap_ci, normalise
 
-#: Responses that decline to answer. Families add their own with ``answer.abstain``.
+#: Responses that decline to answer, matched against the first line of a response. A
+#: paradigm or family adds its own with ``answer.abstain``; ``score --abstain-pattern`` too.
 DEFAULT_ABSTAIN_PATTERNS = (
     r"^\s*$",
     r"^\W*(?:sorry,?\s*)?I (?:do not|don't|dont) know\b",
     r"^\W*(?:sorry,?\s*)?I(?:'m| am) not (?:sure|certain)\b",
-    r"^\W*(?:sorry,?\s*)?I can(?:not|'t) (?:answer|help|determine|tell|say)\b",
+    r"^\W*(?:sorry,?\s*)?I can(?:not|'t) (?:answer|help|determine|tell|say|recall|remember)\b",
     r"^\W*(?:I have )?(?:no|not enough) (?:idea|information)\b",
-    r"^\W*(?:I am |I'm )?unable to (?:answer|determine|tell)\b",
+    r"^\W*(?:I am |I'm )?unable to (?:answer|determine|tell|recall)\b",
     r"^\W*I (?:won't|will not|refuse to) (?:answer|help|choose|say)\b",
+    # "I don't have enough information to answer.", "I do not have any record of that."
+    r"^\W*(?:sorry,?\s*)?I (?:do not|don't|dont) have (?:enough|sufficient|any|the) "
+    r"(?:information|context|record|memory|details)\b",
+    # "I have no record of this conversation.", "I have no memory of that."
+    r"^\W*(?:sorry,?\s*)?I have no (?:record|memory|recollection|information|way)\b",
+    r"^\W*(?:sorry,?\s*)?I (?:do not|don't|dont|can(?:not|'t)) (?:remember|recall)\b",
+    r"^\W*(?:there is|there's) (?:not enough|no|insufficient) "
+    r"(?:information|record|context)\b",
 )
 MISSING = "(none)"
 
@@ -57,8 +68,18 @@ def is_abstention(answer: Mapping[str, Any], response: str,
     """Whether the first line of ``response`` begins by declining to answer (an answer that
     mentions doubt later, e.g. "C) Terrace. I don't know why the note says B", is an answer)."""
     head = first_line(response) if response.strip() else ""
-    patterns = [*DEFAULT_ABSTAIN_PATTERNS, *answer.get("abstain", ()), *extra]
-    return any(re.search(p, head, re.IGNORECASE) for p in patterns)
+    patterns = (*DEFAULT_ABSTAIN_PATTERNS, *answer.get("abstain", ()), *extra)
+    return any(r.search(head) for r in _abstain_regexes(patterns))
+
+
+@functools.lru_cache(maxsize=256)
+def _abstain_regexes(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+    """The patterns compiled once, not once per response: as one alternation where none has
+    a group of its own (a backreference or a named group would change meaning in one)."""
+    compiled = tuple(re.compile(p, re.IGNORECASE) for p in patterns)
+    if any(r.groups for r in compiled):
+        return compiled
+    return (re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE),)
 
 
 def acts_on_distractor(answer: Mapping[str, Any], response: str) -> bool | None:
@@ -80,10 +101,10 @@ def outcome(instance: Mapping[str, Any], response: str | None,
     """Score one response (None: missing) on one instance, first attempt only."""
     answer = instance["answer"]
     if response is None or is_abstention(answer, response, extra_abstain):
-        # Not answered: wrong where a program scores, and no reliance on any distractor.
+        # Not answered: its own outcome. It is not correct (so it counts against accuracy
+        # over all items), and it neither relies on a distractor nor avoids one.
         programmatic = answer["scorer"] != "judge"
-        relied = False if programmatic and answer.get("distractors") else None
-        return Outcome(instance, response, False, False if programmatic else None, relied)
+        return Outcome(instance, response, False, False if programmatic else None, None)
     return Outcome(instance, response, True, is_correct(answer, response),
                    acts_on_distractor(answer, response))
 
@@ -117,19 +138,38 @@ def _unit_means(outcomes: Sequence[Outcome], value: Callable[[Outcome], float | 
 
 @dataclass(frozen=True)
 class ScoreOptions:
+    """How a report is computed: the bootstrap's clusters, resamples and seed; the correction
+    for multiple tests and its scope (every test of the report, or each row alone); the
+    family-wise error rate the corrections and the simultaneous intervals hold."""
+
     cluster: str | None = None
     resamples: int = 2000
     seed: int = 0
+    correction: str = "holm"
+    scope: str = "report"
+    alpha: float = 0.05
+
+
+#: Scopes of a correction: every test of the report together, or each row's tests alone.
+SCOPES = ("report", "row")
+#: Metrics whose intervals are made simultaneous across the rows of a report.
+SIMULTANEOUS = ("delta_mem",)
+#: Resamples that must fall beyond each bound of a simultaneous interval, so that its
+#: extreme quantile is an estimate rather than the single most extreme resample.
+TAIL_RESAMPLES = 20
 
 
 def _mean_and_ci(units: Mapping[tuple[str, int], float], clusters: Mapping[tuple[str, int], str],
-                 options: ScoreOptions) -> tuple[float | None, list[float] | None]:
+                 options: ScoreOptions, level: float = 0.95
+                 ) -> tuple[float | None, list[float] | None]:
     if not units:
         return None, None
     keys = sorted(units)
     values = [units[k] for k in keys]
     labels = [clusters[k] for k in keys] if options.cluster else None
-    ci = bootstrap_ci(values, labels, resamples=options.resamples, seed=options.seed)
+    # A simultaneous (Bonferroni) interval reads a far quantile: enough resamples for it.
+    resamples = max(options.resamples, math.ceil(TAIL_RESAMPLES * 2 / (1 - level)))
+    ci = bootstrap_ci(values, labels, resamples=resamples, seed=options.seed, level=level)
     # Summed exactly, the mean of equal values is that value, not one some ulps off it.
     mean = math.fsum(values) / len(values)
     return mean, _containing(mean, ci) if ci else None
@@ -153,101 +193,65 @@ def _containing(estimate: float, ci: tuple[float, float]) -> list[float]:
     return [low, high]
 
 
-def _chance(outcomes: Sequence[Outcome]) -> float | None:
-    chances = set()
-    for o in outcomes:
-        declared = o.instance.get("analysis", {}).get("chance")
-        options = o.instance["answer"].get("options")
-        chances.add(declared if declared else (1 / len(options) if options else None))
-    return chances.pop() if len(chances) == 1 else None
-
-
-def _arms(scored: Sequence[Outcome], axes: set[str]
-          ) -> list[tuple[dict[str, str] | None, list[Outcome]]]:
-    """The arms a binomial test is run in: one per value of the paired axis when the subset
-    spans several (each condition is tested against chance on its own), else the whole."""
-    if len(axes) == 1:
-        axis = next(iter(axes))
-        values = sorted({o.instance["axes"][axis] for o in scored if axis in o.instance["axes"]})
-        if len(values) > 1:
-            return [({axis: v}, [o for o in scored if o.instance["axes"].get(axis) == v])
-                    for v in values]
-    return [(None, list(scored))]
-
-
 def _tests(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
-    """Exact binomial against chance, an exact paired test per declared pair, Holm across them.
+    """The row's tests on its answered items, the group the unit (see ``group_tests``): the
+    group means against chance, and each declared pair of arms. Their p-values are adjusted
+    later, across the whole report."""
+    import numpy as np
 
-    Groups are the units and abstentions are not errors: the binomial test takes the first
-    answered instance of each group (in each arm of the paired axis, when there is one); the
-    paired test compares, per group, the mean correctness of the answered instances of each
-    arm and counts the groups where one arm is ahead (an exact sign test, which is exactly
-    McNemar's test when each group has one item per arm)."""
-    tests: list[dict[str, Any]] = []
-    scored = [o for o in outcomes if o.correct is not None and o.answered]
-    declared = {(p["axis"], p["a"], p["b"]) for o in outcomes
-                for p in o.instance.get("analysis", {}).get("paired", [])}
-    for arm, members in _arms(scored, {axis for axis, _, _ in declared}):
-        first_per_group: dict[tuple[str, int], Outcome] = {}
-        for o in members:
-            first_per_group.setdefault(o.unit, o)
-        chance = _chance(list(first_per_group.values()))
-        if first_per_group and chance is not None:
-            hits = sum(1 for o in first_per_group.values() if o.correct)
-            trials = len(first_per_group)
-            tests.append({"test": "binomial_vs_chance", **({"arm": arm} if arm else {}),
-                          "chance": chance, "successes": hits, "trials": trials,
-                          "p_value": binomial_test(hits, trials, chance)})
-    for axis, a, b in sorted(declared):
-        arms: dict[str, dict[tuple[str, int], list[float]]] = {a: defaultdict(list),
-                                                               b: defaultdict(list)}
-        for o in scored:
-            value = o.instance["axes"].get(axis)
-            if value in arms:
-                arms[value][o.unit].append(float(bool(o.correct)))
-        units = sorted(set(arms[a]) & set(arms[b]))
-        means = {u: (math.fsum(arms[a][u]) / len(arms[a][u]),
-                     math.fsum(arms[b][u]) / len(arms[b][u]))
-                 for u in units}
-        only_a = sum(1 for ma, mb in means.values() if ma > mb)
-        only_b = sum(1 for ma, mb in means.values() if mb > ma)
-        tests.append({"test": "mcnemar_exact", "axis": axis, "a": a, "b": b,
-                      "pairs": len(units), "only_a": only_a, "only_b": only_b,
-                      "p_value": mcnemar_exact(only_a, only_b) if units else None})
-    for test, adjusted in zip(tests, holm([t["p_value"] for t in tests]), strict=True):
-        test["p_holm"] = adjusted
-    return tests
+    instances = [o.instance for o in outcomes]
+    answered = np.array([o.answered for o in outcomes], dtype=bool)
+    correct = np.array([o.correct is True for o in outcomes], dtype=bool)
+    return [run_test(plan, answered, correct)
+            for plan in plan_tests(instances, range(len(instances)))]
+
+
+def _group_share(outcomes: Sequence[Outcome], clusters: Mapping[tuple[str, int], str],
+                 options: ScoreOptions, value: Callable[[Outcome], float | None]
+                 ) -> tuple[float | None, list[float] | None]:
+    """Mean over groups of each group's mean of ``value`` (None: the item does not count)."""
+    return _mean_and_ci(_unit_means(outcomes, value), clusters, options)
 
 
 def metrics(subset: Sequence[Outcome], everything: Sequence[Outcome], key: Mapping[str, str],
-            options: ScoreOptions) -> dict[str, Any]:
-    """The metrics of one subset; ``everything`` supplies each group's baseline for Δmem."""
+            options: ScoreOptions, delta_level: float = 0.95) -> dict[str, Any]:
+    """The metrics of one subset; ``everything`` supplies each group's baseline for Δmem.
+
+    Every share is weighted alike, by group: each group's share over its items first, then
+    the mean over groups. Abstention is its own outcome: ``coverage`` is the share answered,
+    ``accuracy`` and ``reliance`` are over answered items only, ``accuracy_all`` counts an
+    abstention as not correct; a share with no item to count is None, never 0."""
     clusters = {o.unit: key_value(o.instance, options.cluster) if options.cluster else ""
                 for o in everything}
-    n = len(subset)
     answered = sum(1 for o in subset if o.answered)
-    programmatic = [o for o in subset if o.correct is not None]
     result: dict[str, Any] = {
-        "n": n,
+        "n": len(subset),
         "answered": answered,
         "missing": sum(1 for o in subset if o.response is None),
-        "abstention_rate": (n - answered) / n if n else None,
     }
-    accuracy, accuracy_ci = _mean_and_ci(
-        _unit_means(programmatic, lambda o: float(bool(o.correct))), clusters, options)
+    coverage, coverage_ci = _group_share(subset, clusters, options,
+                                         lambda o: float(o.answered))
+    result.update(coverage=coverage, coverage_ci=coverage_ci,
+                  abstention_rate=None if coverage is None else 1 - coverage)
+    programmatic = [o for o in subset if o.correct is not None]
     answered_programmatic = [o for o in programmatic if o.answered]
-    result.update(
-        accuracy=accuracy,
-        accuracy_ci=accuracy_ci,
-        accuracy_answered=(sum(1 for o in answered_programmatic if o.correct)
-                           / len(answered_programmatic)) if answered_programmatic else None,
-    )
-    relied = _unit_means(subset, lambda o: None if o.relied is None else float(o.relied))
-    if relied:
-        result["reliance"], result["reliance_ci"] = _mean_and_ci(relied, clusters, options)
+    accuracy, accuracy_ci = _group_share(answered_programmatic, clusters, options,
+                                         lambda o: float(bool(o.correct)))
+    result.update(accuracy=accuracy, accuracy_ci=accuracy_ci,
+                  selective_risk=None if accuracy is None else 1 - accuracy)
+    # Over every item, an abstention not correct: defined only where something was answered,
+    # so that a policy that answers nothing has no accuracy rather than 0.
+    result["accuracy_all"] = (
+        _group_share(programmatic, clusters, options, lambda o: float(bool(o.correct)))[0]
+        if answered_programmatic else None)
+    if any(o.instance["answer"].get("distractors") for o in programmatic):
+        result["reliance"], result["reliance_ci"] = _group_share(
+            subset, clusters, options, lambda o: None if o.relied is None else float(o.relied))
     delta = _delta_mem(subset, everything, key)
     if delta is not None:
-        result["delta_mem"], result["delta_mem_ci"] = _mean_and_ci(delta, clusters, options)
+        result["delta_mem"], result["delta_mem_ci"] = _mean_and_ci(delta, clusters, options,
+                                                                    delta_level)
+        result["delta_mem_pairs"] = len(delta)
     judged = _unit_means(subset, lambda o: o.judge)
     if judged:
         result["judge_score"], result["judge_score_ci"] = _mean_and_ci(judged, clusters, options)
@@ -267,7 +271,9 @@ def metrics(subset: Sequence[Outcome], everything: Sequence[Outcome], key: Mappi
 
 def _delta_mem(subset: Sequence[Outcome], everything: Sequence[Outcome],
                key: Mapping[str, str]) -> dict[tuple[str, int], float] | None:
-    """Per group: accuracy in the subset's conditions minus accuracy in the group's baseline."""
+    """Per group: accuracy on the answered items of the subset's conditions minus accuracy
+    on the answered items of the group's baseline; only groups answered on both sides count
+    (an empty pairing is None: the difference is undefined, not 0)."""
     baselines = {(b["axis"], b["value"]) for o in subset
                  if (b := o.instance.get("analysis", {}).get("baseline"))}
     if len(baselines) != 1:
@@ -283,10 +289,11 @@ def _delta_mem(subset: Sequence[Outcome], everything: Sequence[Outcome],
             and all(key_value(o.instance, k) == v for k, v in other_keys.items())]
     if not treated or not base:
         return None
-    treated_means = _unit_means(treated, lambda o: float(bool(o.correct)))
-    base_means = _unit_means(base, lambda o: float(bool(o.correct)))
+    treated_means = _unit_means(treated, lambda o: float(bool(o.correct)) if o.answered
+                                else None)
+    base_means = _unit_means(base, lambda o: float(bool(o.correct)) if o.answered else None)
     shared = sorted(set(treated_means) & set(base_means))
-    return {u: treated_means[u] - base_means[u] for u in shared} or None
+    return {u: treated_means[u] - base_means[u] for u in shared}
 
 
 def _influence(subset: Sequence[Outcome]) -> dict[tuple[str, int], float]:
@@ -347,17 +354,60 @@ def check_keys(outcomes: Sequence[Outcome], by: Sequence[str], cluster: str | No
                                    "a cluster bootstrap needs at least two")
 
 
+def report_rows(instances: Sequence[Mapping[str, Any]], by: Sequence[str]
+                ) -> list[tuple[dict[str, str], list[int]]]:
+    """The rows of a report: ``({}, every index)`` first, then one per combination of the
+    ``by`` keys' values, in sorted order, with the indices of its instances."""
+    rows: list[tuple[dict[str, str], list[int]]] = [({}, list(range(len(instances))))]
+    if by:
+        buckets: dict[tuple[str, ...], list[int]] = defaultdict(list)
+        for index, instance in enumerate(instances):
+            buckets[tuple(key_value(instance, k) for k in by)].append(index)
+        rows += [(dict(zip(by, values, strict=True)), buckets[values])
+                 for values in sorted(buckets)]
+    return rows
+
+
 def score_outcomes(outcomes: Sequence[Outcome], by: Sequence[str],
                    options: ScoreOptions) -> dict[str, Any]:
-    """``{"overall": METRICS, "groups": [{"key": {...}, "metrics": METRICS}, ...]}``."""
+    """``{"overall": METRICS, "groups": [{"key": {...}, "metrics": METRICS}, ...],
+    "multiplicity": {...}}``.
+
+    Every test of the report is corrected together (or each row's alone, with scope
+    ``row``), and the Δmem intervals of every row are simultaneous at the family-wise level
+    (Bonferroni over the rows that have one) unless the correction is ``none``; the
+    ``multiplicity`` section says which."""
     check_keys(outcomes, by, options.cluster)
-    report: dict[str, Any] = {"overall": metrics(outcomes, outcomes, {}, options), "groups": []}
-    if by:
-        buckets: dict[tuple[str, ...], list[Outcome]] = defaultdict(list)
-        for o in outcomes:
-            buckets[tuple(key_value(o.instance, k) for k in by)].append(o)
-        for values in sorted(buckets):
-            key = dict(zip(by, values, strict=True))
-            report["groups"].append({"key": key,
-                                     "metrics": metrics(buckets[values], outcomes, key, options)})
+    rows = [(key, [outcomes[i] for i in indices])
+            for key, indices in report_rows([o.instance for o in outcomes], by)]
+    intervals = sum(1 for key, subset in rows if _delta_mem(subset, outcomes, key))
+    simultaneous = options.correction != "none" and intervals > 1
+    level = 1 - options.alpha / intervals if simultaneous else 1 - options.alpha
+    computed = [(key, metrics(subset, outcomes, key, options, level)) for key, subset in rows]
+    tests = _correct([m.get("tests", []) for _, m in computed], options)
+    report: dict[str, Any] = {
+        "overall": computed[0][1],
+        "groups": [{"key": key, "metrics": m} for key, m in computed[1:]],
+        "multiplicity": {
+            "correction": options.correction,
+            "scope": options.scope,
+            "alpha": options.alpha,
+            "tests": tests,
+            "intervals": {"metrics": list(SIMULTANEOUS), "count": intervals,
+                          "level": level, "simultaneous": simultaneous},
+        },
+    }
     return report
+
+
+def _correct(rows: Sequence[list[dict[str, Any]]], options: ScoreOptions) -> int:
+    """Add ``p_adjusted`` to every test: one family of all the report's tests, or one per
+    row with scope ``row``. Returns the size of the largest family corrected together."""
+    families = [[t for row in rows for t in row]] if options.scope == "report" else list(rows)
+    largest = 0
+    for family in families:
+        adjusted = adjust([t["p_value"] for t in family], options.correction)
+        for test, value in zip(family, adjusted, strict=True):
+            test["p_adjusted"] = value
+        largest = max(largest, sum(1 for t in family if t["p_value"] is not None))
+    return largest

@@ -1,9 +1,11 @@
 """The statistics the bundled designs use: percentile bootstrap over groups (optionally
-clustered), exact McNemar, exact binomial against chance, Holm correction, judge-score
-normalisation, and the first level at which stale memory hurts (ρ*)."""
+clustered), exact McNemar, exact binomial against chance, the exact sign-flip test of group
+means against chance, Holm and Bonferroni corrections, judge-score normalisation, and the
+first level at which stale memory hurts (ρ*)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 #: Resamples drawn by default for a bootstrap interval.
@@ -55,13 +57,124 @@ def binomial_test(successes: int, trials: int, chance: float,
 
 
 def mcnemar_exact(only_a: int, only_b: int) -> float | None:
-    """Exact McNemar p-value from the discordant pairs (right only under A / only under B)."""
+    """Exact McNemar p-value from the discordant pairs (right only under A / only under B):
+    the two-sided binomial test at one half, which is twice the smaller tail, summed in
+    integers so that it is exact and needs no scipy."""
     discordant = only_a + only_b
     if discordant == 0:
         return 1.0
-    from scipy import stats as scipy_stats
+    tail = sum(math.comb(discordant, k) for k in range(min(only_a, only_b) + 1))
+    return min(1.0, 2 * tail / 2**discordant)
 
-    return float(scipy_stats.binomtest(only_a, discordant, 0.5).pvalue)
+
+#: Distinct sums the exact sign-flip distribution may hold before it is too large to
+#: enumerate (deviations that share no lattice, e.g. with an irrational chance rate).
+SIGN_FLIP_SUPPORT_LIMIT = 2_000_000
+#: Decimals to which deviations and sums are rounded, so that sums reached in different
+#: orders fall on one point of the distribution.
+_SIGN_FLIP_DECIMALS = 9
+
+
+def _on_lattice(magnitudes: Sequence[float]) -> list[int] | None:
+    """The magnitudes as integer multiples of one quantum, where they are all (to 1e-9)
+    fractions with small denominators (group means c/k less a rational chance rate); None
+    where they are not, or where the multiples would be too many to enumerate."""
+    from fractions import Fraction
+    from math import lcm
+
+    fractions = []
+    for value in magnitudes:
+        fraction = Fraction(value).limit_denominator(_LATTICE_DENOMINATOR)
+        if abs(float(fraction) - value) > 1e-9:
+            return None
+        fractions.append(fraction)
+    scale = lcm(*(f.denominator for f in fractions)) if fractions else 1
+    multiples = [int(f * scale) for f in fractions]
+    return multiples if sum(multiples) <= SIGN_FLIP_SUPPORT_LIMIT else None
+
+
+#: Largest denominator a deviation may have for the exact test to use the integer lattice.
+_LATTICE_DENOMINATOR = 10_000
+
+
+def sign_flip_test(deviations: Sequence[float]) -> float | None:
+    """Exact two-sided sign-flip (one-sample permutation) p-value of the mean of
+    ``deviations`` against 0.
+
+    Each deviation is one unit's (a group's) mean minus the chance rate. Under the null
+    hypothesis each unit's deviation is as likely to carry either sign, so the null
+    distribution of their sum is that of every assignment of signs: P(|S*| >= |S|). It is
+    computed exactly, not sampled: for each distinct absolute deviation v met n times, the
+    law of v * (2B - n) with B ~ Binomial(n, 1/2) is convolved with the others (on an integer
+    lattice where the deviations are small fractions, as group means less a rational chance
+    rate are). The units' own values set the spread, so a policy whose every group sits
+    exactly at chance (a position-biased one on a rotated design) has all deviations 0 and
+    p = 1. None without units."""
+    import numpy as np
+    from scipy.special import gammaln
+
+    data = np.round(np.asarray(deviations, dtype=float), _SIGN_FLIP_DECIMALS)
+    if data.size == 0:
+        return None
+    magnitudes = np.abs(data[data != 0])
+    if magnitudes.size == 0:
+        return 1.0
+    values, counts = np.unique(magnitudes, return_counts=True)
+
+    def binomial_half(count: int) -> np.ndarray:
+        # Binomial(count, 1/2) probabilities, in logs so that large counts do not overflow.
+        k = np.arange(count + 1)
+        return np.exp(gammaln(count + 1) - gammaln(k + 1) - gammaln(count - k + 1)
+                      - count * np.log(2.0))
+
+    multiples = _on_lattice([float(v) for v in values])
+    if multiples is not None:
+        # T = the sum of the magnitudes given a + sign; S = 2T - sum: P(|S*| >= |S|).
+        law = np.ones(1)
+        for multiple, count in zip(multiples, counts, strict=True):
+            spread = np.zeros(multiple * count + 1)
+            spread[::multiple] = binomial_half(int(count))
+            law = np.convolve(law, spread)
+        total = sum(m * int(c) for m, c in zip(multiples, counts, strict=True))
+        signs = np.sign(data[data != 0])
+        positive = sum(m * int(c) for m, c in zip(
+            multiples, [int(((magnitudes == v) & (signs > 0)).sum()) for v in values],
+            strict=True))
+        observed = abs(2 * positive - total)
+        sums = np.abs(2 * np.arange(law.size) - total)
+        return float(min(1.0, law[sums >= observed].sum()))
+    observed = abs(float(data.sum()))
+    support, probs = np.zeros(1), np.ones(1)
+    for value, count in zip(values, counts, strict=True):
+        k = np.arange(count + 1)
+        points = value * (2 * k - count)
+        sums = np.round((support[:, None] + points[None, :]).ravel(), _SIGN_FLIP_DECIMALS)
+        mass = (probs[:, None] * binomial_half(int(count))[None, :]).ravel()
+        support, where = np.unique(sums, return_inverse=True)
+        probs = np.bincount(where.ravel(), weights=mass)
+        if support.size > SIGN_FLIP_SUPPORT_LIMIT:
+            raise ValueError("the deviations share no lattice: the exact sign-flip "
+                             "distribution is too large to enumerate")
+    # A sum as extreme as the one observed, up to the rounding the sums went through.
+    tolerance = 10.0 ** -(_SIGN_FLIP_DECIMALS - 3)
+    return float(min(1.0, probs[np.abs(support) >= observed - tolerance].sum()))
+
+
+#: Corrections for multiple tests that `adjust` knows.
+CORRECTIONS = ("holm", "bonferroni", "none")
+
+
+def adjust(p_values: Sequence[float | None], method: str) -> list[float | None]:
+    """Adjusted p-values of one family of tests: Holm's step-down, Bonferroni, or none
+    (None stays None and does not count as a test)."""
+    if method == "holm":
+        return holm(p_values)
+    m = sum(1 for p in p_values if p is not None)
+    if method == "bonferroni":
+        return [None if p is None else min(1.0, m * p) for p in p_values]
+    if method == "none":
+        return list(p_values)
+    raise ValueError(f"unknown correction {method!r}")
 
 
 def holm(p_values: Sequence[float | None]) -> list[float | None]:

@@ -221,10 +221,12 @@ def test_memory_follower_tracks_the_document_not_the_past(release: Path,
             ("veridical", "corrupted", 24, 0)
         # Exact McNemar on 24 discordant pairs is a two-sided binomial test at one half.
         assert mcnemar["p_value"] == pytest.approx(binomtest(24, 24, 0.5).pvalue)
-        assert mcnemar["p_holm"] < 0.001
-        arms = {t["arm"]["document"]: t for t in tests if t["test"] == "binomial_vs_chance"}
+        assert mcnemar["p_adjusted"] < 0.001
+        arms = {t["arm"]["document"]: t for t in tests if t["test"] == "sign_flip_vs_chance"}
+        # One item a group and chance 1/2: the sign-flip test of the group means is the
+        # exact binomial test of the items.
         assert arms["none"]["p_value"] == pytest.approx(binomtest(12, 24, 0.5).pvalue)
-        assert arms["none"]["p_holm"] >= arms["none"]["p_value"]
+        assert arms["none"]["p_adjusted"] >= arms["none"]["p_value"]
         recognition = {d: m for (f, c, d), m in scored["cells"].items()
                        if (f, c) == (RECOGNITION, corpus)}
         assert recognition["veridical"]["accuracy"] == 1.0
@@ -240,11 +242,11 @@ def test_score_table_names_the_arm_of_each_test_against_chance(release: Path,
                    str(responses)).returncode == 0
     table = run_cli("score", str(release), str(responses), "--by", "family,corpus").stdout
     rows = [line for line in table.splitlines()
-            if "binomial_vs_chance" in line and f"{BINDING}, corpus=A" in line]
+            if "sign_flip_vs_chance" in line and f"{BINDING}, corpus=A" in line]
     # The follower is always wrong with the corrupted document and always right with the
     # veridical one: a reader must see which row is which.
-    assert any("document=corrupted: 0/24 vs chance 0.500" in row for row in rows), table
-    assert any("document=veridical: 24/24 vs chance 0.500" in row for row in rows), table
+    assert any("document=corrupted: mean 0.000 over 24 groups" in row for row in rows), table
+    assert any("document=veridical: mean 1.000 over 24 groups" in row for row in rows), table
 
 
 def test_a_memoryless_system_is_at_chance_in_every_arm(release: Path, tmp_path: Path) -> None:
@@ -255,5 +257,5 @@ def test_a_memoryless_system_is_at_chance_in_every_arm(release: Path, tmp_path: 
         assert low <= 0.5 <= high
     for tests in scored["tests"].values():
         for test in tests:
-            if test["test"] == "binomial_vs_chance":
+            if test["test"] == "sign_flip_vs_chance":
                 assert test["p_value"] > 0.05

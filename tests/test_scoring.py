@@ -98,11 +98,43 @@ def test_random_is_near_chance_and_seeded(built_example: Path, tmp_path: Path) -
     assert other.stdout != path.read_text()
 
 
-def test_abstainer_answers_nothing(built_example: Path, tmp_path: Path) -> None:
-    report = score_json(built_example, respond(built_example, "abstainer", tmp_path))
+def test_abstainer_answers_nothing_and_gets_nulls_never_zeros(built_example: Path,
+                                                               tmp_path: Path) -> None:
+    report = score_json(built_example, respond(built_example, "abstainer", tmp_path),
+                        "--by", "family,condition")
     overall = report["overall"]
-    assert overall["answered"] == 0 and overall["abstention_rate"] == 1.0
-    assert overall["accuracy"] == 0.0 and overall["accuracy_answered"] is None
+    assert overall["answered"] == 0 and overall["coverage"] == 0.0
+    assert overall["abstention_rate"] == 1.0
+    for name in ("accuracy", "accuracy_all", "selective_risk", "reliance"):
+        assert overall[name] is None, name
+    stale = group(report, family=CHOICE, condition="stale")
+    # Δmem is undefined (no group answered on both sides), never 0.0 [0, 0].
+    assert stale["delta_mem"] is None and stale["delta_mem_ci"] is None
+    assert stale["delta_mem_pairs"] == 0
+    assert all(t["p_value"] is None for m in [overall, stale] for t in m.get("tests", []))
+    table = run_cli("score", str(built_example),
+                    str(respond(built_example, "abstainer", tmp_path)), "--by", "condition")
+    assert table.returncode == 0, table.stderr
+    stale_row = next(line for line in table.stdout.splitlines() if "condition=stale" in line)
+    assert "–" in stale_row and "0.000 [0.000, 0.000]" not in stale_row.split("│")[4:]
+
+
+def test_half_abstaining_scores_the_answered_half(built_example: Path, tmp_path: Path) -> None:
+    # The oracle's answers on even groups, "I don't have enough information to answer." on
+    # odd ones: coverage 1/2, accuracy on answered 1, and Δmem on the answered pairs only.
+    oracle = _lines(respond(built_example, "oracle", tmp_path))
+    half = [{"id": r["id"], "response": r["response"]
+             if int(r["id"].split("-")[-2]) % 2 == 0
+             else "I don't have enough information to answer."} for r in oracle]
+    path = _write(tmp_path / "half.jsonl", half)
+    report = score_json(built_example, path, "--by", "family,condition")
+    stale = group(report, family=CHOICE, condition="stale")
+    assert stale["coverage"] == pytest.approx(0.5)
+    assert stale["accuracy"] == 1.0 and stale["selective_risk"] == 0.0
+    assert stale["accuracy_all"] == pytest.approx(0.5)
+    groups = len({r["id"].split("-")[-2] for r in oracle if CHOICE in r["id"]})
+    assert stale["delta_mem"] == 0.0 and stale["delta_mem_pairs"] == groups // 2
+    assert stale["reliance"] == 0.0
 
 
 def _lines(path: Path) -> list[dict]:
@@ -168,8 +200,9 @@ def test_csv_and_table_formats(built_example: Path, tmp_path: Path) -> None:
                     "csv")
     header = result.stdout.splitlines()[0]
     assert empty.stdout.splitlines()[0] == header
-    assert {"accuracy_answered", "judge_score_ci_low", "influence"} <= set(header.split(","))
-    assert all(r["accuracy_answered"] == "" for r in csv.DictReader(io.StringIO(empty.stdout)))
+    assert {"accuracy", "coverage_ci_low", "judge_score_ci_low", "influence"} <= \
+        set(header.split(","))
+    assert all(r["accuracy"] == "" for r in csv.DictReader(io.StringIO(empty.stdout)))
 
 
 def _instance(group_index: int, condition: str, correct: bool) -> dict:
@@ -195,7 +228,17 @@ def test_delta_mem_is_paired_by_group_by_hand() -> None:
     assert stale["accuracy"] == pytest.approx(0.5)
     assert stale["reliance"] == pytest.approx(0.5)
     low, high = stale["delta_mem_ci"]
-    assert -1.0 <= low <= -0.25 <= high <= 0.5
+    assert -1.0 <= low <= -0.25 <= high <= 1.0
+    # The overall row and the stale row each have a Δmem: their intervals are simultaneous,
+    # each at 1 - 0.05 / 2.
+    assert report["multiplicity"]["intervals"] == {
+        "metrics": ["delta_mem"], "count": 2, "level": pytest.approx(0.975),
+        "simultaneous": True}
+    marginal = score_outcomes(outcomes, ["condition"], ScoreOptions(seed=0, correction="none"))
+    assert marginal["multiplicity"]["intervals"]["simultaneous"] is False
+    narrow = next(g["metrics"]["delta_mem_ci"] for g in marginal["groups"]
+                  if g["key"] == {"condition": "stale"})
+    assert high - low >= narrow[1] - narrow[0]
 
 
 def test_judge_requests_pair_the_arms_blind_and_fold_back(built_example: Path,
@@ -300,6 +343,10 @@ def test_cluster_keys_are_checked(built_example: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize(("response", "answered", "correct"), [
     ("C) Terrace Room. I don't know why my note says Garden Room.", True, True),
     ("I don't know.", False, False),
+    ("I don't have enough information to answer.", False, False),
+    ("I have no record of this conversation.", False, False),
+    ("I do not remember which room it was.", False, False),
+    ("There is not enough information to decide.", False, False),
     ("Sorry, I'm not sure which room it is.", False, False),
     ("A quick look at the directory settles it: C) Terrace Room", True, True),
     ("**C**", True, True),
@@ -349,12 +396,14 @@ def test_paired_test_uses_groups_and_ignores_abstentions() -> None:
     paired = next(t for t in tests if t["test"] == "mcnemar_exact")
     assert (paired["pairs"], paired["only_a"], paired["only_b"]) == (3, 3, 0)
     assert paired["p_value"] == pytest.approx(0.25)
-    binomials = {t["arm"]["document"]: t for t in tests if t["test"] == "binomial_vs_chance"}
-    # One test per arm, on answered groups only: the abstaining group drops out of "fake".
-    assert {arm: (t["successes"], t["trials"]) for arm, t in binomials.items()} == \
-        {"real": (4, 4), "fake": (0, 3)}
-    assert binomials["real"]["p_value"] == pytest.approx(0.125)
-    assert all("p_holm" in t for t in tests)
+    chance = {t["arm"]["document"]: t for t in tests if t["test"] == "sign_flip_vs_chance"}
+    # One test per arm, on the group means of the answered items (all three rotations): the
+    # abstaining group drops out of "fake".
+    assert {arm: (t["mean"], t["groups"], t["items"]) for arm, t in chance.items()} == \
+        {"real": (1.0, 4, 12), "fake": (0.0, 3, 9)}
+    # Four groups all +1/2 from chance: of the 16 sign assignments, 2 are as extreme.
+    assert chance["real"]["p_value"] == pytest.approx(2 / 16)
+    assert all("p_adjusted" in t for t in tests)
 
 
 def test_judgments_are_checked_against_the_scale(built_example: Path, tmp_path: Path) -> None:

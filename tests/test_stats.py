@@ -9,12 +9,14 @@ import pytest
 from scipy import stats as scipy_stats
 
 from generator.stats import (
+    adjust,
     binomial_test,
     bootstrap_ci,
     holm,
     mcnemar_exact,
     normalise,
     rho_star,
+    sign_flip_test,
 )
 
 
@@ -94,3 +96,36 @@ def test_rho_star_is_the_first_level_whose_interval_is_below_zero() -> None:
               ("70b", {"delta_mem_ci": [-0.6, -0.3]})]
     assert rho_star(levels) == "7b"
     assert rho_star(levels[:1]) is None
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_sign_flip_test_matches_scipy_exact_permutation_test(seed: int) -> None:
+    # Group means over three rotations against chance 1/3, as on a rotated design: scipy
+    # enumerates all 2^n sign assignments when n_resamples exceeds them.
+    rng = np.random.default_rng(seed)
+    deviations = rng.binomial(3, 1 / 3, size=13) / 3 - 1 / 3
+    theirs = scipy_stats.permutation_test(
+        (deviations,), lambda x, axis: np.sum(x, axis=axis), permutation_type="samples",
+        n_resamples=10**6).pvalue
+    assert sign_flip_test(deviations) == pytest.approx(theirs)
+
+
+def test_sign_flip_test_with_one_item_a_group_is_the_binomial_test_at_one_half() -> None:
+    for k, n in ((7, 10), (12, 24), (0, 9), (30, 40)):
+        deviations = [0.5] * k + [-0.5] * (n - k)
+        assert sign_flip_test(deviations) == pytest.approx(scipy_stats.binomtest(k, n).pvalue)
+
+
+def test_sign_flip_test_of_groups_exactly_at_chance_is_one() -> None:
+    # A position-biased policy on a rotated design: every group's mean is exactly 1/3.
+    assert sign_flip_test([1 / 3 - 1 / 3] * 150) == 1.0
+    assert sign_flip_test([]) is None
+
+
+@pytest.mark.parametrize("method", ["holm", "bonferroni"])
+def test_adjust_matches_statsmodels(method: str) -> None:
+    multitest = pytest.importorskip("statsmodels.stats.multitest")
+    p_values = [0.01, 0.04, 0.03, 0.005, 0.5, 0.2, 0.0001]
+    expected = multitest.multipletests(p_values, method=method)[1]
+    assert adjust(p_values, method) == pytest.approx(list(expected))
+    assert adjust([0.3, None], "none") == [0.3, None]

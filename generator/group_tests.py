@@ -1,0 +1,127 @@
+"""Hypothesis tests on the design's unit, the group: planned once from the instances, then
+run on arrays of outcomes, so that a report and a simulation of many runs share one code.
+
+A plan says which items each test reads and which group each item belongs to; running it
+takes, for every item, whether it was answered and whether it was correct. A group's value is
+its mean over its answered items in the test's arm (every option rotation or variant it has
+there, never one of them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .stats import mcnemar_exact, sign_flip_test
+
+
+@dataclass(frozen=True)
+class ChanceTest:
+    """The group means of one arm against the chance rate (exact sign-flip test)."""
+
+    arm: dict[str, str] | None
+    chance: float
+    items: np.ndarray  # indices into the outcome arrays
+    units: np.ndarray  # the group of each item, as a code
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    """Per group, arm ``a``'s mean against arm ``b``'s (exact sign test on the groups where
+    they differ: McNemar's test when each group has one item per arm)."""
+
+    axis: str
+    a: str
+    b: str
+    items_a: np.ndarray
+    units_a: np.ndarray
+    items_b: np.ndarray
+    units_b: np.ndarray
+
+
+TestPlan = ChanceTest | PairedTest
+
+
+def _unit_code(instance: Mapping[str, Any], codes: dict[tuple[str, int], int]) -> int:
+    return codes.setdefault((instance["family"], instance["group"]), len(codes))
+
+
+def _chance_of(instance: Mapping[str, Any]) -> float | None:
+    declared = instance.get("analysis", {}).get("chance")
+    options = instance["answer"].get("options")
+    return declared if declared else (1 / len(options) if options else None)
+
+
+def plan_tests(instances: Sequence[Mapping[str, Any]], indices: Sequence[int]
+               ) -> list[TestPlan]:
+    """The tests of one row (the instances at ``indices``): a chance test per arm of the
+    declared paired axis when the row spans several of its values (else one for the row),
+    where every programmatic item of the arm has one chance rate; a paired test per declared
+    pair whose two arms the row holds. Judge-scored items take part in none."""
+    codes: dict[tuple[str, int], int] = {}
+    scored = [i for i in indices if instances[i]["answer"]["scorer"] != "judge"]
+    declared = sorted({(p["axis"], p["a"], p["b"]) for i in indices
+                       for p in instances[i].get("analysis", {}).get("paired", [])})
+    axes = {axis for axis, _, _ in declared}
+    arms: list[tuple[dict[str, str] | None, list[int]]] = [(None, scored)]
+    if len(axes) == 1:
+        axis = next(iter(axes))
+        values = sorted({instances[i]["axes"][axis] for i in scored
+                         if axis in instances[i]["axes"]})
+        if len(values) > 1:
+            arms = [({axis: v}, [i for i in scored if instances[i]["axes"].get(axis) == v])
+                    for v in values]
+    plans: list[TestPlan] = []
+    for arm, members in arms:
+        chances = {_chance_of(instances[i]) for i in members}
+        if members and len(chances) == 1 and (chance := chances.pop()) is not None:
+            plans.append(ChanceTest(arm, chance, np.array(members),
+                                    np.array([_unit_code(instances[i], codes)
+                                              for i in members])))
+    for axis, a, b in declared:
+        side = {value: [i for i in scored if instances[i]["axes"].get(axis) == value]
+                for value in (a, b)}
+        if not side[a] or not side[b]:
+            continue  # the row holds one arm of the pair: nothing to compare in it
+        plans.append(PairedTest(
+            axis, a, b,
+            np.array(side[a], dtype=int),
+            np.array([_unit_code(instances[i], codes) for i in side[a]], dtype=int),
+            np.array(side[b], dtype=int),
+            np.array([_unit_code(instances[i], codes) for i in side[b]], dtype=int)))
+    return plans
+
+
+def group_means(items: np.ndarray, units: np.ndarray, answered: np.ndarray,
+                correct: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(unit codes, means): each group's mean correctness over its answered items, for the
+    groups with at least one."""
+    keep = answered[items]
+    sizes = np.bincount(units[keep], minlength=units.max() + 1 if units.size else 0)
+    hits = np.bincount(units[keep], weights=correct[items][keep].astype(float),
+                       minlength=sizes.size)
+    present = np.flatnonzero(sizes)
+    return present, hits[present] / sizes[present]
+
+
+def run_test(plan: TestPlan, answered: np.ndarray, correct: np.ndarray) -> dict[str, Any]:
+    """The result of one planned test on outcome arrays (``answered`` and ``correct``, one
+    boolean per instance)."""
+    if isinstance(plan, ChanceTest):
+        _, means = group_means(plan.items, plan.units, answered, correct)
+        mean = float(means.mean()) if means.size else None
+        return {"test": "sign_flip_vs_chance", **({"arm": plan.arm} if plan.arm else {}),
+                "chance": plan.chance, "groups": int(means.size),
+                "items": int(answered[plan.items].sum()), "mean": mean,
+                "p_value": sign_flip_test(means - plan.chance)}
+    units_a, means_a = group_means(plan.items_a, plan.units_a, answered, correct)
+    units_b, means_b = group_means(plan.items_b, plan.units_b, answered, correct)
+    _, in_a, in_b = np.intersect1d(units_a, units_b, return_indices=True)
+    only_a = int((means_a[in_a] > means_b[in_b]).sum())
+    only_b = int((means_b[in_b] > means_a[in_a]).sum())
+    return {"test": "mcnemar_exact", "axis": plan.axis, "a": plan.a, "b": plan.b,
+            "pairs": int(in_a.size), "only_a": only_a, "only_b": only_b,
+            "p_value": mcnemar_exact(only_a, only_b) if in_a.size else None}

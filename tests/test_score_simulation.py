@@ -1,0 +1,147 @@
+"""The error rates of `score`'s tests, simulated on the newest version of every bundled
+release: a random policy's reports are family-wise wrong at most 5% of the time; policies at
+chance are never significant there; the oracle and the memory-follower are where the design
+says they must be. The tests of a report are planned once and run on arrays of outcomes, the
+code `score` itself runs, so that 200 runs take seconds."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import LATEST_RELEASES, bundled_release, release_instances
+from generator.group_tests import plan_tests, run_test
+from generator.policies import POLICIES, act_on, oracle
+from generator.score import outcome, report_rows
+from generator.stats import adjust
+
+RUNS = 200
+ALPHA = 0.05
+#: Three binomial standard errors of a 5% rate estimated from RUNS runs.
+SLACK = 3 * math.sqrt(ALPHA * (1 - ALPHA) / RUNS)
+#: The rows of the report simulated for each benchmark: its design's own cells.
+REPORTS = {"example": ["family", "condition"], "memorychecks": ["family", "document"],
+           "trustgap": ["suite", "condition"], "implicitmem": ["paradigm"],
+           "feedback": ["family"]}
+#: Fewest groups a chance test needs for the oracle's all-correct rows to reach p < α after
+#: a report's correction (2 / 2^n against up to a few dozen tests).
+POWERED = 12
+
+
+def _benchmark(name: str) -> str:
+    return name.rsplit("-", 1)[0]
+
+
+def _plans(instances: list[dict], by: list[str]) -> list:
+    return [plan for _, indices in report_rows(instances, by)
+            for plan in plan_tests(instances, indices)]
+
+
+def _adjusted(plans: list, answered: np.ndarray, correct: np.ndarray
+              ) -> list[tuple[dict, float | None]]:
+    results = [run_test(plan, answered, correct) for plan in plans]
+    adjusted = adjust([r["p_value"] for r in results], "holm")
+    return list(zip(results, adjusted, strict=True))
+
+
+def _random_candidates(instance: dict) -> list[str]:
+    """What the random reference policy picks among, uniformly: an option, or the gold and
+    the distractors where there are no options."""
+    answer = instance["answer"]
+    if answer.get("options"):
+        return [act_on(answer, option) for option in answer["options"]]
+    return [c for c in [oracle(instance, 0), *answer.get("distractors", {}).values()] if c] \
+        or [""]
+
+
+@pytest.fixture(scope="module", params=LATEST_RELEASES)
+def release(request: pytest.FixtureRequest, built_dist: Path) -> tuple[str, list[dict]]:
+    return request.param, release_instances(bundled_release(built_dist, request.param))
+
+
+def test_random_policy_family_wise_error_is_at_most_alpha(release: tuple[str, list[dict]]
+                                                          ) -> None:
+    name, instances = release
+    plans = _plans(instances, REPORTS[_benchmark(name)])
+    # Each instance's correctness under each response the random policy can give, once.
+    candidates = [[bool(outcome(i, c).correct) for c in _random_candidates(i)]
+                  for i in instances]
+    width = max(len(c) for c in candidates)
+    table = np.array([c + [False] * (width - len(c)) for c in candidates], dtype=bool)
+    sizes = np.array([len(c) for c in candidates])
+    rng = np.random.Generator(np.random.PCG64(20261204))
+    picks = np.floor(rng.random((RUNS, len(instances))) * sizes).astype(int)
+    answered = np.ones(len(instances), dtype=bool)
+    wrong_reports = 0
+    for run in range(RUNS):
+        correct = table[np.arange(len(instances)), picks[run]]
+        if any(p is not None and p < ALPHA for _, p in _adjusted(plans, answered, correct)):
+            wrong_reports += 1
+    assert wrong_reports / RUNS <= ALPHA + SLACK, (name, wrong_reports, len(plans))
+
+
+_RESULTS: dict[tuple[int, str], list[tuple[dict, float | None]]] = {}
+
+
+def _policy_results(instances: list[dict], plans: list, policy: str
+                    ) -> list[tuple[dict, float | None]]:
+    """The report's tests on a reference policy's responses (scored once per module)."""
+    key = (id(instances), policy)
+    if key not in _RESULTS:
+        outcomes = [outcome(i, POLICIES[policy](i, 0)) for i in instances]
+        answered = np.array([o.answered for o in outcomes], dtype=bool)
+        correct = np.array([o.correct is True for o in outcomes], dtype=bool)
+        _RESULTS[key] = _adjusted(plans, answered, correct)
+    return _RESULTS[key]
+
+
+@pytest.mark.parametrize("policy", ["position-biased", "memoryless"])
+def test_policies_at_chance_are_never_significant(release: tuple[str, list[dict]],
+                                                  policy: str) -> None:
+    name, instances = release
+    plans = _plans(instances, REPORTS[_benchmark(name)])
+    for result, adjusted in _policy_results(instances, plans, policy):
+        if result["test"] == "sign_flip_vs_chance" and result["mean"] is not None \
+                and math.isclose(result["mean"], result["chance"]):
+            assert adjusted is not None and adjusted >= ALPHA, (name, policy, result)
+
+
+def test_position_biased_on_rotated_designs_is_exactly_at_chance(
+        release: tuple[str, list[dict]]) -> None:
+    # Every option rotation of a group counts: always "A" is right in one rotation of three.
+    name, instances = release
+    rotated = [i for i in instances if "rotation" in i["axes"]]
+    if not rotated:
+        pytest.skip(f"{name} has no rotated design")
+    plans = _plans(instances, REPORTS[_benchmark(name)])
+    chance_tests = [(r, p) for r, p in _policy_results(instances, plans, "position-biased")
+                    if r["test"] == "sign_flip_vs_chance"]
+    assert chance_tests
+    for result, adjusted in chance_tests:
+        assert result["mean"] == pytest.approx(1 / 3) and result["p_value"] == 1.0
+        assert adjusted == 1.0
+
+
+def test_oracle_and_memory_follower_are_significant_where_the_design_says(
+        release: tuple[str, list[dict]]) -> None:
+    name, instances = release
+    plans = _plans(instances, REPORTS[_benchmark(name)])
+    for policy in ("oracle", "memory-follower"):
+        for result, adjusted in _policy_results(instances, plans, policy):
+            # All right or all wrong over enough groups: far from chance whatever the design.
+            decisive = result["test"] == "sign_flip_vs_chance" and result["mean"] in (0.0, 1.0) \
+                and result["groups"] >= POWERED
+            if decisive:
+                assert adjusted is not None and adjusted < ALPHA, (name, policy, result)
+    oracle_chance = [r for r, _ in _policy_results(instances, plans, "oracle")
+                     if r["test"] == "sign_flip_vs_chance"]
+    assert all(r["mean"] == 1.0 for r in oracle_chance), name
+    follower = _policy_results(instances, plans, "memory-follower")
+    for result, adjusted in follower:
+        # The follower acts on the document: it tells a veridical one from a corrupted one
+        # in every group.
+        if result["test"] == "mcnemar_exact" and result["b"] == "corrupted":
+            assert result["only_a"] == result["pairs"] and adjusted < ALPHA, (name, result)
