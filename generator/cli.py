@@ -560,12 +560,16 @@ def score(
     correction_scope: Annotated[str, typer.Option(
         help="Which tests are corrected together: report (every test of this run) or row "
              "(each row's tests alone).")] = "report",
+    analysis_file: Annotated[Path | None, typer.Option(
+        "--analysis", help="YAML of contrasts and factorials to estimate, beside those the "
+                           "families declare (e.g. for a release already frozen).")] = None,
 ) -> None:
     """Metrics with bootstrap intervals over groups: coverage, accuracy on answered items,
     reliance, Δmem; tests of the group means, corrected together across the report."""
+    from .contrasts import load_analysis_file
     from .judge import load_judgments
     from .release_data import load_release_instances
-    from .report_format import as_csv, as_json, as_table, as_tests_table
+    from .report_format import as_contrasts_table, as_csv, as_json, as_table, as_tests_table
     from .responses import load_responses
     from .score import SCOPES, ScoreOptions, attach_judgments, outcome, score_outcomes
     from .stats import CORRECTIONS
@@ -589,6 +593,7 @@ def score(
             except re.error as exc:
                 raise SpecError.single(f"--abstain-pattern {pattern!r}: {exc}") from None
         _check_seed(seed)
+        declarations = (load_analysis_file(analysis_file),) if analysis_file else ()
         _, instances = load_release_instances(release_dir, _catalog_if_any())
         responses = load_responses(responses_file, (i["id"] for i in instances))
         missing = [i["id"] for i in instances if i["id"] not in responses]
@@ -608,16 +613,16 @@ def score(
             outcomes = attach_judgments(outcomes, scores, normalize, dataset_key)
         report = score_outcomes(outcomes, _split_keys(by),
                                 ScoreOptions(cluster, resamples, seed, correction,
-                                             correction_scope))
+                                             correction_scope, analysis=declarations))
         if output_format == "json":
             sys.stdout.write(as_json(report) + "\n")
         elif output_format == "csv":
             sys.stdout.write(as_csv(report))
         else:
             out.print(as_table(report))
-            tests = as_tests_table(report)
-            if tests is not None:
-                out.print(tests)
+            for extra in (as_tests_table(report), as_contrasts_table(report)):
+                if extra is not None:
+                    out.print(extra)
 
     _run(action)
 
@@ -749,17 +754,26 @@ def judge_requests(
 def rho_star_cmd(
     runs: Annotated[list[str], typer.Argument(
         help="LEVEL=SCORES.json, in level order (score --format json outputs).")],
-    where: Annotated[str, typer.Option(
-        help="The group of each run to read, as KEY=VALUE[,KEY=VALUE], e.g. condition=stale.")],
+    where: Annotated[str | None, typer.Option(
+        help="The group of each run whose Δmem to read, as KEY=VALUE[,KEY=VALUE], e.g. "
+             "condition=stale.")] = None,
+    contrast: Annotated[str | None, typer.Option(
+        help="The contrast of each run to read instead (its name in the report's "
+             "contrasts).")] = None,
 ) -> None:
-    """ρ*: the first level whose Δmem interval (in the chosen group) lies wholly below 0."""
+    """ρ*: the first level whose Δmem interval (in the chosen group), or the chosen
+    contrast's interval, lies wholly below 0."""
     from .stats import rho_star
 
     def action() -> None:
-        parts = _split_keys(where)
-        if not parts or not all("=" in part for part in parts):
-            raise SpecError.single(f"--where {where!r} is not KEY=VALUE[,KEY=VALUE]")
-        wanted = dict(part.split("=", 1) for part in parts)
+        if (where is None) == (contrast is None):
+            raise SpecError.single("give one of --where (a group's Δmem) or --contrast")
+        wanted: dict[str, str] = {}
+        if where is not None:
+            parts = _split_keys(where)
+            if not parts or not all("=" in part for part in parts):
+                raise SpecError.single(f"--where {where!r} is not KEY=VALUE[,KEY=VALUE]")
+            wanted = dict(part.split("=", 1) for part in parts)
         levels: list[tuple[str, dict[str, Any]]] = []
         for run in runs:
             level, sep, path = run.partition("=")
@@ -767,21 +781,48 @@ def rho_star_cmd(
                 raise SpecError.single(f"{run!r} is not LEVEL=SCORES.json")
             if any(level == seen for seen, _ in levels):
                 raise SpecError.single(f"level {level!r} is given twice")
-            levels.append((level, _stale_group(path, wanted)))
+            levels.append((level, _stale_group(path, wanted) if contrast is None
+                           else _contrast_interval(path, contrast)))
         found = rho_star(levels)
         out.print(found if found is not None else "none", markup=False)
 
     _run(action)
 
 
+def _contrast_interval(path: str, name: str) -> dict[str, Any]:
+    """The named contrast of a `score --format json` file, as ``{"delta_mem_ci": CI}`` for
+    ρ*; refused with the reason where the file has no such contrast or it has no interval."""
+    report = _read_scores(path)
+    contrasts = report.get("contrasts") if isinstance(report, dict) else None
+    if not isinstance(contrasts, list):
+        raise SpecError.single("the scores have no contrasts section (written by an older "
+                               "memspec score?)", path)
+    entry = next((c for c in contrasts if isinstance(c, dict) and c.get("name") == name), None)
+    if entry is None:
+        known = ", ".join(repr(c.get("name")) for c in contrasts if isinstance(c, dict))
+        raise SpecError.single(f"no contrast {name!r} in the scores (there are: "
+                               f"{known or 'none'})", path)
+    interval = entry.get("ci")
+    if not (isinstance(interval, list) and len(interval) == 2
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in interval)):
+        raise SpecError.single(f"cannot compute ρ*: contrast {name!r} has no interval (it "
+                               f"has {entry.get('groups', 0)} groups with a value in both "
+                               "arms)", path)
+    return {"delta_mem_ci": interval}
+
+
+def _read_scores(path: str) -> Any:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SpecError.single(f"cannot read scores: {exc}", path) from None
+
+
 def _stale_group(path: str, wanted: dict[str, str]) -> dict[str, Any]:
     """The metrics of the group keyed ``wanted`` in a `score --format json` file, whose Δmem
     interval must be two numbers: a group without one (no baseline declared, no group
     answered on both sides) is refused with the reason, since ρ* cannot be computed."""
-    try:
-        report = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise SpecError.single(f"cannot read scores: {exc}", path) from None
+    report = _read_scores(path)
     groups = report.get("groups") if isinstance(report, dict) else None
     if not isinstance(groups, list) or not all(
             isinstance(g, dict) and isinstance(g.get("metrics"), dict) for g in groups):

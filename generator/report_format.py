@@ -77,11 +77,11 @@ def multiplicity_note(report: dict[str, Any]) -> str:
         tests = f"each row's tests corrected on their own ({m['correction']})"
     intervals = m["intervals"]
     if intervals["simultaneous"]:
-        spans = (f"the {intervals['count']} Δmem intervals are simultaneous "
+        spans = (f"the {intervals['count']} Δmem and contrast intervals are simultaneous "
                  f"(each at {intervals['level']:.4g}, Bonferroni)")
     else:
-        spans = (f"the Δmem interval{'s are' if intervals['count'] != 1 else ' is'} "
-                 f"{1 - m['alpha']:.0%}, not simultaneous")
+        spans = (f"the Δmem and contrast intervals are {1 - m['alpha']:.0%} each, "
+                 "not simultaneous")
     return f"{tests}; {spans}; family-wise α = {m['alpha']:g}."
 
 
@@ -107,6 +107,23 @@ def as_tests_table(report: dict[str, Any]) -> Table | None:
                       f"{test['chance']:.3f}")
         table.add_row(label, test["test"], detail, format_p(test["p_value"], UNDEFINED),
                       format_p(test["p_adjusted"], UNDEFINED))
+    return table
+
+
+def as_contrasts_table(report: dict[str, Any]) -> Table | None:
+    """Declared and derived contrasts and factorial effects, one a row."""
+    contrasts = report.get("contrasts") or []
+    if not contrasts:
+        return None
+    correction = report["multiplicity"]["correction"]
+    table = Table("contrast", "kind", "metric", "groups", "estimate", "p", f"p ({correction})",
+                  caption=multiplicity_note(report))
+    for c in contrasts:
+        estimate = format_value(c["estimate"], UNDEFINED)
+        if c["ci"]:
+            estimate += f" [{c['ci'][0]:.3f}, {c['ci'][1]:.3f}]"
+        table.add_row(c["name"], c["kind"], c["metric"], str(c["groups"]), estimate,
+                      format_p(c["p_value"], UNDEFINED), format_p(c["p_adjusted"], UNDEFINED))
     return table
 
 

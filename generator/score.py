@@ -16,12 +16,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .contrasts import Contrast, unit_values
+from .contrasts import declared as declared_contrasts
+from .contrasts import derived as derived_contrasts
 from .errors import SpecError
 from .group_tests import plan_tests, run_test
 from .instances import pair_key
 from .parquet_export import split_of
 from .scoring import canonical_text, first_attempt, first_choice, first_line, is_correct
-from .stats import adjust, bootstrap_ci, normalise
+from .stats import adjust, bootstrap_ci, normalise, sign_flip_test
 
 #: Responses that decline to answer, matched against the first line of a response. A
 #: paradigm or family adds its own with ``answer.abstain``; ``score --abstain-pattern`` too.
@@ -148,6 +151,8 @@ class ScoreOptions:
     correction: str = "holm"
     scope: str = "report"
     alpha: float = 0.05
+    #: Analysis blocks given for the run (``score --analysis``), beside the families' own.
+    analysis: tuple[Mapping[str, Any], ...] = ()
 
 
 #: Scopes of a correction: every test of the report together, or each row's tests alone.
@@ -380,24 +385,74 @@ def score_outcomes(outcomes: Sequence[Outcome], by: Sequence[str],
     check_keys(outcomes, by, options.cluster)
     rows = [(key, [outcomes[i] for i in indices])
             for key, indices in report_rows([o.instance for o in outcomes], by)]
-    intervals = sum(1 for key, subset in rows if _delta_mem(subset, outcomes, key))
+    contrast_units = _contrast_units(outcomes, options)
+    intervals = sum(1 for key, subset in rows if _delta_mem(subset, outcomes, key)) \
+        + sum(1 for _, units in contrast_units if units)
     simultaneous = options.correction != "none" and intervals > 1
     level = 1 - options.alpha / intervals if simultaneous else 1 - options.alpha
     computed = [(key, metrics(subset, outcomes, key, options, level)) for key, subset in rows]
-    tests = _correct([m.get("tests", []) for _, m in computed], options)
+    clusters = {o.unit: key_value(o.instance, options.cluster) if options.cluster else ""
+                for o in outcomes}
+    contrasts = [_contrast_result(contrast, units, clusters, options, level)
+                 for contrast, units in contrast_units]
+    tests = _correct([*(m.get("tests", []) for _, m in computed), contrasts], options)
     report: dict[str, Any] = {
         "overall": computed[0][1],
         "groups": [{"key": key, "metrics": m} for key, m in computed[1:]],
+        "contrasts": contrasts,
         "multiplicity": {
             "correction": options.correction,
             "scope": options.scope,
             "alpha": options.alpha,
             "tests": tests,
-            "intervals": {"metrics": list(SIMULTANEOUS), "count": intervals,
+            "intervals": {"metrics": [*SIMULTANEOUS, "contrasts"], "count": intervals,
                           "level": level, "simultaneous": simultaneous},
         },
     }
     return report
+
+
+def _metric_value(o: Outcome, metric: str) -> float | None:
+    """An answered item's correctness or reliance; None where it does not count."""
+    if not o.answered:
+        return None
+    value = o.correct if metric == "accuracy" else o.relied
+    return None if value is None else float(value)
+
+
+def _contrast_units(outcomes: Sequence[Outcome], options: ScoreOptions
+                    ) -> list[tuple[Contrast, dict[tuple[str, int], float]]]:
+    """Every declared and derived contrast with its value per group."""
+    instances = [o.instance for o in outcomes]
+    try:
+        chosen = declared_contrasts(instances, options.analysis, key_value)
+    except ValueError as exc:
+        raise SpecError.single(str(exc)) from None
+    names = {c.name for c in chosen}
+    chosen += [c for c in derived_contrasts(instances) if c.name not in names]
+    values: dict[str, list[float | None]] = {}
+    result = []
+    for contrast in chosen:
+        if contrast.metric not in values:
+            values[contrast.metric] = [_metric_value(o, contrast.metric) for o in outcomes]
+        result.append((contrast, unit_values(contrast, instances, values[contrast.metric],
+                                             key_value)))
+    return result
+
+
+def _contrast_result(contrast: Contrast, units: Mapping[tuple[str, int], float],
+                     clusters: Mapping[tuple[str, int], str], options: ScoreOptions,
+                     level: float) -> dict[str, Any]:
+    estimate, interval = _mean_and_ci(units, clusters, options, level)
+    entry: dict[str, Any] = {
+        "name": contrast.name, "kind": contrast.kind, "metric": contrast.metric,
+        "source": contrast.source, "estimate": estimate, "ci": interval,
+        "groups": len(units),
+        "p_value": sign_flip_test([units[u] for u in sorted(units)]),
+    }
+    if contrast.kind == "pairwise":
+        entry.update(a=dict(contrast.a[0]), b=dict(contrast.b[0]))
+    return entry
 
 
 def _correct(rows: Sequence[list[dict[str, Any]]], options: ScoreOptions) -> int:

@@ -440,6 +440,19 @@ class FamilyLoader:
             pairs = analysis["judge_pairs"]
             refs.append((("analysis", "judge_pairs"), pairs["axis"],
                          [pairs["treatment"], pairs["control"]]))
+        for index, contrast in enumerate(analysis.get("contrasts", [])):
+            for side in ("a", "b"):
+                for key, value in contrast[side].items():
+                    if key in values:  # other keys name a design or a field
+                        refs.append((("analysis", "contrasts", index, side, key), key, [value]))
+        for index, factorial in enumerate(analysis.get("factorials", [])):
+            for position, axis in enumerate(factorial["axes"]):
+                where = ("analysis", "factorials", index, "axes", position)
+                if axis not in values:
+                    problem(f"factorial names unknown axis {axis!r}", where)
+                elif len(values[axis]) != 2:
+                    problem(f"factorial axis {axis!r} has {len(values[axis])} values; a "
+                            "factor has two", where)
         for where, axis, wanted in refs:
             if axis not in values:
                 problem(f"analysis names unknown axis {axis!r}", where)

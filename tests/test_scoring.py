@@ -229,11 +229,16 @@ def test_delta_mem_is_paired_by_group_by_hand() -> None:
     assert stale["reliance"] == pytest.approx(0.5)
     low, high = stale["delta_mem_ci"]
     assert -1.0 <= low <= -0.25 <= high <= 1.0
-    # The overall row and the stale row each have a Δmem: their intervals are simultaneous,
-    # each at 1 - 0.05 / 2.
+    # The overall row and the stale row each have a Δmem, and the design's one two-level
+    # axis gives a contrast of reliance (none - stale: 0 - 1, 0 - 0, 1 - 0, 0 - 1, so -1/4):
+    # three intervals, simultaneous, each at
+    # 1 - 0.05 / 3.
     assert report["multiplicity"]["intervals"] == {
-        "metrics": ["delta_mem"], "count": 2, "level": pytest.approx(0.975),
+        "metrics": ["delta_mem", "contrasts"], "count": 3, "level": pytest.approx(1 - 0.05 / 3),
         "simultaneous": True}
+    (contrast,) = report["contrasts"]
+    assert contrast["name"] == "main: condition (none - stale)"
+    assert contrast["estimate"] == pytest.approx(-0.25) and contrast["metric"] == "reliance"
     marginal = score_outcomes(outcomes, ["condition"], ScoreOptions(seed=0, correction="none"))
     assert marginal["multiplicity"]["intervals"]["simultaneous"] is False
     narrow = next(g["metrics"]["delta_mem_ci"] for g in marginal["groups"]

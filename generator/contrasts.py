@@ -1,0 +1,210 @@
+"""Contrasts and factorial effects, estimated and tested on the group.
+
+A contrast is ``a - b`` paired by group: each group's mean of a metric (accuracy or reliance,
+on answered items, every rotation averaged) over the instances ``a`` selects, less its mean
+over those ``b`` selects. A factorial names crossed two-level axes; each main effect and
+interaction is, per group, the mean over the cells whose product of codes is +1 less the mean
+over those where it is -1 (the first level of an axis, in the order the instances give them,
+is coded +1). Every estimate gets a bootstrap interval over groups and an exact sign-flip
+test of the groups' values against 0.
+
+Declarations come from families' ``analysis`` blocks, from a file (``score --analysis``, for
+a release already frozen), and from the data: in each design, two or more crossed two-level
+axes are a factorial, and a single two-level axis a contrast of its two levels. An axis that
+only reorders the options (a counterbalancing rotation) is no factor.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: Interaction order estimated where a factorial does not say.
+DEFAULT_ORDER = 2
+
+
+@dataclass(frozen=True)
+class Contrast:
+    """One estimate: ``a`` and ``b`` are lists of selectors (the cells coded +1 and -1)."""
+
+    name: str
+    kind: str  # "pairwise", "main_effect" or "interaction"
+    metric: str
+    a: tuple[Mapping[str, str], ...]
+    b: tuple[Mapping[str, str], ...]
+    source: str  # "declared" or "derived"
+    where: Mapping[str, str] | None = None
+
+
+def _default_metric(instances: Sequence[Mapping[str, Any]]) -> str:
+    """Reliance where the instances declare a distractor to rely on, else accuracy."""
+    return "reliance" if any(i["answer"].get("distractors") for i in instances) \
+        else "accuracy"
+
+
+def _levels(instances: Sequence[Mapping[str, Any]], axis: str) -> list[str]:
+    """The values of ``axis``, in the order the instances first give them."""
+    return list(dict.fromkeys(i["axes"][axis] for i in instances if axis in i["axes"]))
+
+
+def _reorders_options(instances: Sequence[Mapping[str, Any]], axis: str) -> bool:
+    """Whether ``axis`` changes the order of the options within a group (a rotation that
+    counterbalances positions, not a factor of the design)."""
+    orders: dict[tuple[Any, str], set[tuple[str, ...]]] = defaultdict(set)
+    for i in instances:
+        if axis in i["axes"] and i["answer"].get("options"):
+            orders[((i["family"], i["group"]), i["axes"][axis])].add(
+                tuple(i["answer"]["options"]))
+    per_group: dict[Any, list[set[tuple[str, ...]]]] = defaultdict(list)
+    for (unit, _), seen in orders.items():
+        per_group[unit].append(seen)
+    return any(any(s != sets[0] for s in sets) for sets in per_group.values())
+
+
+def _factorial(name: str, axes: Sequence[str], levels: Mapping[str, list[str]], metric: str,
+               order: int, source: str, where: Mapping[str, str] | None) -> list[Contrast]:
+    effects = []
+    for size in range(1, min(order, len(axes)) + 1):
+        for subset in itertools.combinations(axes, size):
+            plus, minus = [], []
+            for cell in itertools.product(*(levels[a] for a in axes)):
+                codes = {a: 1 if value == levels[a][0] else -1
+                         for a, value in zip(axes, cell, strict=True)}
+                selector = dict(zip(axes, cell, strict=True))
+                (plus if math.prod(codes[a] for a in subset) > 0 else minus).append(selector)
+            label = " x ".join(f"{a} ({levels[a][0]} - {levels[a][1]})" for a in subset)
+            effects.append(Contrast(f"{name}: {label}",
+                                    "main_effect" if size == 1 else "interaction", metric,
+                                    tuple(plus), tuple(minus), source, where))
+    return effects
+
+
+def _selects(instance: Mapping[str, Any], selector: Mapping[str, str],
+             key_value: Callable[[Mapping[str, Any], str], str]) -> bool:
+    return all(key_value(instance, k) == v for k, v in selector.items())
+
+
+def declared(instances: Sequence[Mapping[str, Any]], declarations: Sequence[Mapping[str, Any]],
+             key_value: Callable[[Mapping[str, Any], str], str]) -> list[Contrast]:
+    """The contrasts of analysis blocks (each instance's, then ``declarations``), once each."""
+    blocks: dict[str, Mapping[str, Any]] = {}
+    for block in [*(i.get("analysis", {}) for i in instances), *declarations]:
+        for entry in [*block.get("contrasts", []), *block.get("factorials", [])]:
+            blocks.setdefault(repr(sorted(entry.items())), entry)
+    contrasts: list[Contrast] = []
+    for entry in blocks.values():
+        if "axes" in entry:
+            where = entry.get("where")
+            chosen = [i for i in instances if not where or _selects(i, where, key_value)]
+            chosen = [i for i in chosen if all(a in i["axes"] for a in entry["axes"])]
+            levels = {a: _levels(chosen, a) for a in entry["axes"]}
+            bad = [a for a, values in levels.items() if len(values) != 2]
+            if bad:
+                raise ValueError(f"factorial {entry['name']!r}: axis {bad[0]!r} has "
+                                 f"{len(levels[bad[0]])} levels in the data, not 2")
+            contrasts += _factorial(entry["name"], entry["axes"], levels,
+                                    entry.get("metric") or _default_metric(chosen),
+                                    entry.get("order", DEFAULT_ORDER), "declared", where)
+        else:
+            chosen = [i for i in instances if _selects(i, entry["a"], key_value)
+                      or _selects(i, entry["b"], key_value)]
+            contrasts.append(Contrast(entry["name"], "pairwise",
+                                      entry.get("metric") or _default_metric(chosen),
+                                      (entry["a"],), (entry["b"],), "declared"))
+    return contrasts
+
+
+def derived(instances: Sequence[Mapping[str, Any]]) -> list[Contrast]:
+    """The contrasts a design's own axes imply: per design (pooled over the families that
+    share it), its two-level axes that are no rotation and are crossed in every group."""
+    by_design: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for i in instances:
+        by_design[i["design"]].append(i)
+    contrasts: list[Contrast] = []
+    for design in sorted(by_design):
+        members = by_design[design]
+        axes = sorted({a for i in members for a in i["axes"]})
+        factors = [a for a in axes if len(_levels(members, a)) == 2
+                   and all(a in i["axes"] for i in members)
+                   and not _reorders_options(members, a)]
+        if not factors or not _crossed(members, factors):
+            continue
+        levels = {a: _levels(members, a) for a in factors}
+        where = {"design": design}
+        metric = _default_metric(members)
+        if len(factors) == 1:
+            (axis,) = factors
+            first, second = levels[axis]
+            contrasts.append(Contrast(f"{design}: {axis} ({first} - {second})", "pairwise",
+                                      metric, ({**where, axis: first},),
+                                      ({**where, axis: second},), "derived"))
+        else:
+            contrasts += _factorial(design, factors, levels, metric, DEFAULT_ORDER, "derived",
+                                    where)
+    return contrasts
+
+
+def _crossed(members: Sequence[Mapping[str, Any]], factors: Sequence[str]) -> bool:
+    """Whether every group has every combination of the factors' levels."""
+    cells: dict[tuple[str, int], set[tuple[str, ...]]] = defaultdict(set)
+    for i in members:
+        cells[(i["family"], i["group"])].add(tuple(i["axes"][a] for a in factors))
+    return all(len(c) == 2 ** len(factors) for c in cells.values())
+
+
+def unit_values(contrast: Contrast, instances: Sequence[Mapping[str, Any]],
+                values: Sequence[float | None],
+                key_value: Callable[[Mapping[str, Any], str], str]
+                ) -> dict[tuple[str, int], float]:
+    """Per group: the mean over the ``a`` cells of each cell's mean of ``values`` (None: the
+    item does not count, e.g. unanswered) less the same over the ``b`` cells. A group lacking
+    a value in any cell is left out."""
+    sums: dict[tuple[tuple[str, int], str, int], list[float]] = defaultdict(list)
+    for instance, value in zip(instances, values, strict=True):
+        if value is None:
+            continue
+        if contrast.where and not _selects(instance, contrast.where, key_value):
+            continue
+        unit = (instance["family"], instance["group"])
+        for side, cells in (("a", contrast.a), ("b", contrast.b)):
+            for index, selector in enumerate(cells):
+                if _selects(instance, selector, key_value):
+                    sums[(unit, side, index)].append(value)
+    units = {unit for unit, _, _ in sums}
+    result = {}
+    for unit in sorted(units):
+        means = {}
+        for side, cells in (("a", contrast.a), ("b", contrast.b)):
+            cell_means = [sums.get((unit, side, k)) for k in range(len(cells))]
+            if any(not m for m in cell_means):
+                break
+            means[side] = math.fsum(math.fsum(m) / len(m) for m in cell_means if m) \
+                / len(cells)
+        else:
+            result[unit] = means["a"] - means["b"]
+    return result
+
+
+def load_analysis_file(path: Path) -> Mapping[str, Any]:
+    """A file of analysis declarations (``contrasts``, ``factorials``), checked against the
+    analysis schema: every error with its file, line and column."""
+    from .errors import SpecError
+    from .schemas import schema_problems
+    from .yamlsafe import load_yaml_file
+
+    located = load_yaml_file(path, str(path))
+    problems = schema_problems("analysis", located)
+    if problems:
+        raise SpecError(problems)
+    names = [e["name"] for key in ("contrasts", "factorials") for e in located.data.get(key, [])]
+    for key in ("contrasts", "factorials"):
+        for index, entry in enumerate(located.data.get(key, [])):
+            if names.count(entry["name"]) > 1:
+                raise located.error(f"{entry['name']!r} names two declarations",
+                                    (key, index, "name"))
+    return located.data

@@ -1,0 +1,163 @@
+"""Contrasts and factorial effects: derived from a frozen release's crossed axes, declared in
+a file for it, checked by hand on policies whose effects are known; the score report's JSON
+schema; rho-star on a contrast."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import LATEST_RELEASES, bundled_release, release_instances, run_cli
+from generator.policies import POLICIES, act_on
+from generator.schemas import schema_errors
+
+RELEASE = "trustgap-v3"
+
+
+def _write_responses(path: Path, instances: list[dict], respond) -> Path:
+    path.write_text("".join(json.dumps({"id": i["id"], "response": respond(i)}) + "\n"
+                            for i in instances))
+    return path
+
+
+def _score(release: Path, responses: Path, *args: str) -> dict:
+    result = run_cli("score", str(release), str(responses), "--format", "json", *args)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert schema_errors("score", report) == []
+    return report
+
+
+def _contrasts(report: dict) -> dict[str, dict]:
+    return {c["name"]: c for c in report["contrasts"]}
+
+
+def _follows_memory_when(instance: dict, **cell: str) -> str:
+    """Acts on the remembered value in the cells given, else on the evidence."""
+    answer = instance["answer"]
+    if all(instance["axes"].get(k) == v for k, v in cell.items()) and "remembered" in answer:
+        return act_on(answer, answer["remembered"])
+    return act_on(answer, answer.get("evidence", answer["gold"]))
+
+
+@pytest.fixture(scope="module")
+def trustgap(built_dist: Path) -> tuple[Path, list[dict]]:
+    release = bundled_release(built_dist, RELEASE)
+    return release, release_instances(release)
+
+
+def test_factorial_effects_of_a_policy_known_by_hand(trustgap, tmp_path: Path) -> None:
+    # Relies on memory only where the label is present and the memory newer: reliance 1 in
+    # that quarter of the cells, 0 elsewhere. Coded +1 at each axis's first level
+    # (label present, recency older): label +0.5, recency -0.5, their interaction -0.5,
+    # every other effect 0.
+    release, instances = trustgap
+    responses = _write_responses(tmp_path / "r.jsonl", instances,
+                                 lambda i: _follows_memory_when(i, label="present",
+                                                                recency="newer"))
+    effects = _contrasts(_score(release, responses))
+    expected = {"factorial: label (present - removed)": 0.5,
+                "factorial: recency (older - newer)": -0.5,
+                "factorial: label (present - removed) x recency (older - newer)": -0.5,
+                "factorial: authority (user - inferred)": 0.0,
+                "factorial: position (before - after)": 0.0,
+                "factorial: authority (user - inferred) x label (present - removed)": 0.0}
+    for name, value in expected.items():
+        assert effects[name]["estimate"] == pytest.approx(value), name
+        assert effects[name]["metric"] == "reliance" and effects[name]["source"] == "derived"
+        assert effects[name]["groups"] == 150
+    for name in ("factorial: label (present - removed)", "factorial: recency (older - newer)"):
+        low, high = effects[name]["ci"]
+        assert low <= effects[name]["estimate"] <= high
+        assert effects[name]["p_adjusted"] < 0.05
+    assert effects["factorial: authority (user - inferred)"]["p_value"] == 1.0
+
+
+def test_memory_follower_has_no_factorial_effect_and_relies_everywhere(trustgap,
+                                                                        tmp_path: Path) -> None:
+    release, instances = trustgap
+    responses = _write_responses(tmp_path / "f.jsonl", instances,
+                                 lambda i: POLICIES["memory-follower"](i, 0))
+    report = _score(release, responses, "--by", "design")
+    effects = _contrasts(report)
+    assert len([c for c in effects.values() if c["kind"] == "main_effect"]) == 4
+    assert len([c for c in effects.values() if c["kind"] == "interaction"]) == 6
+    for contrast in effects.values():
+        assert contrast["estimate"] == 0.0 and contrast["p_value"] == 1.0, contrast["name"]
+    for design in ("factorial", "framing", "mitigation"):
+        row = next(g["metrics"] for g in report["groups"] if g["key"] == {"design": design})
+        assert row["reliance"] == 1.0 and row["accuracy"] == 0.0
+
+
+def test_declared_contrasts_for_a_frozen_release(trustgap, tmp_path: Path) -> None:
+    # Each mitigation against the unmitigated stale cell of the same group, from a file: a
+    # policy that relies on memory only without a mitigation has reliance 1 there, 0 with
+    # one, so each mitigation lowers reliance by exactly 1.
+    release, instances = trustgap
+    analysis = tmp_path / "analysis.yaml"
+    analysis.write_text(
+        "contrasts:\n"
+        "  - {name: metadata_vs_unmitigated, a: {mitigation: metadata},"
+        " b: {condition: stale}, metric: reliance}\n"
+        "  - {name: resolved_vs_unmitigated, a: {mitigation: resolved},"
+        " b: {condition: stale}, metric: reliance}\n")
+    responses = _write_responses(tmp_path / "m.jsonl", instances,
+                                 lambda i: _follows_memory_when(i, condition="stale"))
+    report = _score(release, responses, "--analysis", str(analysis))
+    declared = _contrasts(report)
+    for name in ("metadata_vs_unmitigated", "resolved_vs_unmitigated"):
+        assert declared[name]["estimate"] == -1.0 and declared[name]["source"] == "declared"
+        assert declared[name]["groups"] == 150 and declared[name]["p_adjusted"] < 0.05
+    table = run_cli("score", str(release), str(responses), "--analysis", str(analysis))
+    assert "metadata_vs_unmitigated" in table.stdout and "simultaneous" in table.stdout
+
+
+def test_a_bad_analysis_file_is_located(trustgap, tmp_path: Path) -> None:
+    release, instances = trustgap
+    analysis = tmp_path / "analysis.yaml"
+    analysis.write_text("contrasts:\n  - name: x\n    a: {framing: memory}\n"
+                        "    b: {framing: document}\n    metrik: reliance\n")
+    responses = _write_responses(tmp_path / "o.jsonl", instances[:1], lambda i: "A")
+    result = run_cli("score", str(release), str(responses), "--allow-missing",
+                     "--analysis", str(analysis))
+    assert result.returncode == 2
+    assert f"{analysis}:5:5" in result.stderr and "unknown key 'metrik'" in result.stderr
+
+
+def test_rho_star_reads_a_contrast_and_refuses_what_it_cannot_compute(
+        trustgap, tmp_path: Path) -> None:
+    release, instances = trustgap
+    runs = []
+    for level, cell in (("small", {"label": "no such level"}), ("large", {"label": "removed"})):
+        responses = _write_responses(tmp_path / f"{level}.jsonl", instances,
+                                     lambda i, cell=cell: _follows_memory_when(i, **cell))
+        result = run_cli("score", str(release), str(responses), "--format", "json")
+        path = tmp_path / f"{level}.json"
+        path.write_text(result.stdout)
+        runs.append(f"{level}={path}")
+    # Reliance with the label present minus without it: 0 at "small" (never relies), -1 at
+    # "large" (relies only where the label was removed): below zero first at "large".
+    name = "factorial: label (present - removed)"
+    found = run_cli("rho-star", *runs, "--contrast", name)
+    assert found.returncode == 0 and found.stdout.strip() == "large", found.stderr
+    first = run_cli("rho-star", runs[0], "--contrast", name)
+    assert first.returncode == 0 and first.stdout.strip() == "none"
+    missing = run_cli("rho-star", *runs, "--contrast", "no such contrast")
+    assert missing.returncode == 2 and "no contrast 'no such contrast'" in missing.stderr
+    # Δmem where the row declares no baseline: a reason and status 2, never "none".
+    no_delta = run_cli("rho-star", *runs, "--where", "condition=no_memory")
+    assert no_delta.returncode == 2
+    assert "no group" in no_delta.stderr or "cannot compute ρ*" in no_delta.stderr
+
+
+@pytest.mark.parametrize("name", LATEST_RELEASES)
+def test_every_newest_release_scores_to_the_schema(built_dist: Path, tmp_path: Path,
+                                                   name: str) -> None:
+    release = bundled_release(built_dist, name)
+    responses = tmp_path / "random.jsonl"
+    assert run_cli("respond", str(release), "--policy", "random", "--out",
+                   str(responses)).returncode == 0
+    report = _score(release, responses, "--by", "family")
+    assert report["multiplicity"]["correction"] == "holm"
