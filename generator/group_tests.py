@@ -63,7 +63,10 @@ def plan_tests(instances: Sequence[Mapping[str, Any]], indices: Sequence[int]
     pair whose two arms the row holds. Judge-scored items take part in none."""
     codes: dict[tuple[str, int], int] = {}
     scored = [i for i in indices if instances[i]["answer"]["scorer"] != "judge"]
+    # An act/don't-act design (one that declares a signal) is read by signal detection,
+    # not by a paired test of accuracy, which there would measure a response bias.
     declared = sorted({(p["axis"], p["a"], p["b"]) for i in indices
+                       if not instances[i].get("analysis", {}).get("signal")
                        for p in instances[i].get("analysis", {}).get("paired", [])})
     axes = {axis for axis, _, _ in declared}
     arms: list[tuple[dict[str, str] | None, list[int]]] = [(None, scored)]

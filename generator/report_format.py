@@ -12,11 +12,13 @@ from rich.table import Table
 #: Metrics shown as columns, with their interval where they have one.
 COLUMNS = ("n", "answered", "missing", "coverage", "accuracy", "selective_risk",
            "accuracy_all", "abstention_rate", "reliance", "delta_mem", "delta_mem_pairs",
-           "judge_score", "judge_score_norm", "influence")
+           "hit_rate", "false_alarm_rate", "hit_minus_fa", "d_prime", "judge_score",
+           "judge_score_norm", "influence")
 #: Columns the CSV and JSON carry but the table leaves out: each is 1 minus a column shown.
 NOT_IN_TABLE = ("selective_risk", "abstention_rate")
 #: The metrics reported with a bootstrap interval.
-WITH_INTERVAL = ("coverage", "accuracy", "reliance", "delta_mem", "judge_score",
+WITH_INTERVAL = ("coverage", "accuracy", "reliance", "delta_mem", "hit_rate",
+                 "false_alarm_rate", "hit_minus_fa", "d_prime", "judge_score",
                  "judge_score_norm", "influence")
 
 

@@ -24,6 +24,7 @@ from .group_tests import plan_tests, run_test
 from .instances import pair_key
 from .parquet_export import split_of
 from .scoring import canonical_text, first_attempt, first_choice, first_line, is_correct
+from .signal_detection import group_rates, sdt_metrics
 from .stats import adjust, bootstrap_ci, normalise, sign_flip_test
 
 #: Responses that decline to answer, matched against the first line of a response. A
@@ -257,6 +258,12 @@ def metrics(subset: Sequence[Outcome], everything: Sequence[Outcome], key: Mappi
         result["delta_mem"], result["delta_mem_ci"] = _mean_and_ci(delta, clusters, options,
                                                                     delta_level)
         result["delta_mem_pairs"] = len(delta)
+    signalled = [o for o in subset if o.instance.get("analysis", {}).get("signal")]
+    if signalled:
+        rates = group_rates([(o.instance, o.response) for o in signalled
+                             if o.answered and o.response is not None])
+        result.update(sdt_metrics(rates, clusters if options.cluster else None,
+                                  options.resamples, options.seed))
     judged = _unit_means(subset, lambda o: o.judge)
     if judged:
         result["judge_score"], result["judge_score_ci"] = _mean_and_ci(judged, clusters, options)
@@ -284,8 +291,11 @@ def _delta_mem(subset: Sequence[Outcome], everything: Sequence[Outcome],
     if len(baselines) != 1:
         return None
     axis, value = baselines.pop()
+    # An act/don't-act design is read by signal detection: a difference of accuracy there
+    # would measure a response bias, not memory.
     treated = [o for o in subset if axis in o.instance["axes"]
-               and o.instance["axes"][axis] != value and o.correct is not None]
+               and o.instance["axes"][axis] != value and o.correct is not None
+               and not o.instance["analysis"].get("signal")]
     # The variant name changes with the baseline axis, so it cannot also hold for the
     # baseline instances; the other keys narrow the baseline to the same slice.
     other_keys = {k: v for k, v in key.items() if k not in (axis, "variant", "id")}

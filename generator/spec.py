@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -453,6 +454,14 @@ class FamilyLoader:
                 elif len(values[axis]) != 2:
                     problem(f"factorial axis {axis!r} has {len(values[axis])} values; a "
                             "factor has two", where)
+        if "signal" in analysis:
+            for axis, value in analysis["signal"]["act"].items():
+                refs.append((("analysis", "signal", "act", axis), axis, [value]))
+            try:
+                re.compile(analysis["signal"]["performed"])
+            except re.error as exc:
+                problem(f"signal 'performed' is not a valid regular expression: {exc}",
+                        ("analysis", "signal", "performed"))
         for where, axis, wanted in refs:
             if axis not in values:
                 problem(f"analysis names unknown axis {axis!r}", where)

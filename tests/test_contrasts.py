@@ -161,3 +161,51 @@ def test_every_newest_release_scores_to_the_schema(built_dist: Path, tmp_path: P
                    str(responses)).returncode == 0
     report = _score(release, responses, "--by", "family")
     assert report["multiplicity"]["correction"] == "holm"
+
+
+def _act_instance(group: int, arm: str) -> dict:
+    return {"id": f"f-{group:05d}-{arm}", "family": "f", "group": group, "design": "main",
+            "paradigm": "p", "variant": arm, "axes": {"arm": arm}, "fields": {},
+            "answer": {"scorer": "regex", "gold": "^remind\\(" if arm == "cue" else "^ok$"},
+            "analysis": {"signal": {"performed": "^remind\\(", "act": {"arm": "cue"}},
+                         "baseline": {"axis": "arm", "value": "none"},
+                         "paired": [{"axis": "arm", "a": "cue", "b": "none"}]}}
+
+
+@pytest.mark.parametrize(("policy", "hits", "false_alarms"), [
+    ("always-act", 1.0, 1.0), ("never-act", 0.0, 0.0), ("acts-on-cue", 1.0, 0.0),
+    ("acts-on-half", 0.5, 0.0)])
+def test_signal_detection_of_act_policies_by_hand(policy: str, hits: float,
+                                                  false_alarms: float) -> None:
+    from scipy.stats import norm
+
+    from generator.score import ScoreOptions, outcome, score_outcomes
+
+    groups = 20
+    instances = [_act_instance(g, arm) for g in range(groups) for arm in ("cue", "none")]
+
+    def respond(instance: dict) -> str:
+        acts = {"always-act": True, "never-act": False,
+                "acts-on-cue": instance["axes"]["arm"] == "cue",
+                "acts-on-half": instance["axes"]["arm"] == "cue" and instance["group"] % 2 == 0,
+                }[policy]
+        return "remind('standup', '09:00')" if acts else "ok"
+
+    report = score_outcomes([outcome(i, respond(i)) for i in instances], [],
+                            ScoreOptions(seed=0))
+    metrics = report["overall"]
+    assert (metrics["hit_rate"], metrics["false_alarm_rate"]) == (hits, false_alarms)
+    assert metrics["hit_minus_fa"] == pytest.approx(hits - false_alarms)
+    assert metrics["signal_groups"] == groups
+
+    def corrected(rate: float) -> float:  # 0 and 1 moved to 1/(2n), 1 - 1/(2n)
+        return min(max(rate, 1 / (2 * groups)), 1 - 1 / (2 * groups))
+
+    assert metrics["d_prime"] == pytest.approx(norm.ppf(corrected(hits))
+                                               - norm.ppf(corrected(false_alarms)))
+    low, high = metrics["d_prime_ci"]
+    assert low <= metrics["d_prime"] + 1e-9 and metrics["d_prime"] - 1e-9 <= high
+    # Delta-mem and the paired accuracy test would measure a response bias here: absent.
+    assert "delta_mem" not in metrics
+    assert not [t for t in metrics.get("tests", []) if t["test"] == "mcnemar_exact"]
+    assert schema_errors("score", json.loads(json.dumps(report))) == []
