@@ -545,6 +545,9 @@ def score(
         help="Normalise judge scores within each dataset: minmax or z.")] = None,
     dataset_key: Annotated[str, typer.Option(
         help="Key that names a dataset for normalisation.")] = "family",
+    normalize_within_run: Annotated[bool, typer.Option(
+        help="Normalise against this run's scores of each dataset even where the release "
+             "declares reference statistics for it.")] = False,
     allow_missing: Annotated[bool, typer.Option(
         help="Score instances without a response as unanswered, and judge requests without "
              "a judgment as unjudged, instead of refusing.")] = False,
@@ -610,10 +613,16 @@ def score(
         if judgments is not None and unblind is not None:
             scales = {i["id"]: i.get("analysis", {}).get("judge_scale") for i in instances}
             scores = load_judgments(judgments, unblind, scales, allow_missing=allow_missing)
-            outcomes = attach_judgments(outcomes, scores, normalize, dataset_key)
+            outcomes, references = attach_judgments(outcomes, scores, normalize, dataset_key,
+                                                    normalize_within_run)
+        else:
+            references = {}
         report = score_outcomes(outcomes, _split_keys(by),
                                 ScoreOptions(cluster, resamples, seed, correction,
                                              correction_scope, analysis=declarations))
+        if references:
+            report["normalisation"] = {"method": normalize, "dataset_key": dataset_key,
+                                       "reference": references}
         if output_format == "json":
             sys.stdout.write(as_json(report) + "\n")
         elif output_format == "csv":

@@ -13,13 +13,13 @@ from rich.table import Table
 COLUMNS = ("n", "answered", "missing", "coverage", "accuracy", "selective_risk",
            "accuracy_all", "abstention_rate", "reliance", "delta_mem", "delta_mem_pairs",
            "hit_rate", "false_alarm_rate", "hit_minus_fa", "d_prime", "judge_score",
-           "judge_score_norm", "influence")
+           "judge_score_norm", "influence", "influence_percent")
 #: Columns the CSV and JSON carry but the table leaves out: each is 1 minus a column shown.
 NOT_IN_TABLE = ("selective_risk", "abstention_rate")
 #: The metrics reported with a bootstrap interval.
 WITH_INTERVAL = ("coverage", "accuracy", "reliance", "delta_mem", "hit_rate",
                  "false_alarm_rate", "hit_minus_fa", "d_prime", "judge_score",
-                 "judge_score_norm", "influence")
+                 "judge_score_norm", "influence", "influence_percent")
 
 
 def _rows(report: dict[str, Any]) -> list[tuple[dict[str, str], dict[str, Any]]]:

@@ -275,6 +275,13 @@ def metrics(subset: Sequence[Outcome], everything: Sequence[Outcome], key: Mappi
         if influence:
             result["influence"], result["influence_ci"] = _mean_and_ci(influence, clusters,
                                                                        options)
+            span = _scale_span(subset)
+            if span:
+                # The same difference as a percentage of the judge's scale.
+                result["influence_percent"] = 100 * result["influence"] / span
+                result["influence_percent_ci"] = (
+                    [100 * v / span for v in result["influence_ci"]]
+                    if result["influence_ci"] else None)
     tests = _tests(subset)
     if tests:
         result["tests"] = tests
@@ -311,6 +318,15 @@ def _delta_mem(subset: Sequence[Outcome], everything: Sequence[Outcome],
     return {u: treated_means[u] - base_means[u] for u in shared}
 
 
+def _scale_span(subset: Sequence[Outcome]) -> float | None:
+    """The width (highest - lowest) of the judge scale every judge pair of the subset
+    declares alike, or None."""
+    spans = {(scale[1] - scale[0]) for o in subset
+             if o.instance.get("analysis", {}).get("judge_pairs")
+             and (scale := o.instance["analysis"].get("judge_scale"))}
+    return float(spans.pop()) if len(spans) == 1 else None
+
+
 def _influence(subset: Sequence[Outcome]) -> dict[tuple[str, int], float]:
     """Per group: treatment minus control judge score, over the declared judge pairs."""
     arms: dict[tuple, dict[str, float]] = defaultdict(dict)
@@ -330,8 +346,12 @@ def _influence(subset: Sequence[Outcome]) -> dict[tuple[str, int], float]:
 
 
 def attach_judgments(outcomes: list[Outcome], scores: Mapping[str, float],
-                     normalisation: str | None, dataset_key: str) -> list[Outcome]:
-    """Outcomes with judge scores folded in, normalised within each dataset if asked."""
+                     normalisation: str | None, dataset_key: str,
+                     within_run: bool = False) -> tuple[list[Outcome], dict[str, str]]:
+    """Outcomes with judge scores folded in and, if asked, normalised per dataset: against
+    the reference statistics the dataset's instances declare (``analysis.judge_reference``:
+    min/max for minmax, mean/sd for z), else, or with ``within_run``, against the run's own
+    scores of that dataset. Also returns, per dataset, which reference was used."""
     from dataclasses import replace
 
     by_dataset: dict[str, list[int]] = defaultdict(list)
@@ -341,12 +361,30 @@ def attach_judgments(outcomes: list[Outcome], scores: Mapping[str, float],
         updated.append(replace(o, judge=score))
         if score is not None:
             by_dataset[key_value(o.instance, dataset_key)].append(index)
+    references: dict[str, str] = {}
     if normalisation:
-        for indices in by_dataset.values():
-            normed = normalise([updated[i].judge for i in indices], normalisation)
+        for dataset, indices in sorted(by_dataset.items()):
+            reference = None if within_run else _declared_reference(
+                [updated[i].instance for i in indices], normalisation)
+            judged = [updated[i].judge for i in indices]
+            normed = normalise(judged, normalisation, reference)
+            references[dataset] = "declared" if reference else "within-run"
             for i, value in zip(indices, normed, strict=True):
                 updated[i] = replace(updated[i], judge_norm=value)
-    return updated
+    return updated, references
+
+
+def _declared_reference(instances: Sequence[Mapping[str, Any]], method: str
+                        ) -> tuple[float, float] | None:
+    """The (min, max) or (mean, sd) every instance of a dataset declares alike, or None."""
+    wanted = ("min", "max") if method == "minmax" else ("mean", "sd")
+    found = {tuple(ref.get(k) for k in wanted)
+             for i in instances
+             for ref in [i.get("analysis", {}).get("judge_reference", {})]}
+    if len(found) != 1:
+        return None
+    (pair,) = found
+    return (float(pair[0]), float(pair[1])) if None not in pair else None
 
 
 def check_keys(outcomes: Sequence[Outcome], by: Sequence[str], cluster: str | None) -> None:

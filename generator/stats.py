@@ -189,19 +189,23 @@ def holm(p_values: Sequence[float | None]) -> list[float | None]:
     return adjusted
 
 
-def normalise(scores: Sequence[float], method: str) -> list[float]:
-    """Min-max to [0, 1] or z-scores (population standard deviation) within one dataset."""
+def normalise(scores: Sequence[float], method: str,
+              reference: tuple[float, float] | None = None) -> list[float]:
+    """Min-max to [0, 1] or z-scores of one dataset's scores: against ``reference`` (fixed
+    (min, max) or (mean, sd) declared for the dataset) where given, else against the scores'
+    own min and max, or mean and population standard deviation."""
     import numpy as np
 
     data = np.asarray(scores, dtype=float)
     if data.size == 0:
         return []
     if method == "minmax":
-        span = data.max() - data.min()
-        return [0.0] * data.size if span == 0 else list((data - data.min()) / span)
+        low, high = reference if reference else (data.min(), data.max())
+        span = high - low
+        return [0.0] * data.size if span == 0 else list((data - low) / span)
     if method == "z":
-        sd = data.std()
-        return [0.0] * data.size if sd == 0 else list((data - data.mean()) / sd)
+        mean, sd = reference if reference else (data.mean(), data.std())
+        return [0.0] * data.size if sd == 0 else list((data - mean) / sd)
     raise ValueError(f"unknown normalisation {method!r}")
 
 

@@ -209,3 +209,26 @@ def test_signal_detection_of_act_policies_by_hand(policy: str, hits: float,
     assert "delta_mem" not in metrics
     assert not [t for t in metrics.get("tests", []) if t["test"] == "mcnemar_exact"]
     assert schema_errors("score", json.loads(json.dumps(report))) == []
+
+
+def test_judge_scores_normalised_against_declared_reference_statistics() -> None:
+    from generator.score import attach_judgments, outcome
+
+    def judged(group: int, family: str, reference: dict | None) -> dict:
+        analysis = {"judge_scale": [1, 10]}
+        if reference:
+            analysis["judge_reference"] = reference
+        return {"id": f"{family}-{group:05d}-main", "family": family, "group": group,
+                "design": "main", "axes": {}, "fields": {}, "answer": {"scorer": "judge"},
+                "analysis": analysis}
+
+    instances = [judged(g, "d1", {"min": 1, "max": 10}) for g in range(3)] + \
+        [judged(g, "d2", None) for g in range(3)]
+    scores = {i["id"]: s for i, s in zip(instances, [4, 7, 10, 2, 3, 4], strict=True)}
+    outcomes = [outcome(i, "text") for i in instances]
+    fixed, references = attach_judgments(outcomes, scores, "minmax", "family")
+    assert references == {"d1": "declared", "d2": "within-run"}
+    assert [o.judge_norm for o in fixed] == pytest.approx([1 / 3, 2 / 3, 1.0, 0.0, 0.5, 1.0])
+    own, references = attach_judgments(outcomes, scores, "minmax", "family", within_run=True)
+    assert references == {"d1": "within-run", "d2": "within-run"}
+    assert [o.judge_norm for o in own][:3] == pytest.approx([0.0, 0.5, 1.0])

@@ -273,6 +273,10 @@ def test_judge_requests_pair_the_arms_blind_and_fold_back(built_example: Path,
     priming = group(report, family=PRIMING)
     assert priming["influence"] == 4.0 and priming["influence_ci"] == [4.0, 4.0]
     assert priming["judge_score"] == 5.0 and priming["judge_score_norm"] == 0.5
+    # On the judge's 1-10 scale, 4 points are 4/9 of its width: 44.4%.
+    assert priming["influence_percent"] == pytest.approx(400 / 9)
+    assert report["normalisation"] == {"method": "minmax", "dataset_key": "family",
+                                       "reference": {PRIMING: "within-run"}}
     bad = _write(tmp_path / "bad_judgments.jsonl", [{"request_id": "nope", "score": 1}])
     refused = run_cli("score", str(built_example), str(responses), "--judgments", str(bad),
                       "--unblind", str(tmp_path / "requests.jsonl.unblind.json"))

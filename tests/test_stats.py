@@ -89,6 +89,9 @@ def test_normalisation_by_hand() -> None:
     assert z == pytest.approx([(2 - mean) / sd, (4 - mean) / sd, (9 - mean) / sd])
     assert normalise([3, 3], "z") == [0.0, 0.0]
     assert normalise([3, 3], "minmax") == [0.0, 0.0]
+    # Against fixed reference statistics, the run's own spread does not matter.
+    assert normalise([2, 4, 10], "minmax", (1.0, 10.0)) == pytest.approx([1 / 9, 3 / 9, 1.0])
+    assert normalise([3, 3], "z", (5.0, 2.0)) == [-1.0, -1.0]
 
 
 def test_rho_star_is_the_first_level_whose_interval_is_below_zero() -> None:
