@@ -232,3 +232,20 @@ def test_judge_scores_normalised_against_declared_reference_statistics() -> None
     own, references = attach_judgments(outcomes, scores, "minmax", "family", within_run=True)
     assert references == {"d1": "within-run", "d2": "within-run"}
     assert [o.judge_norm for o in own][:3] == pytest.approx([0.0, 0.5, 1.0])
+
+
+def test_a_family_analysis_block_with_bad_declarations_is_located(project_copy: Path) -> None:
+    family = project_copy / "specs/families/example/meeting_room.yaml"
+    family.write_text(family.read_text().replace(
+        "  baseline: {axis: condition, value: no_memory}\n",
+        "  baseline: {axis: condition, value: no_memory}\n"
+        "  contrasts: [{name: stale_vs_clean, a: {condition: stale}, b: {condition: cleen}}]\n"
+        "  factorials: [{name: f, axes: [condition, rotation]}]\n"
+        "  signal: {performed: '(unclosed', act: {condition: stale}}\n"))
+    result = run_cli("validate", root=project_copy)
+    assert result.returncode == 2, result.stderr
+    for message in ("analysis names 'cleen', not a value of axis 'condition'",
+                    "factorial axis 'condition' has 3 values; a factor has two",
+                    "signal 'performed' is not a valid regular expression"):
+        assert message in result.stderr, result.stderr
+    assert "meeting_room.yaml:" in result.stderr
