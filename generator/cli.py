@@ -572,7 +572,14 @@ def score(
     from .contrasts import load_analysis_file
     from .judge import load_judgments
     from .release_data import load_release_instances
-    from .report_format import as_contrasts_table, as_csv, as_json, as_table, as_tests_table
+    from .report_format import (
+        as_contrasts_table,
+        as_csv,
+        as_json,
+        as_summaries_table,
+        as_table,
+        as_tests_table,
+    )
     from .responses import load_responses
     from .score import SCOPES, ScoreOptions, attach_judgments, outcome, score_outcomes
     from .stats import CORRECTIONS
@@ -629,7 +636,8 @@ def score(
             sys.stdout.write(as_csv(report))
         else:
             out.print(as_table(report))
-            for extra in (as_tests_table(report), as_contrasts_table(report)):
+            for extra in (as_tests_table(report), as_contrasts_table(report),
+                          as_summaries_table(report)):
                 if extra is not None:
                     out.print(extra)
 

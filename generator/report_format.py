@@ -129,6 +129,21 @@ def as_contrasts_table(report: dict[str, Any]) -> Table | None:
     return table
 
 
+def as_summaries_table(report: dict[str, Any]) -> Table | None:
+    """Declared headline scores: each part's percentage and their mean."""
+    summaries = report.get("summaries") or []
+    if not summaries:
+        return None
+    table = Table("summary", "part", "metric", "percent")
+    for summary in summaries:
+        for value, part in summary["parts"].items():
+            table.add_row(summary["name"], f"{summary['over']}={value}", part["metric"],
+                          format_value(part["percent"], UNDEFINED))
+        table.add_row(summary["name"], "(mean of the parts)", "",
+                      format_value(summary["score"], UNDEFINED))
+    return table
+
+
 def as_json(report: dict[str, Any]) -> str:
     return json.dumps(report, indent=2, sort_keys=True, allow_nan=False)
 

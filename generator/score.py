@@ -457,7 +457,37 @@ def score_outcomes(outcomes: Sequence[Outcome], by: Sequence[str],
                           "level": level, "simultaneous": simultaneous},
         },
     }
+    summaries = [_summary(entry, outcomes, options)
+                 for declarations in options.analysis
+                 for entry in declarations.get("summaries", [])]
+    if summaries:
+        report["summaries"] = summaries
     return report
+
+
+#: Metrics a summary reads that are shares (shown x 100); the others are percentages already.
+_SHARES = ("accuracy", "accuracy_all", "coverage", "reliance", "judge_score_norm")
+
+
+def _summary(entry: Mapping[str, Any], outcomes: Sequence[Outcome], options: ScoreOptions
+             ) -> dict[str, Any]:
+    """One headline score: each value of ``over`` scored by its metric as a percentage, then
+    the unweighted mean of the parts (each part weighs alike, whatever its size)."""
+    check_keys(outcomes, [entry["over"]], None)
+    buckets: dict[str, list[Outcome]] = defaultdict(list)
+    for o in outcomes:
+        buckets[key_value(o.instance, entry["over"])].append(o)
+    parts: dict[str, dict[str, Any]] = {}
+    for value in sorted(buckets):
+        metric = entry.get("metrics", {}).get(value, entry.get("metric", "accuracy"))
+        measured = metrics(buckets[value], outcomes, {entry["over"]: value}, options).get(
+            metric)
+        percent = None if measured is None else (
+            100 * measured if metric in _SHARES else measured)
+        parts[value] = {"metric": metric, "percent": percent}
+    values = [p["percent"] for p in parts.values()]
+    score = None if not values or None in values else math.fsum(values) / len(values)
+    return {"name": entry["name"], "over": entry["over"], "parts": parts, "score": score}
 
 
 def _metric_value(o: Outcome, metric: str) -> float | None:

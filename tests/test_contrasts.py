@@ -249,3 +249,36 @@ def test_a_family_analysis_block_with_bad_declarations_is_located(project_copy: 
                     "signal 'performed' is not a valid regular expression"):
         assert message in result.stderr, result.stderr
     assert "meeting_room.yaml:" in result.stderr
+
+
+def test_a_declared_headline_score_over_paradigms(built_dist: Path, tmp_path: Path) -> None:
+    # The oracle is right on every procedural and conditioning item (100%); a judge that
+    # gives the experimental arm 7 and the control 3 on a 1-10 scale makes the priming
+    # influence 4/9 of the scale (44.4%); the overall score is the mean of the three.
+    release = bundled_release(built_dist, "implicitmem-v3")
+    instances = release_instances(release)
+    responses = _write_responses(tmp_path / "o.jsonl", instances,
+                                 lambda i: POLICIES["oracle"](i, 0))
+    requests = tmp_path / "requests.jsonl"
+    assert run_cli("judge-requests", str(release), str(responses), "--out",
+                   str(requests)).returncode == 0
+    unblind_path = tmp_path / "requests.jsonl.unblind.json"
+    unblind = json.loads(unblind_path.read_text())
+    judgments = tmp_path / "judgments.jsonl"
+    judgments.write_text("".join(json.dumps({"request_id": rid, "scores": {
+        slot: 7 if iid.endswith("experimental") else 3 for slot, iid in slots.items()}}) + "\n"
+        for rid, slots in unblind.items()))
+    paradigms = sorted({i["paradigm"] for i in instances})
+    priming = next(p for p in paradigms if any(
+        i["paradigm"] == p and i["answer"]["scorer"] == "judge" for i in instances))
+    analysis = tmp_path / "analysis.yaml"
+    analysis.write_text("summaries:\n  - name: overall\n    over: paradigm\n"
+                        f"    metric: accuracy\n    metrics: {{{priming}: influence_percent}}\n")
+    report = _score(release, responses, "--judgments", str(judgments), "--unblind",
+                    str(unblind_path), "--analysis", str(analysis))
+    (summary,) = report["summaries"]
+    assert set(summary["parts"]) == set(paradigms) and len(paradigms) == 3
+    for paradigm, part in summary["parts"].items():
+        expected = 400 / 9 if paradigm == priming else 100.0
+        assert part["percent"] == pytest.approx(expected), paradigm
+    assert summary["score"] == pytest.approx((200 + 400 / 9) / 3)
