@@ -234,6 +234,11 @@ class FamilyGenerator:
         for key in ("unordered_args", "first", "abstain"):
             if key in spec:
                 answer[key] = spec[key]
+        # The paradigm's abstention patterns come first, then the family's own; a paradigm
+        # that declares none leaves the answer as it was.
+        paradigm_abstain = self.family.paradigm.located.data.get("abstain", [])
+        if paradigm_abstain:
+            answer["abstain"] = [*paradigm_abstain, *answer.get("abstain", [])]
         problems = answer_problems(answer)
         if problems:
             raise self.family.located.error(

@@ -194,6 +194,17 @@ def _load_checked(path: Path, project: Project, schema: str,
     return located
 
 
+def _bad_patterns(patterns: list[str]) -> list[tuple[int, str]]:
+    """(index, reason) of each pattern that does not compile as a regular expression."""
+    bad = []
+    for index, pattern in enumerate(patterns):
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            bad.append((index, str(exc)))
+    return bad
+
+
 def _refuse_repeats(located: Located, key: str, names: list[str], what: str) -> None:
     """Raise if a name occurs twice in the list at ``key``, pointing at each repeat."""
     problems = []
@@ -213,6 +224,11 @@ def load_paradigm(path: Path, project: Project) -> ParadigmSpec:
     data = located.data
     names = [p["name"] for p in data["phases"]]
     _refuse_repeats(located, "phases", names, "phase")
+    bad = _bad_patterns(data.get("abstain", []))
+    if bad:
+        raise SpecError([Problem(f"abstain pattern is not a valid regular expression: {why}",
+                                 located.file, *located.where(("abstain", index)),
+                                 ("abstain", index)) for index, why in bad])
     return ParadigmSpec(
         paradigm_id=data["paradigm"],
         version=data["version"],
@@ -477,6 +493,9 @@ class FamilyLoader:
     def _check_answer(answer: Mapping[str, Any], slot_names: list[str], problem: Any) -> None:
         scorer = answer["scorer"]
         where = ("answer",)
+        for index, why in _bad_patterns(answer.get("abstain", [])):
+            problem(f"abstain pattern is not a valid regular expression: {why}",
+                    (*where, "abstain", index))
         if scorer in ("exact", "regex", "canonical", "choice") and "gold" not in answer:
             problem(f"a {scorer} answer needs 'gold'", where)
         if scorer == "choice" and "options" not in answer:

@@ -282,3 +282,24 @@ def test_a_declared_headline_score_over_paradigms(built_dist: Path, tmp_path: Pa
         expected = 400 / 9 if paradigm == priming else 100.0
         assert part["percent"] == pytest.approx(expected), paradigm
     assert summary["score"] == pytest.approx((200 + 400 / 9) / 3)
+
+
+def test_a_paradigm_declares_abstention_patterns_for_its_families(project_copy: Path) -> None:
+    from generator.catalog import Catalog
+    from generator.generate import FamilyGenerator
+    from generator.project import Project
+    from generator.render import Renderer
+    from generator.score import outcome
+
+    paradigm = project_copy / "specs/paradigms/example/choice.yaml"
+    paradigm.write_text(paradigm.read_text() + "abstain: ['^\\s*pass\\b']\n")
+    project = Project(project_copy)
+    family = Catalog.load(project).family("example.choice.meeting_room")
+    instance = FamilyGenerator(family, Renderer(project), seed=1).group(0)[0]
+    assert instance["answer"]["abstain"] == ["^\\s*pass\\b"]
+    assert not outcome(instance, "Pass: the directory is down.").answered
+    assert outcome(instance, "A) " + instance["answer"]["options"][0]).answered
+    paradigm.write_text(paradigm.read_text().replace("'^\\s*pass\\b'", "'(unclosed'"))
+    result = run_cli("validate", root=project_copy)
+    assert result.returncode == 2
+    assert "choice.yaml:" in result.stderr and "abstain pattern is not a valid" in result.stderr
