@@ -3,7 +3,10 @@
 Statistics follow the bundled designs: a group is the unit (variants such as option
 rotations are averaged within it before anything is compared), confidence intervals are
 percentile bootstraps over groups or over clusters of them, Δmem pairs each group with its
-own baseline condition.
+own baseline condition. Abstention is its own outcome. Every test of a report is corrected
+together and the intervals of Δmem and the contrasts are simultaneous (see
+``score_outcomes``); the tests themselves are in ``group_tests``, the contrasts and
+factorial effects in ``contrasts``, signal detection in ``signal_detection``.
 """
 
 from __future__ import annotations
