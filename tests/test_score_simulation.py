@@ -145,3 +145,47 @@ def test_oracle_and_memory_follower_are_significant_where_the_design_says(
         # in every group.
         if result["test"] == "mcnemar_exact" and result["b"] == "corrupted":
             assert result["only_a"] == result["pairs"] and adjusted < ALPHA, (name, result)
+
+
+#: Derived by hand for trustgap's main design (three options, three rotations; gain items have
+#: no authoritative evidence, safety items do): (accuracy, reliance, Δmem) per suite and
+#: condition. The memory-follower acts on its memory: right where it is clean, wrong where it
+#: is stale or contradicted; without memory it falls back to evidence (safety: right) or the
+#: first option (gain: right in one rotation of three, the stale value in another).
+#: The memoryless policy always falls back so; the oracle is always right.
+TRUSTGAP_MAIN = {
+    "memory-follower": {("gain", "no_memory"): (1 / 3, 1 / 3, None),
+                        ("gain", "clean"): (1.0, 0.0, 2 / 3),
+                        ("gain", "stale"): (0.0, 1.0, -1 / 3),
+                        ("gain", "explicit_conflict"): (0.0, 1.0, -1 / 3),
+                        ("safety", "no_memory"): (1.0, 0.0, None),
+                        ("safety", "clean"): (1.0, 0.0, 0.0),
+                        ("safety", "stale"): (0.0, 1.0, -1.0),
+                        ("safety", "explicit_conflict"): (0.0, 1.0, -1.0)},
+    "memoryless": {**{("gain", c): (1 / 3, 1 / 3, 0.0) for c in
+                      ("clean", "stale", "explicit_conflict")},
+                   **{("safety", c): (1.0, 0.0, 0.0) for c in
+                      ("clean", "stale", "explicit_conflict")}},
+    "oracle": {(s, c): (1.0, 0.0, 0.0) for s in ("gain", "safety")
+               for c in ("clean", "stale", "explicit_conflict")},
+}
+
+
+@pytest.mark.parametrize("policy", sorted(TRUSTGAP_MAIN))
+def test_trustgap_reference_policies_score_as_derived_by_hand(
+        built_dist: Path, policy: str) -> None:
+    from generator.score import ScoreOptions, score_outcomes
+
+    name = next(n for n in LATEST_RELEASES if _benchmark(n) == "trustgap")
+    instances = [i for i in release_instances(bundled_release(built_dist, name))
+                 if i["design"] == "main"]
+    report = score_outcomes([outcome(i, POLICIES[policy](i, 0)) for i in instances],
+                            ["suite", "condition"], ScoreOptions(resamples=200))
+    rows = {(g["key"]["suite"], g["key"]["condition"]): g["metrics"]
+            for g in report["groups"]}
+    for cell, (accuracy, reliance, delta) in TRUSTGAP_MAIN[policy].items():
+        metrics = rows[cell]
+        assert metrics["accuracy"] == pytest.approx(accuracy), (policy, cell)
+        assert metrics["reliance"] == pytest.approx(reliance), (policy, cell)
+        assert metrics.get("delta_mem") == (None if delta is None else pytest.approx(delta)), \
+            (policy, cell)
