@@ -9,8 +9,8 @@ there, never one of them).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -26,6 +26,7 @@ class ChanceTest:
     chance: float
     items: np.ndarray  # indices into the outcome arrays
     units: np.ndarray  # the group of each item, as a code
+    cluster_of: np.ndarray | None = None  # the cluster of each group code, if clustered
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class PairedTest:
     units_a: np.ndarray
     items_b: np.ndarray
     units_b: np.ndarray
+    cluster_of: np.ndarray | None = None
 
 
 TestPlan = ChanceTest | PairedTest
@@ -55,12 +57,14 @@ def _chance_of(instance: Mapping[str, Any]) -> float | None:
     return declared if declared else (1 / len(options) if options else None)
 
 
-def plan_tests(instances: Sequence[Mapping[str, Any]], indices: Sequence[int]
-               ) -> list[TestPlan]:
+def plan_tests(instances: Sequence[Mapping[str, Any]], indices: Sequence[int],
+               cluster: Callable[[Mapping[str, Any]], str] | None = None) -> list[TestPlan]:
     """The tests of one row (the instances at ``indices``): a chance test per arm of the
     declared paired axis when the row spans several of its values (else one for the row),
     where every programmatic item of the arm has one chance rate; a paired test per declared
-    pair whose two arms the row holds. Judge-scored items take part in none."""
+    pair whose two arms the row holds. Judge-scored items take part in none. With
+    ``cluster`` (the cluster of an instance's group), the unit of every test is the cluster:
+    the mean of its groups' means."""
     codes: dict[tuple[str, int], int] = {}
     scored = [i for i in indices if instances[i]["answer"]["scorer"] != "judge"]
     # An act/don't-act design (one that declares a signal) is read by signal detection,
@@ -95,7 +99,29 @@ def plan_tests(instances: Sequence[Mapping[str, Any]], indices: Sequence[int]
             np.array([_unit_code(instances[i], codes) for i in side[a]], dtype=int),
             np.array(side[b], dtype=int),
             np.array([_unit_code(instances[i], codes) for i in side[b]], dtype=int)))
-    return plans
+    if cluster is None:
+        return plans
+    first = {}
+    for i in indices:
+        key = (instances[i]["family"], instances[i]["group"])
+        if key in codes:
+            first.setdefault(codes[key], instances[i])
+    labels = sorted({cluster(instance) for instance in first.values()})
+    cluster_of = np.array([labels.index(cluster(first[c])) for c in range(len(codes))],
+                          dtype=int)
+    return [replace(plan, cluster_of=cluster_of) for plan in plans]
+
+
+def _by_cluster(units: np.ndarray, means: np.ndarray, cluster_of: np.ndarray | None
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """(units, means) of the groups, or of their clusters: each the mean of its groups'."""
+    if cluster_of is None:
+        return units, means
+    labels = cluster_of[units]
+    sizes = np.bincount(labels)
+    sums = np.bincount(labels, weights=means)
+    present = np.flatnonzero(sizes)
+    return present, sums[present] / sizes[present]
 
 
 def group_means(items: np.ndarray, units: np.ndarray, answered: np.ndarray,
@@ -113,18 +139,26 @@ def group_means(items: np.ndarray, units: np.ndarray, answered: np.ndarray,
 def run_test(plan: TestPlan, answered: np.ndarray, correct: np.ndarray) -> dict[str, Any]:
     """The result of one planned test on outcome arrays (``answered`` and ``correct``, one
     boolean per instance)."""
+    clustered = {} if plan.cluster_of is None else {"unit": "cluster"}
     if isinstance(plan, ChanceTest):
-        _, means = group_means(plan.items, plan.units, answered, correct)
+        units, means = group_means(plan.items, plan.units, answered, correct)
+        groups = int(means.size)
+        units, means = _by_cluster(units, means, plan.cluster_of)
         mean = float(means.mean()) if means.size else None
         return {"test": "sign_flip_vs_chance", **({"arm": plan.arm} if plan.arm else {}),
-                "chance": plan.chance, "groups": int(means.size),
+                "chance": plan.chance, "groups": groups,
+                **({**clustered, "clusters": int(means.size)} if clustered else {}),
                 "items": int(answered[plan.items].sum()), "mean": mean,
                 "p_value": sign_flip_test(means - plan.chance)}
     units_a, means_a = group_means(plan.items_a, plan.units_a, answered, correct)
     units_b, means_b = group_means(plan.items_b, plan.units_b, answered, correct)
     _, in_a, in_b = np.intersect1d(units_a, units_b, return_indices=True)
-    only_a = int((means_a[in_a] > means_b[in_b]).sum())
-    only_b = int((means_b[in_b] > means_a[in_a]).sum())
+    # Only groups with both arms, so that a cluster compares the same groups in each.
+    units, means_a, means_b = units_a[in_a], means_a[in_a], means_b[in_b]
+    _, means_a = _by_cluster(units, means_a, plan.cluster_of)
+    _, means_b = _by_cluster(units, means_b, plan.cluster_of)
+    only_a = int((means_a > means_b).sum())
+    only_b = int((means_b > means_a).sum())
     return {"test": "mcnemar_exact", "axis": plan.axis, "a": plan.a, "b": plan.b,
-            "pairs": int(in_a.size), "only_a": only_a, "only_b": only_b,
-            "p_value": mcnemar_exact(only_a, only_b) if in_a.size else None}
+            "pairs": int(means_a.size), **clustered, "only_a": only_a, "only_b": only_b,
+            "p_value": mcnemar_exact(only_a, only_b) if means_a.size else None}

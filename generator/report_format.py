@@ -87,6 +87,10 @@ def multiplicity_note(report: dict[str, Any]) -> str:
     return f"{tests}; {spans}; family-wise α = {m['alpha']:g}."
 
 
+def _in_clusters(test: dict[str, Any]) -> str:
+    return f" in {test['clusters']} clusters" if "clusters" in test else ""
+
+
 def as_tests_table(report: dict[str, Any]) -> Table | None:
     rows = [(key, t) for key, m in _rows(report) for t in m.get("tests", [])]
     if not rows:
@@ -105,7 +109,8 @@ def as_tests_table(report: dict[str, Any]) -> Table | None:
             arm = ", ".join(f"{k}={v}" for k, v in sorted(test.get("arm", {}).items()))
             detail = (f"{arm + ': ' if arm else ''}mean "
                       f"{format_value(test['mean'], UNDEFINED)} over "
-                      f"{test['groups']} groups ({test['items']} items) vs chance "
+                      f"{test['groups']} groups{_in_clusters(test)}"
+                      f" ({test['items']} items) vs chance "
                       f"{test['chance']:.3f}")
         table.add_row(label, test["test"], detail, format_p(test["p_value"], UNDEFINED),
                       format_p(test["p_adjusted"], UNDEFINED))

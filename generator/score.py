@@ -202,7 +202,7 @@ def _containing(estimate: float, ci: tuple[float, float]) -> list[float]:
     return [low, high]
 
 
-def _tests(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
+def _tests(outcomes: Sequence[Outcome], cluster: str | None = None) -> list[dict[str, Any]]:
     """The row's tests on its answered items, the group the unit (see ``group_tests``): the
     group means against chance, and each declared pair of arms. Their p-values are adjusted
     later, across the whole report."""
@@ -211,8 +211,9 @@ def _tests(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
     instances = [o.instance for o in outcomes]
     answered = np.array([o.answered for o in outcomes], dtype=bool)
     correct = np.array([o.correct is True for o in outcomes], dtype=bool)
+    of_cluster = (lambda i: key_value(i, cluster)) if cluster else None
     return [run_test(plan, answered, correct)
-            for plan in plan_tests(instances, range(len(instances)))]
+            for plan in plan_tests(instances, range(len(instances)), of_cluster)]
 
 
 def _group_share(outcomes: Sequence[Outcome], clusters: Mapping[tuple[str, int], str],
@@ -285,7 +286,7 @@ def metrics(subset: Sequence[Outcome], everything: Sequence[Outcome], key: Mappi
                 result["influence_percent_ci"] = (
                     [100 * v / span for v in result["influence_ci"]]
                     if result["influence_ci"] else None)
-    tests = _tests(subset)
+    tests = _tests(subset, options.cluster)
     if tests:
         result["tests"] = tests
     return result
@@ -521,6 +522,15 @@ def _contrast_units(outcomes: Sequence[Outcome], options: ScoreOptions
     return result
 
 
+def _cluster_means(units: Mapping[tuple[str, int], float],
+                   clusters: Mapping[tuple[str, int], str]) -> list[float]:
+    """Each cluster's mean of its groups' values, in the clusters' order."""
+    members: dict[str, list[float]] = defaultdict(list)
+    for unit in sorted(units):
+        members[clusters[unit]].append(units[unit])
+    return [math.fsum(v) / len(v) for _, v in sorted(members.items())]
+
+
 def _contrast_result(contrast: Contrast, units: Mapping[tuple[str, int], float],
                      clusters: Mapping[tuple[str, int], str], options: ScoreOptions,
                      level: float) -> dict[str, Any]:
@@ -529,7 +539,8 @@ def _contrast_result(contrast: Contrast, units: Mapping[tuple[str, int], float],
         "name": contrast.name, "kind": contrast.kind, "metric": contrast.metric,
         "source": contrast.source, "estimate": estimate, "ci": interval,
         "groups": len(units),
-        "p_value": sign_flip_test([units[u] for u in sorted(units)]),
+        "p_value": sign_flip_test(_cluster_means(units, clusters) if options.cluster
+                                  else [units[u] for u in sorted(units)]),
     }
     if contrast.kind == "pairwise":
         entry.update(a=dict(contrast.a[0]), b=dict(contrast.b[0]))

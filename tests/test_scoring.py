@@ -486,3 +486,21 @@ def test_a_table_into_a_pipe_is_drawn_at_its_own_width(built_example: Path,
     assert result.returncode == 0, result.stderr
     assert "family=example.choice.meeting_room, condition=clean" in result.stdout
     assert "1.000 [1.000, 1.000]" in result.stdout and "…" not in result.stdout
+
+
+def test_with_clusters_the_tests_take_the_cluster_as_unit() -> None:
+    # Six groups in three clusters; every group right in all three rotations: by group the
+    # chance test sees 6 units at +2/3 (p = 2/64), by cluster 3 units (p = 2/8).
+    def inst(group: int, rotation: str) -> dict:
+        return {"id": f"f-{group:05d}-{rotation}", "family": "f", "group": group,
+                "design": "main", "axes": {"rotation": rotation},
+                "fields": {"template": f"t{group // 2}"},
+                "answer": {"scorer": "choice", "gold": "x", "gold_index": 0,
+                           "options": ["x", "y", "z"]}}
+    outcomes = [outcome(inst(g, r), "A") for g in range(6) for r in ("r0", "r1", "r2")]
+    by_group = score_outcomes(outcomes, [], ScoreOptions())["overall"]["tests"][0]
+    by_cluster = score_outcomes(outcomes, [], ScoreOptions(cluster="template"))
+    test = by_cluster["overall"]["tests"][0]
+    assert by_group["p_value"] == pytest.approx(2 / 64) and "clusters" not in by_group
+    assert (test["groups"], test["clusters"], test["unit"]) == (6, 3, "cluster")
+    assert test["p_value"] == pytest.approx(2 / 8)
