@@ -16,13 +16,15 @@ from .limits import Budget, BudgetExceeded, group_megabytes, group_seconds
 from .memo import InputMemo
 from .render import CompiledTemplate, Message, Renderer, RenderScope, TemplateOrigin, make_message
 from .rng import KeyedRandom
-from .sampling import sample_slots
+from .sampling import balanced_at, sample_slots
 from .schemas import first_error
 from .scoring import answer_problems
-from .spec import FamilySpec, TransformRef, Variant
+from .spec import FamilySpec, TransformRef, Variant, phrasings_of
 from .transforms import TransformCall, get_transform
 
 T = TypeVar("T")
+#: One way of writing a phase: a template file, or inline messages (role, name, text).
+PhaseTemplate = CompiledTemplate | list[tuple[str, str | None, CompiledTemplate]]
 
 #: The answer's texts besides its distractors: rendered in every variant, policy hints too.
 _ANSWER_TEXTS = ("gold", "rubric", "example", "remembered", "evidence", "prior")
@@ -69,10 +71,12 @@ class FamilyGenerator:
         origin = TemplateOrigin(self.family.file, line - 1, col, label)
         return self.renderer.expression(source, origin)
 
-    def _phase_template(self, name: str) -> list[tuple[str, str | None, CompiledTemplate]] | \
-            CompiledTemplate:
-        phase = self.family.phases[name]
-        where = ("phases", name)
+    def _phase_template(self, name: str) -> list[PhaseTemplate]:
+        """The compiled ways of writing phase ``name``: one, or its phrasings in order."""
+        return [self._phrasing_template(name, item, ("phases", name, *below))
+                for item, below in phrasings_of(self.family.phases[name])]
+
+    def _phrasing_template(self, name: str, phase: Any, where: tuple) -> PhaseTemplate:
         if isinstance(phase, str) or "template" in phase:
             relative = phase if isinstance(phase, str) else phase["template"]
             line, col = self.family.located.where(where)
@@ -84,8 +88,20 @@ class FamilyGenerator:
             for i, m in enumerate(phase["messages"])
         ]
 
+    def phrasing(self, name: str, group: int) -> int:
+        """Which phrasing of phase ``name`` group ``group`` renders (0 for a phase written one
+        way): balanced in blocks across groups, the same for every variant of the group, so
+        that arms meant to be byte-identical stay so."""
+        count = len(self._phase_templates[name])
+        if count == 1:
+            return 0
+        return balanced_at(range(count), self.seed, (self.family.family_id, "phrasing", name),
+                           group)
+
     def _render_phase(self, name: str, context: dict[str, Any]) -> list[Message]:
-        template = self._phase_templates[name]
+        templates = self._phase_templates[name]
+        template = templates[0] if len(templates) == 1 else \
+            templates[self.phrasing(name, context["group"])]
         if isinstance(template, CompiledTemplate):
             try:
                 return template.render_messages(context)

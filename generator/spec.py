@@ -322,6 +322,7 @@ class FamilyLoader:
                 problem(f"scorer {data['answer']['scorer']!r} is not allowed by paradigm "
                         f"{paradigm.paradigm_id!r} ({', '.join(paradigm.scorers)})",
                         ("answer", "scorer"))
+        _check_phrasings(data["phases"], problem)
         self._check_answer(data["answer"], slot_names, problem)
         self._check_analysis(data.get("analysis", {}), designs, problem)
         if "split" in data.get("fields", {}):
@@ -526,6 +527,31 @@ def _check_shared(name: str, slot: Mapping[str, Any], earlier: Mapping[str, Mapp
         if other not in keys and is_random and not shared_alike:
             problem(f"slot {name!r} is shared but depends on {other!r}, which is drawn per "
                     f"group; share {other!r} by a subset of {keys} too", where)
+
+
+def phrasings_of(phase: Any) -> list[tuple[Any, tuple]]:
+    """The ways a phase is written, each with its path below the phase: one for a phase given
+    as a template or messages, several for ``{phrasings: [...]}``."""
+    if isinstance(phase, dict) and "phrasings" in phase:
+        return [(item, ("phrasings", index)) for index, item in enumerate(phase["phrasings"])]
+    return [(phase, ())]
+
+
+def _check_phrasings(phases: Mapping[str, Any], problem: Any) -> None:
+    """A phrasing written twice would be drawn twice as often as the others: refused."""
+    for name, phase in phases.items():
+        if isinstance(phase, dict) and len(phase.get("phrasings", ())) == 1:
+            problem(f"phase {name!r} has one phrasing: write it as the phase itself, or give "
+                    "two or more", ("phases", name, "phrasings"))
+        seen: dict[str, int] = {}
+        for item, where in phrasings_of(phase):
+            key = item if isinstance(item, str) else item.get("template")
+            if not isinstance(key, str):  # inline messages: compared as written
+                key = repr(item)
+            if key in seen:
+                problem(f"phrasing {where[-1]} of phase {name!r} repeats phrasing {seen[key]}",
+                        ("phases", name, *where))
+            seen.setdefault(key, where[-1] if where else 0)
 
 
 def _strings(value: Any) -> list[str]:
