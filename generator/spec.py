@@ -174,6 +174,7 @@ class ReleaseSpec:
     tags: tuple[str, ...] = ()
     subsets: tuple[str, ...] = ()  # instance fields whose values get a loader config each
     designs: tuple[PublishedDesign, ...] = ()
+    checks: tuple[Mapping[str, Any], ...] = ()  # over the whole release, run at freeze
 
     @property
     def full_name(self) -> str:
@@ -644,4 +645,5 @@ def load_release(path: Path, project: Project,
         designs=tuple(PublishedDesign(d["key"], d["title"], tuple(d["authors"]), d.get("year"),
                                       d["how"], d.get("url"), d.get("venue"))
                       for d in data.get("designs", ())),
+        checks=tuple(data.get("checks", ())),
     )

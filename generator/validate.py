@@ -211,7 +211,10 @@ def validate(catalog: Catalog, paths: list[Path] | None = None,
                 f.family_id for f in release.families
                 if len(catalog.family_paths.get(f.family_id, [])) == 1
                 and catalog.family_paths[f.family_id][0].resolve() in validated_families)
-            load_release_families(catalog, release, skip=checked,
+            # A release's own checks need its families' paradigms: loaded (not rendered)
+            # again, their problems, if any, reported once all the same.
+            load_release_families(catalog, release,
+                                  skip=frozenset() if release.checks else checked,
                                   fields_of={f: fields_of[f] for f in checked if f in fields_of})
         except MemspecError as err:
             failure = err
