@@ -15,7 +15,9 @@ from .schemas import schema_problems
 from .transforms import get_transform, transform_names
 from .yamlsafe import Located, load_yaml_file
 
-SLOT_SOURCES = ("from", "of", "value", "expr", "range", "choice", "balanced", "table")
+SLOT_SOURCES = ("from", "of", "value", "expr", "range", "choice", "balanced", "crossed", "table")
+#: Most combinations a crossed slot may have (one balanced block takes every one of them).
+MAX_CROSSED_CELLS = 100_000
 #: Sources whose value is random, so that sharing it across groups means something.
 RANDOM_SOURCES = ("from", "of", "range", "choice", "table")
 #: Names templates receive besides the slots; a slot may not take one of them.
@@ -298,7 +300,9 @@ class FamilyLoader:
             self._check_slot(name, slot, dict(list(slots.items())[:index]), located, problem)
             sources = [(name, slot, ("slots", name))] + [
                 (f"{name}.{column}", spec, ("slots", name, "table", "columns", column))
-                for column, spec in slot.get("table", {}).get("columns", {}).items()]
+                for column, spec in slot.get("table", {}).get("columns", {}).items()] + [
+                (f"{name}.{factor}", spec, ("slots", name, "crossed", factor))
+                for factor, spec in slot.get("crossed", {}).items() if isinstance(spec, dict)]
             for key, spec, where in sources:
                 if "from" in spec:
                     try:
@@ -381,6 +385,8 @@ class FamilyLoader:
             _check_source(spec, col_where, list(earlier), problem, table_allowed=False)
         if "shared_by" in slot:
             _check_shared(name, slot, earlier, problem)
+        if "crossed" in slot:
+            _check_crossed(slot["crossed"], where, problem)
 
     def _designs(self, data: Mapping[str, Any], paradigm: ParadigmSpec | None,
                  slot_names: list[str], problem: Any) -> tuple[Design, ...]:
@@ -506,6 +512,30 @@ def _check_source(spec: Mapping[str, Any], where: tuple, earlier: list[str], pro
         problem("range must be [low, high] with low <= high", (*where, "range"))
 
 
+def _check_crossed(factors: Mapping[str, Any], where: tuple, problem: Any) -> None:
+    """Every factor of a crossed slot has values, and their combinations are not too many to
+    take each once per block (a pool's size is known only once it is loaded: not counted)."""
+    cells = 1
+    for factor, spec in factors.items():
+        if isinstance(spec, list):
+            count = len(spec)
+            if len({repr(v) for v in spec}) != count:
+                problem(f"factor {factor!r} lists a value twice: it would be drawn twice as "
+                        "often as the others", (*where, "crossed", factor))
+        elif "range" in spec:
+            low, high = spec["range"]
+            count = high - low + 1
+            if count < 1:
+                problem("range must be [low, high] with low <= high",
+                        (*where, "crossed", factor, "range"))
+        else:
+            continue
+        cells *= max(count, 1)
+    if cells > MAX_CROSSED_CELLS:
+        problem(f"crossed slot has {cells} combinations, more than {MAX_CROSSED_CELLS}",
+                (*where, "crossed"))
+
+
 def _check_shared(name: str, slot: Mapping[str, Any], earlier: Mapping[str, Mapping[str, Any]],
                   problem: Any) -> None:
     """A shared slot must be random, keyed by earlier slots, and depend only on slots that are
@@ -523,7 +553,7 @@ def _check_shared(name: str, slot: Mapping[str, Any], earlier: Mapping[str, Mapp
                if d is not None]
     for other in depends:
         source = earlier.get(other, {})
-        is_random = any(k in source for k in RANDOM_SOURCES) or "balanced" in source
+        is_random = any(k in source for k in (*RANDOM_SOURCES, "balanced", "crossed"))
         shared_alike = set(source.get("shared_by", [None])) <= set(keys)
         if other not in keys and is_random and not shared_alike:
             problem(f"slot {name!r} is shared but depends on {other!r}, which is drawn per "
@@ -579,6 +609,8 @@ def _check_refs(check: Mapping[str, Any], phases: set[str],
     bounds = _CHECK_BOUNDS.get(kind, ())
     if bounds and not any(bound in check for bound in bounds):
         problems.append(f"check {kind!r} asserts nothing: give it {' or '.join(bounds)}")
+    if kind == "balanced":
+        problems += _balanced_problems(check)
     if "axis" in check and check["axis"] not in axes:
         problems.append(f"check {kind!r} names unknown axis {check['axis']!r}")
     if "reference" in check and check.get("axis") in axes and \
@@ -594,6 +626,25 @@ def _check_refs(check: Mapping[str, Any], phases: set[str],
                 problems.append(f"check {kind!r}: 'when' names {value!r}, not a value of axis "
                                 f"{axis!r}")
     return problems
+
+
+def _balanced_problems(check: Mapping[str, Any]) -> list[str]:
+    """A balanced check counts one expression (``of``, values a list) or the combinations of
+    several (``cross``, values by name): exactly one, and values of its form."""
+    if ("of" in check) == ("cross" in check):
+        return ["check 'balanced' needs exactly one of 'of' (one expression) and 'cross' "
+                "(several, named, whose combinations are counted)"]
+    values = check.get("values")
+    if "of" in check and isinstance(values, dict):
+        return ["check 'balanced': with 'of', 'values' is a list"]
+    if "cross" in check and values is not None:
+        if not isinstance(values, dict):
+            return ["check 'balanced': with 'cross', 'values' gives a list for each name"]
+        unknown = [name for name in values if name not in check["cross"]]
+        if unknown:
+            return [f"check 'balanced': 'values' names {unknown[0]!r}, which 'cross' does "
+                    f"not ({', '.join(check['cross'])})"]
+    return []
 
 
 def load_release(path: Path, project: Project,
