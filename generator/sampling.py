@@ -125,7 +125,7 @@ class _Sampler:
         self._group_key: bytes | None = None
 
     def error(self, message: str, where: tuple) -> SpecError:
-        return self.family.located.error(message, where)
+        return self.family.located_at(where).error(message, where)
 
     def stream_path(self, name: str, slot: Mapping[str, Any]) -> tuple[str | int, ...]:
         """The random path of a slot: its group, or the values of the slots it is shared by."""
@@ -257,9 +257,9 @@ class _Sampler:
     def expression(self, source: str, where: tuple, label: str) -> Any:
         """The compiled expression at ``where``, kept for the sampler's later groups."""
         if where not in self._cache:
-            line, col = self.family.located.text_start(where)
-            origin = TemplateOrigin(self.family.located.file, line - 1, col,
-                                    f"expression of {label}")
+            located = self.family.located_at(where)
+            line, col = located.text_start(where)
+            origin = TemplateOrigin(located.file, line - 1, col, f"expression of {label}")
             self._cache[where] = self.renderer.expression(source, origin)
         return self._cache[where]
 

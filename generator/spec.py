@@ -88,6 +88,8 @@ class ParadigmSpec:
     scaffold: Mapping[str, Any] | None
     located: Located
     path: Path
+    #: Slots every family of the paradigm has, before its own (a family may override one).
+    slots: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,8 @@ class FamilySpec:
     pools: Mapping[str, Pool]
     located: Located
     path: Path
+    #: The file each slot the family takes from its paradigm is written in (by slot name).
+    slot_origins: Mapping[str, Located] = field(default_factory=dict)
 
     @property
     def raw(self) -> Mapping[str, Any]:
@@ -117,6 +121,13 @@ class FamilySpec:
     @property
     def file(self) -> str:
         return self.located.file
+
+    def located_at(self, where: tuple) -> Located:
+        """The file that holds the value at ``where``: the paradigm's for a slot the family
+        takes from it, else the family's."""
+        if len(where) >= 2 and where[0] == "slots" and where[1] in self.slot_origins:
+            return self.slot_origins[where[1]]
+        return self.located
 
     def variants(self) -> list[Variant]:
         """Every variant of a group, in a fixed order (designs, then axis products)."""
@@ -215,6 +226,10 @@ def load_paradigm(path: Path, project: Project) -> ParadigmSpec:
     data = located.data
     names = [p["name"] for p in data["phases"]]
     _refuse_repeats(located, "phases", names, "phase")
+    for name, slot in data.get("slots", {}).items():
+        if "override" in slot:
+            raise located.error("'override' is for a family's slot that replaces a paradigm's",
+                                ("slots", name, "override"))
     return ParadigmSpec(
         paradigm_id=data["paradigm"],
         version=data["version"],
@@ -227,6 +242,7 @@ def load_paradigm(path: Path, project: Project) -> ParadigmSpec:
         scaffold=data.get("scaffold"),
         located=located,
         path=path,
+        slots=data.get("slots", {}),
     )
 
 
@@ -294,10 +310,12 @@ class FamilyLoader:
                                 unusable.file, unusable.line, unusable.column,
                                 unusable.json_path))
 
-        slots: dict[str, Mapping[str, Any]] = data.get("slots", {})
+        slots, origins = _merged_slots(paradigm, data.get("slots", {}), located, problem)
         pools: dict[str, Pool] = {}
         for index, (name, slot) in enumerate(slots.items()):
-            self._check_slot(name, slot, dict(list(slots.items())[:index]), located, problem)
+            origin = origins.get(name, located)
+            self._check_slot(name, slot, dict(list(slots.items())[:index]), origin,
+                             _problem_in(origin, out))
             sources = [(name, slot, ("slots", name))] + [
                 (f"{name}.{column}", spec, ("slots", name, "table", "columns", column))
                 for column, spec in slot.get("table", {}).get("columns", {}).items()] + [
@@ -306,7 +324,7 @@ class FamilyLoader:
             for key, spec, where in sources:
                 if "from" in spec:
                     try:
-                        pools[key] = self.pool(spec["from"], located, (*where, "from"))
+                        pools[key] = self.pool(spec["from"], origin, (*where, "from"))
                     except SpecError as err:
                         out.extend(err)
         slot_names = list(slots)
@@ -366,6 +384,7 @@ class FamilyLoader:
             pools=pools,
             located=located,
             path=path,
+            slot_origins=origins,
         )
 
     @staticmethod
@@ -474,6 +493,49 @@ class FamilyLoader:
         if "unordered_args" in answer and scorer != "canonical":
             problem("'unordered_args' only applies to the canonical scorer",
                     (*where, "unordered_args"))
+
+
+def _problem_in(located: Located, out: ProblemCollector) -> Any:
+    """What reports a problem at a path of ``located``'s file."""
+    def problem(message: str, where: tuple) -> None:
+        line, col = located.where(where)
+        out.add(Problem(message, located.file, line, col, where))
+    return problem
+
+
+def _merged_slots(paradigm: ParadigmSpec | None, own: Mapping[str, Mapping[str, Any]],
+                  located: Located, problem: Any
+                  ) -> tuple[dict[str, Mapping[str, Any]], dict[str, Located]]:
+    """A family's slots: its paradigm's first, in their order, then its own. A family slot of
+    a paradigm slot's name replaces it, in the paradigm's place, only if it says
+    ``override: true`` (so that nobody shadows a shared slot by accident); ``override`` on a
+    slot the paradigm lacks is refused too. With them, the paradigm's file for each slot
+    taken from it."""
+    shared = paradigm.slots if paradigm is not None else {}
+    slots: dict[str, Mapping[str, Any]] = {}
+    origins: dict[str, Located] = {}
+    for name, slot in shared.items():
+        if name in own:
+            if not own[name].get("override"):
+                assert paradigm is not None
+                line, _ = paradigm.located.where(("slots", name))
+                problem(f"slot {name!r} is declared by paradigm {paradigm.paradigm_id!r} "
+                        f"({paradigm.located.file}:{line}); say 'override: true' to replace "
+                        "it for this family", ("slots", name))
+            slots[name] = own[name]
+        else:
+            slots[name] = slot
+            assert paradigm is not None
+            origins[name] = paradigm.located
+    for name, slot in own.items():
+        if name in shared:
+            continue
+        if slot.get("override"):
+            problem(f"slot {name!r} says 'override: true', but paradigm "
+                    f"{paradigm.paradigm_id if paradigm else '?'!r} declares no slot of that "
+                    "name", ("slots", name, "override"))
+        slots[name] = slot
+    return slots, origins
 
 
 def _check_source(spec: Mapping[str, Any], where: tuple, earlier: list[str], problem: Any,
