@@ -19,7 +19,7 @@ from .rng import KeyedRandom
 from .sampling import balanced_at, sample_slots
 from .schemas import first_error
 from .scoring import answer_problems
-from .spec import FamilySpec, TransformRef, Variant, phrasings_of
+from .spec import FamilySpec, TransformRef, Variant, answer_examples, phrasings_of
 from .transforms import TransformCall, get_transform
 
 T = TypeVar("T")
@@ -190,7 +190,12 @@ class FamilyGenerator:
         texts = [(key, spec[key], ("answer", key)) for key in _ANSWER_TEXTS if key in spec]
         texts += [(name, text, ("answer", "distractors", name))
                   for name, text in spec.get("distractors", {}).items()]
+        examples = answer_examples(spec)
+        texts += [(key, text, self._example_where(spec, key, index))
+                  for key, index, text, _ in examples]
         names = {spec["options"]} if "options" in spec else set()
+        if any(when for *_, when in examples):
+            names.add("variant")  # which examples apply depends on the variant
         for key, text, where in texts:
             found = self._answer_template(key, text, where).free_names()
             if found is None:
@@ -261,7 +266,37 @@ class FamilyGenerator:
         except CanonicalJSONError as exc:
             raise self.family.located.error(f"instance has no canonical form: {exc}") from None
         self._check_json(answer)
+        if "accepts" in spec or "rejects" in spec:
+            self._check_examples(answer, context)
         return answer
+
+    @staticmethod
+    def _example_where(spec: Mapping[str, Any], key: str, index: int) -> tuple:
+        """Where an example response's text is written in the family file."""
+        item = spec[key][index]
+        return ("answer", key, index) if isinstance(item, str) else \
+            ("answer", key, index, "response")
+
+    def _check_examples(self, answer: Mapping[str, Any], context: Mapping[str, Any]) -> None:
+        """Every example response of the answer that applies to this variant scores as its
+        declaration says (``accepts``: correct; ``rejects``: not), else an error at it."""
+        from .answer_tests import applies, example_problem  # only families with examples
+
+        spec = self.family.answer
+        for key, index, text, when in answer_examples(spec):
+            if not applies(when, context["variant"]):
+                continue
+            where = self._example_where(spec, key, index)
+            compiled = self._answer_template(f"{key}[{index}]", text, where)
+            response = compiled.render_text(context)
+            if not response.strip():
+                raise compiled.origin.error(f"answer {key}[{index}] rendered empty", 1)
+            problem = example_problem(answer, response, key)
+            if problem:
+                raise self.family.located.error(
+                    f"answer {key}[{index}] fails in group {context['group']}, variant "
+                    f"{context['design']}/{'.'.join(context['variant'].values()) or 'base'}: "
+                    f"{problem}", where)
 
     def _feedback(self, context: dict[str, Any]) -> list[dict[str, Any]]:
         """The simulated user's implicit feedback: the records the family's expression gives,

@@ -361,6 +361,8 @@ class FamilyLoader:
         for design in designs:
             for axis in design.axes:
                 axis_values.setdefault(axis.name, set()).update(axis.values)
+        for where, text in _answer_example_problems(data["answer"], axis_values):
+            problem(text, where)
         for check, origin, where in checks:
             for problem_text in _check_refs(check, phase_names, axis_values):
                 line, col = origin.where(where)
@@ -687,6 +689,35 @@ def _check_refs(check: Mapping[str, Any], phases: set[str],
             if value not in axes[axis]:
                 problems.append(f"check {kind!r}: 'when' names {value!r}, not a value of axis "
                                 f"{axis!r}")
+    return problems
+
+
+def answer_examples(answer: Mapping[str, Any]) -> list[tuple[str, int, str, Any]]:
+    """Each example response of an answer: (``accepts`` or ``rejects``, its index, its text,
+    its ``when`` or None)."""
+    return [(key, index, item if isinstance(item, str) else item["response"],
+             None if isinstance(item, str) else item.get("when"))
+            for key in ("accepts", "rejects") for index, item in enumerate(answer.get(key, ()))]
+
+
+def _answer_example_problems(answer: Mapping[str, Any], axes: Mapping[str, set[str]]
+                             ) -> list[tuple[tuple, str]]:
+    """Example responses a judge answer cannot hold, and ``when`` axes or values that do not
+    exist (an example that applies to nothing would test nothing)."""
+    problems = []
+    for key, index, _, when in answer_examples(answer):
+        where = ("answer", key, index)
+        if answer["scorer"] == "judge":
+            problems.append((where, f"a judge answer cannot test '{key}': only a judge scores "
+                             "its responses"))
+        for axis, wanted in (when or {}).items():
+            if axis not in axes:
+                problems.append(((*where, "when", axis), f"'when' names unknown axis {axis!r}"))
+                continue
+            for value in wanted if isinstance(wanted, list) else [wanted]:
+                if value not in axes[axis]:
+                    problems.append(((*where, "when", axis),
+                                     f"'when' names {value!r}, not a value of axis {axis!r}"))
     return problems
 
 
