@@ -34,8 +34,31 @@ def mentions(text: str, phrase: str, ignore_case: bool = True) -> bool:
             return False
     elif text.isascii() and phrase.isascii() and phrase.lower() not in text.lower():
         return False
+    return mention_at(text, phrase, ignore_case) is not None
+
+
+def mention_at(text: str, phrase: str, ignore_case: bool = True) -> int | None:
+    """Where ``phrase`` first occurs in ``text`` as a whole word or words, or None."""
     flags = re.IGNORECASE if ignore_case else 0
-    return re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", text, flags) is not None
+    found = re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", text, flags)
+    return None if found is None else found.start()
+
+
+def where_mentioned(phrase: str, messages: Iterable[tuple[str, int, Mapping[str, str]]]
+                    ) -> str:
+    """Which of ``messages`` (phase, index, message) first mentions ``phrase``, and where in
+    it: what a person needs to find it among a group's rendered text."""
+    for phase, index, message in messages:
+        content = message["content"]
+        start = mention_at(content, phrase)
+        if start is None:
+            continue
+        line = content.count("\n", 0, start) + 1
+        column = start - (content.rfind("\n", 0, start) + 1) + 1
+        excerpt = content[max(0, start - 30):start + len(phrase) + 30].replace("\n", " ")
+        return (f"phase {phase!r}, message {index} ({message['role']}), line {line} column "
+                f"{column}: …{excerpt}…")
+    return "its phases"
 
 
 def approx_tokens(text: str) -> int:
@@ -295,7 +318,10 @@ class CheckRunner:
                               for content in rendered.contents(phase)])
             word = known[0].first_in(text)
             if word is not None:
-                return f"forbidden word {word!r} appears in {', '.join(phases)}"
+                where = where_mentioned(word, [(phase, index, message) for phase in phases
+                                               for index, message in
+                                               enumerate(rendered.messages(phase))])
+                return f"forbidden word {word!r} appears in {where}"
             return None
 
         return forbidden

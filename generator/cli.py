@@ -130,11 +130,14 @@ def validate(
         help="Processes that validate files side by side (default: one per core).",
         min=1)] = None,
 ) -> None:
-    """Load and validate specs, and render a full group of every family to prove it works."""
+    """Load and validate specs, and render groups of every family until each design has
+    rendered and each pool item has been drawn (notes name the items it did not reach)."""
     from .validate import validate as validate_specs
 
     def action() -> int:
         report = validate_specs(Catalog.load(_project()), paths or None, workers)
+        for note in report.notes:
+            err.print(f"note: {note}", markup=False)
         for problem in sorted(report.problems, key=lambda p: p.sort_key()):
             err.print(f"error: {problem}", markup=False)
         summary = (f"{report.families} families ({report.instances} instances rendered), "

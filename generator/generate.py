@@ -442,6 +442,11 @@ class FamilyGenerator:
         """Every variant of one group, checked; raises on any error."""
         return self.within_budget(group, lambda: self._checked(group, self._slots(group)))
 
+    def slots(self, group: int) -> dict[str, Any]:
+        """The slot values of one group (before any variant's transforms), within its
+        budget: what it draws, without rendering it."""
+        return self.within_budget(group, partial(self._slots, group))
+
     def _checked(self, group: int, slots: dict[str, Any]) -> list[dict[str, Any]]:
         rendered = self._render_variants(group, slots)
         self.checks.check_group(rendered)

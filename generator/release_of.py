@@ -15,6 +15,7 @@ class ReleaseSeed:
 
     seed: int
     release: str | None  # <name>-<version>, or None when no release holds the family
+    groups: int | None = None  # how many groups that release asks of the family
 
     def describe(self) -> str:
         if self.release is None:
@@ -26,20 +27,27 @@ def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.removeprefix("v").split("."))
 
 
-def release_seed(catalog: Catalog, family_id: str, default: int = 0) -> ReleaseSeed:
-    """The seed of the newest version of the first release (by name) that holds
-    ``family_id``, or ``default``. A release file that does not load is passed over:
+def release_seeds(catalog: Catalog) -> dict[str, ReleaseSeed]:
+    """For every family some release holds: the seed and group count of the newest version
+    of the first such release by name. A release file that does not load is passed over:
     `memspec validate` is where it is reported."""
-    found = []
+    releases = []
     for path in catalog.release_paths():
         try:
-            release = catalog.release(path)
+            releases.append(catalog.release(path))
         except MemspecError:
             continue
-        if any(entry.family_id == family_id for entry in release.families):
-            found.append((release.name, _version_key(release.version), release))
-    if not found:
-        return ReleaseSeed(default, None)
-    name = min(item[0] for item in found)
-    newest = max((item for item in found if item[0] == name), key=lambda item: item[1])[2]
-    return ReleaseSeed(newest.seed, newest.full_name)
+    # Later versions first within a name, names in order: the first release met wins.
+    releases.sort(key=lambda r: _version_key(r.version), reverse=True)
+    releases.sort(key=lambda r: r.name)
+    seeds: dict[str, ReleaseSeed] = {}
+    for release in releases:
+        for entry in release.families:
+            seeds.setdefault(entry.family_id,
+                             ReleaseSeed(release.seed, release.full_name, entry.groups))
+    return seeds
+
+
+def release_seed(catalog: Catalog, family_id: str, default: int = 0) -> ReleaseSeed:
+    """The seed ``family_id`` is shown with: that of ``release_seeds``, or ``default``."""
+    return release_seeds(catalog).get(family_id, ReleaseSeed(default, None))
