@@ -224,6 +224,7 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
     templates: set[str] = set()  # fetched by include, import or extends, in any process
     stats = ReleaseStats()
     release_checks = ReleaseChecks(release)
+    checking = bool(release_checks)  # most releases declare none: one test, not one a line
     exports = LoaderExports(folder, release) if layout >= 3 else None
     total = 0
     for index, (family, entry) in enumerate(zip(families, release.families, strict=True)):
@@ -246,7 +247,7 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
                         stats.add(instance)
                     if exports:
                         exports.add(instance)
-                    if release_checks:
+                    if checking:
                         release_checks.add(instance)
                 if progress:
                     progress(family.family_id, done)

@@ -156,6 +156,24 @@ class _FileValidator:
             return _FileResult(kind, error=err)
         return _FileResult(kind)
 
+    @staticmethod
+    def _drawable(generator: FamilyGenerator, candidates: list[int],
+                  drawn: dict[int, dict[str, Any]], unbounded: bool) -> list[int]:
+        """The candidate groups whose slots can be drawn, drawn into ``drawn``. A family no
+        release holds may be written for a number of groups that validate cannot know (an
+        expression that indexes by ``group``): there, the first group that cannot be drawn
+        ends the candidates; in a release's groups, it is the error it is."""
+        for index, group in enumerate(candidates):
+            if group in drawn:
+                continue
+            try:
+                drawn[group] = generator.slots(group)
+            except MemspecError:
+                if not unbounded:
+                    raise
+                return candidates[:index]
+        return candidates
+
     def _render_family(self, family: FamilySpec) -> tuple[int, tuple[str, ...]]:
         """Render groups of ``family``, under the seed of the release that holds it and no
         further than its groups: the first ones until every design has rendered (a design
@@ -174,14 +192,15 @@ class _FileValidator:
         candidates = list(range(min(VALIDATION_MAX_GROUPS,
                                     release.groups or VALIDATION_MAX_GROUPS)))
         drawn: dict[int, dict[str, Any]] = {}
-        instances = 0
+        instances = rendered_groups = 0
         while candidates:
             if seen >= designs:
                 if coverage.complete or instances >= VALIDATION_MAX_INSTANCES:
                     break
-                for group in candidates:
-                    if group not in drawn:
-                        drawn[group] = generator.slots(group)
+                candidates = self._drawable(generator, candidates, drawn,
+                                            release.release is None)
+                if not candidates:
+                    break
                 gains = [(coverage.new_items(drawn[group]), -group) for group in candidates]
                 best, negative = max(gains)
                 if best == 0:
@@ -191,6 +210,7 @@ class _FileValidator:
                 group = candidates[0]
             candidates.remove(group)
             rendered = generator.group(group)
+            rendered_groups += 1
             instances += len(rendered)
             seen.update(i["design"] for i in rendered)
             coverage.add(drawn.get(group) or generator.slots(group))
@@ -203,7 +223,8 @@ class _FileValidator:
             # group drew is exactly what validate leaves unchecked.
             left: dict[str, set[str]] = {}
             for group in candidates:
-                drawn.setdefault(group, generator.slots(group))
+                if group not in drawn:
+                    drawn[group] = generator.slots(group)
                 for file, keys in coverage.drawn_left(drawn[group]).items():
                     left.setdefault(file, set()).update(keys)
             missing = {file: [coverage.item(file, key) for key in sorted(keys)]
@@ -218,7 +239,7 @@ class _FileValidator:
         shown = ", ".join(repr(item) if isinstance(item, str) else dumps(item)[:60] + "…"
                           for item in items[:_NOTE_ITEMS])
         note = (f"{family.family_id}: {len(items)} item(s) {scope} not drawn in the "
-                f"{looked_at - len(candidates)} group(s) validate rendered under "
+                f"{rendered_groups} group(s) validate rendered under "
                 f"{release.describe()}, so not checked here ("
                 + ", ".join(f"{file}: {len(found)}" for file, found in missing.items())
                 + f"), e.g. {shown}; a whole run (`memspec generate`, freeze) checks them")
