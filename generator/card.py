@@ -27,11 +27,13 @@ def render_card(release: ReleaseSpec, counts: Mapping[str, Any], root_sha256: st
                 audit_failures: Sequence[Mapping[str, Any]] = (), *, layout: int = 1,
                 audit_summary: Sequence[Mapping[str, Any]] = (),
                 audit_unavailable: Sequence[str] = (),
-                charts: Sequence[str] = (), configs: Sequence[Config] = ()) -> str:
+                charts: Sequence[str] = (), configs: Sequence[Config] = (),
+                checks: Sequence[str] = ()) -> str:
     """Markdown with YAML front matter; a pure function of its arguments. ``layout`` 2 adds
     the audit summary and the charts (files of the release, linked by relative path);
     ``layout`` 3 the loader ``configs`` over the Parquet files, the card metadata, the designs
-    the release follows with their citations, and how to load it."""
+    the release follows with their citations, and how to load it. ``checks`` are the lines
+    of the section on the checks the release declares (none: no section)."""
     families = counts["families"]
     lines = ["---", f"license: {release.license.lower()}",
              f"pretty_name: {_yaml_str(release.full_name)}"]
@@ -83,6 +85,7 @@ def render_card(release: ReleaseSpec, counts: Mapping[str, Any], root_sha256: st
             lines.append(f"| {f['check']} | `{f['family']}` | {_failure_outcome(f)} |")
     if layout >= 2:
         lines += _audit_section(audit_summary, audit_unavailable) + _charts_section(charts)
+    lines += list(checks)
     lines += ["", "## What each family measures", ""]
     for family_id in families:
         lines += [f"- `{family_id}`: {' '.join(descriptions[family_id].split())}"]

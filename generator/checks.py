@@ -6,6 +6,8 @@ never a warning: the generator refuses to write instances that break one.
 
 from __future__ import annotations
 
+import itertools
+import json
 import operator
 import re
 from collections import Counter, defaultdict
@@ -32,8 +34,31 @@ def mentions(text: str, phrase: str, ignore_case: bool = True) -> bool:
             return False
     elif text.isascii() and phrase.isascii() and phrase.lower() not in text.lower():
         return False
+    return mention_at(text, phrase, ignore_case) is not None
+
+
+def mention_at(text: str, phrase: str, ignore_case: bool = True) -> int | None:
+    """Where ``phrase`` first occurs in ``text`` as a whole word or words, or None."""
     flags = re.IGNORECASE if ignore_case else 0
-    return re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", text, flags) is not None
+    found = re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", text, flags)
+    return None if found is None else found.start()
+
+
+def where_mentioned(phrase: str, messages: Iterable[tuple[str, int, Mapping[str, str]]]
+                    ) -> str:
+    """Which of ``messages`` (phase, index, message) first mentions ``phrase``, and where in
+    it: what a person needs to find it among a group's rendered text."""
+    for phase, index, message in messages:
+        content = message["content"]
+        start = mention_at(content, phrase)
+        if start is None:
+            continue
+        line = content.count("\n", 0, start) + 1
+        column = start - (content.rfind("\n", 0, start) + 1) + 1
+        excerpt = content[max(0, start - 30):start + len(phrase) + 30].replace("\n", " ")
+        return (f"phase {phase!r}, message {index} ({message['role']}), line {line} column "
+                f"{column}: …{excerpt}…")
+    return "its phases"
 
 
 def approx_tokens(text: str) -> int:
@@ -223,7 +248,13 @@ class CheckRunner:
     # returns what is wrong with it, or None.
 
     def _check_balanced(self, index: int, check: Mapping[str, Any]) -> InstanceCheck:
-        of = self._expr(index, "of")
+        if "cross" in check:
+            named = [(name, self._expr(index, "cross", name)) for name in check["cross"]]
+
+            def of(scope: Any) -> Any:
+                return {name: evaluate(scope) for name, evaluate in named}
+        else:
+            of = self._expr(index, "of")
 
         def tally(rendered: RenderedVariant) -> None:
             value = of(rendered.scope(self.renderer.env))
@@ -287,7 +318,10 @@ class CheckRunner:
                               for content in rendered.contents(phase)])
             word = known[0].first_in(text)
             if word is not None:
-                return f"forbidden word {word!r} appears in {', '.join(phases)}"
+                where = where_mentioned(word, [(phase, index, message) for phase in phases
+                                               for index, message in
+                                               enumerate(rendered.messages(phase))])
+                return f"forbidden word {word!r} appears in {where}"
             return None
 
         return forbidden
@@ -309,14 +343,19 @@ class CheckRunner:
 
         return holds
 
-    def _expr(self, index: int, key: str) -> Any:
-        compiled = self._expressions.get((index, key))
+    def _expr(self, index: int, key: str, name: str | None = None) -> Any:
+        """The compiled expression at ``key`` of check ``index`` (at ``key.name`` given
+        ``name``: one of several it names)."""
+        compiled = self._expressions.get((index, key, name))
         if compiled is None:
             check, located, where = self.checks[index]
-            line, col = located.text_start((*where, key))
-            origin = TemplateOrigin(located.file, line - 1, col, f"check {check['kind']} {key}")
-            compiled = self._expressions[index, key] = self.renderer.expression(check[key],
-                                                                                 origin)
+            path = (*where, key) if name is None else (*where, key, name)
+            source = check[key] if name is None else check[key][name]
+            line, col = located.text_start(path)
+            label = f"check {check['kind']} {key}" + (f" {name}" if name else "")
+            origin = TemplateOrigin(located.file, line - 1, col, label)
+            compiled = self._expressions[index, key, name] = self.renderer.expression(source,
+                                                                                       origin)
         return compiled
 
     def _group_check(self, index: int, check: Mapping[str, Any],
@@ -382,10 +421,31 @@ class CheckRunner:
             if check["kind"] != "balanced":
                 continue
             counts = self._tallies.get(index, Counter())
-            for value in check.get("values", []):
-                counts.setdefault(dumps(value), 0)
+            if "cross" in check:
+                counts = _crossed_counts(check, counts)
+            else:
+                for value in check.get("values", []):
+                    counts.setdefault(dumps(value), 0)
             if counts and max(counts.values()) - min(counts.values()) > 1:
                 shown = ", ".join(f"{k}: {v}" for k, v in sorted(counts.items()))
-                problems.append(self._fail(index, f"{check['of']} is unbalanced ({shown})"))
+                what = (" × ".join(check["cross"]) if "cross" in check else check["of"])
+                problems.append(self._fail(index, f"{what} is unbalanced ({shown})"))
         if problems:
             raise CheckFailed(problems)
+
+
+def _crossed_counts(check: Mapping[str, Any], counts: Mapping[str, int]) -> dict[str, int]:
+    """The count of every combination of a crossed balanced check's names: each name takes
+    its declared values and every value it gave, and a combination never met counts 0. Keys
+    read ``name=value, name=value`` in the order the check names them."""
+    names = list(check["cross"])
+    seen = [json.loads(key) for key in counts]
+    levels = []
+    for name in names:
+        values = {dumps(v): v for v in check.get("values", {}).get(name, [])}
+        values.update((dumps(record[name]), record[name]) for record in seen)
+        levels.append(sorted(values))
+    by_cell = {tuple(dumps(record[n]) for n in names): count
+               for record, count in zip(seen, counts.values(), strict=True)}
+    return {", ".join(f"{n}={v}" for n, v in zip(names, cell, strict=True)): by_cell.get(cell, 0)
+            for cell in itertools.product(*levels)}

@@ -20,6 +20,7 @@ from .errors import (
     EXIT_BAD_INPUT,
     EXIT_BROKEN_PIPE,
     EXIT_CHECK_FAILED,
+    EXIT_OK,
     CheckFailed,
     MemspecError,
     Problem,
@@ -129,11 +130,14 @@ def validate(
         help="Processes that validate files side by side (default: one per core).",
         min=1)] = None,
 ) -> None:
-    """Load and validate specs, and render a full group of every family to prove it works."""
+    """Load and validate specs, and render groups of every family until each design has
+    rendered and each pool item has been drawn (notes name the items it did not reach)."""
     from .validate import validate as validate_specs
 
     def action() -> int:
         report = validate_specs(Catalog.load(_project()), paths or None, workers)
+        for note in report.notes:
+            err.print(f"note: {note}", markup=False)
         for problem in sorted(report.problems, key=lambda p: p.sort_key()):
             err.print(f"error: {problem}", markup=False)
         summary = (f"{report.families} families ({report.instances} instances rendered), "
@@ -264,18 +268,76 @@ def generate(
 @app.command()
 def show(
     family: Annotated[str, typer.Argument(help="Family id (or path to its YAML file).")],
-    seed: Annotated[int, typer.Option(help="Seed.")] = 0,
+    seed: Annotated[int | None, typer.Option(
+        help="Seed (default: that of the release holding the family, else 0).")] = None,
     group: Annotated[int, typer.Option(min=0, help="Group index.")] = 0,
 ) -> None:
     """Render one group for a person to read: every variant, phase by phase."""
     from .show import format_group
 
     def action() -> None:
-        _check_seed(seed)
-        generator = _generator(family, seed)
+        generator = _shown_generator(family, seed)
         out.print(format_group(generator.group(group)), markup=False)
 
     _run(action)
+
+
+def _shown_generator(family: str, seed: int | None) -> FamilyGenerator:
+    """A generator of ``family`` for a person to look at: under ``seed``, else the seed of
+    the release that holds the family (said on stderr), so that it shows released items."""
+    from .generate import FamilyGenerator
+    from .release_of import release_seed
+    from .render import Renderer
+
+    project = _project()
+    catalog = Catalog.load(project)
+    spec = catalog.family(family)
+    if seed is None:
+        chosen = release_seed(catalog, spec.family_id)
+        err.print(f"showing {spec.family_id} under {chosen.describe()}", markup=False)
+        seed = chosen.seed
+    _check_seed(seed)
+    return FamilyGenerator(spec, Renderer(project), seed)
+
+
+@app.command("check-answer")
+def check_answer(
+    family: Annotated[str, typer.Argument(help="Family id (or path to its YAML file).")],
+    response: Annotated[str, typer.Argument(help="The response to score.")],
+    group: Annotated[int, typer.Option(min=0, help="Group index.")] = 0,
+    variant: Annotated[str | None, typer.Option(
+        help="Variant name, as in the instance's `variant` (needed when there are several).")]
+    = None,
+    seed: Annotated[int | None, typer.Option(
+        help="Seed (default: that of the release holding the family, else 0).")] = None,
+) -> None:
+    """Score one response on one instance, first attempt only: what the scorer took of it,
+    the verdict and why. Exit 0 when it scores as correct (or only a judge can say), 1 when
+    not."""
+    from .answer_tests import explain
+
+    def action() -> int:
+        generator = _shown_generator(family, seed)
+        instances = generator.group(group)
+        names = [i["variant"] for i in instances]
+        if variant is None and len(names) > 1:
+            raise SpecError.single(f"--variant is needed: group {group} has {len(names)} "
+                                   f"variants ({', '.join(names)})")
+        chosen = variant or names[0]
+        if chosen not in names:
+            raise SpecError.single(f"--variant {chosen!r} is not a variant of group {group} "
+                                   f"({', '.join(names)})")
+        instance = instances[names.index(chosen)]
+        answer = instance["answer"]
+        out.print(f"instance: {instance['id']}", markup=False)
+        if "gold" in answer:
+            out.print(f"gold: {answer['gold']!r}", markup=False)
+        verdict = explain(answer, response)
+        for line in verdict.lines():
+            out.print(line, markup=False)
+        return EXIT_OK if verdict.verdict in ("correct", "judged") else EXIT_CHECK_FAILED
+
+    raise typer.Exit(_run(action))
 
 
 def _release_table(rows: list[tuple[str, str, str, str]]) -> Table:

@@ -16,13 +16,15 @@ from .limits import Budget, BudgetExceeded, group_megabytes, group_seconds
 from .memo import InputMemo
 from .render import CompiledTemplate, Message, Renderer, RenderScope, TemplateOrigin, make_message
 from .rng import KeyedRandom
-from .sampling import sample_slots
+from .sampling import balanced_at, sample_slots
 from .schemas import first_error
 from .scoring import answer_problems
-from .spec import FamilySpec, TransformRef, Variant
+from .spec import FamilySpec, TransformRef, Variant, answer_examples, phrasings_of
 from .transforms import TransformCall, get_transform
 
 T = TypeVar("T")
+#: One way of writing a phase: a template file, or inline messages (role, name, text).
+PhaseTemplate = CompiledTemplate | list[tuple[str, str | None, CompiledTemplate]]
 
 #: The answer's texts besides its distractors: rendered in every variant, policy hints too.
 _ANSWER_TEXTS = ("gold", "rubric", "example", "remembered", "evidence", "prior")
@@ -69,10 +71,12 @@ class FamilyGenerator:
         origin = TemplateOrigin(self.family.file, line - 1, col, label)
         return self.renderer.expression(source, origin)
 
-    def _phase_template(self, name: str) -> list[tuple[str, str | None, CompiledTemplate]] | \
-            CompiledTemplate:
-        phase = self.family.phases[name]
-        where = ("phases", name)
+    def _phase_template(self, name: str) -> list[PhaseTemplate]:
+        """The compiled ways of writing phase ``name``: one, or its phrasings in order."""
+        return [self._phrasing_template(name, item, ("phases", name, *below))
+                for item, below in phrasings_of(self.family.phases[name])]
+
+    def _phrasing_template(self, name: str, phase: Any, where: tuple) -> PhaseTemplate:
         if isinstance(phase, str) or "template" in phase:
             relative = phase if isinstance(phase, str) else phase["template"]
             line, col = self.family.located.where(where)
@@ -84,8 +88,20 @@ class FamilyGenerator:
             for i, m in enumerate(phase["messages"])
         ]
 
+    def phrasing(self, name: str, group: int) -> int:
+        """Which phrasing of phase ``name`` group ``group`` renders (0 for a phase written one
+        way): balanced in blocks across groups, the same for every variant of the group, so
+        that arms meant to be byte-identical stay so."""
+        count = len(self._phase_templates[name])
+        if count == 1:
+            return 0
+        return balanced_at(range(count), self.seed, (self.family.family_id, "phrasing", name),
+                           group)
+
     def _render_phase(self, name: str, context: dict[str, Any]) -> list[Message]:
-        template = self._phase_templates[name]
+        templates = self._phase_templates[name]
+        template = templates[0] if len(templates) == 1 else \
+            templates[self.phrasing(name, context["group"])]
         if isinstance(template, CompiledTemplate):
             try:
                 return template.render_messages(context)
@@ -174,7 +190,12 @@ class FamilyGenerator:
         texts = [(key, spec[key], ("answer", key)) for key in _ANSWER_TEXTS if key in spec]
         texts += [(name, text, ("answer", "distractors", name))
                   for name, text in spec.get("distractors", {}).items()]
+        examples = answer_examples(spec)
+        texts += [(key, text, self._example_where(spec, key, index))
+                  for key, index, text, _ in examples]
         names = {spec["options"]} if "options" in spec else set()
+        if any(when for *_, when in examples):
+            names.add("variant")  # which examples apply depends on the variant
         for key, text, where in texts:
             found = self._answer_template(key, text, where).free_names()
             if found is None:
@@ -250,7 +271,37 @@ class FamilyGenerator:
         except CanonicalJSONError as exc:
             raise self.family.located.error(f"instance has no canonical form: {exc}") from None
         self._check_json(answer)
+        if "accepts" in spec or "rejects" in spec:
+            self._check_examples(answer, context)
         return answer
+
+    @staticmethod
+    def _example_where(spec: Mapping[str, Any], key: str, index: int) -> tuple:
+        """Where an example response's text is written in the family file."""
+        item = spec[key][index]
+        return ("answer", key, index) if isinstance(item, str) else \
+            ("answer", key, index, "response")
+
+    def _check_examples(self, answer: Mapping[str, Any], context: Mapping[str, Any]) -> None:
+        """Every example response of the answer that applies to this variant scores as its
+        declaration says (``accepts``: correct; ``rejects``: not), else an error at it."""
+        from .answer_tests import applies, example_problem  # only families with examples
+
+        spec = self.family.answer
+        for key, index, text, when in answer_examples(spec):
+            if not applies(when, context["variant"]):
+                continue
+            where = self._example_where(spec, key, index)
+            compiled = self._answer_template(f"{key}[{index}]", text, where)
+            response = compiled.render_text(context)
+            if not response.strip():
+                raise compiled.origin.error(f"answer {key}[{index}] rendered empty", 1)
+            problem = example_problem(answer, response, key)
+            if problem:
+                raise self.family.located.error(
+                    f"answer {key}[{index}] fails in group {context['group']}, variant "
+                    f"{context['design']}/{'.'.join(context['variant'].values()) or 'base'}: "
+                    f"{problem}", where)
 
     def _feedback(self, context: dict[str, Any]) -> list[dict[str, Any]]:
         """The simulated user's implicit feedback: the records the family's expression gives,
@@ -395,6 +446,11 @@ class FamilyGenerator:
     def group(self, group: int) -> list[dict[str, Any]]:
         """Every variant of one group, checked; raises on any error."""
         return self.within_budget(group, lambda: self._checked(group, self._slots(group)))
+
+    def slots(self, group: int) -> dict[str, Any]:
+        """The slot values of one group (before any variant's transforms), within its
+        budget: what it draws, without rendering it."""
+        return self.within_budget(group, partial(self._slots, group))
 
     def _checked(self, group: int, slots: dict[str, Any]) -> list[dict[str, Any]]:
         rendered = self._render_variants(group, slots)

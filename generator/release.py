@@ -61,6 +61,7 @@ from .parallel import (
 )
 from .parquet_export import writer_name
 from .project import Project
+from .release_checks import ReleaseChecks, card_lines, release_check_problems
 from .release_stats import ReleaseStats
 from .render import Renderer
 from .spec import FamilySpec, ReleaseFamily, ReleaseSpec
@@ -148,7 +149,7 @@ def load_release_families(catalog: Catalog, release: ReleaseSpec,
                 out.add(problem)
         except MemspecError as err:
             out.extend(err)
-    for problem in subset_problems(release, fields):
+    for problem in subset_problems(release, fields) + release_check_problems(release, families):
         out.add(problem)
     out.raise_if_any()
     return families
@@ -222,6 +223,8 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
     seen_content = ContentIndex()
     templates: set[str] = set()  # fetched by include, import or extends, in any process
     stats = ReleaseStats()
+    release_checks = ReleaseChecks(release)
+    checking = bool(release_checks)  # most releases declare none: one test, not one a line
     exports = LoaderExports(folder, release) if layout >= 3 else None
     total = 0
     for index, (family, entry) in enumerate(zip(families, release.families, strict=True)):
@@ -244,6 +247,8 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
                         stats.add(instance)
                     if exports:
                         exports.add(instance)
+                    if checking:
+                        release_checks.add(instance)
                 if progress:
                     progress(family.family_id, done)
             generator.checks.finish()
@@ -260,6 +265,8 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
         }
         total += info["records"]
     _refuse_duplicate_content(seen_content, [folder / name for name in files], families)
+    checked = release_checks.results()
+    release_checks.refuse_failures(checked)
     data_hashes = {name: info["sha256"] for name, info in files.items()}
     root = hashlib.sha256(sums_text(data_hashes).encode("utf-8")).hexdigest()
     counts = {"instances": total, "groups": sum(e.groups for e in release.families),
@@ -292,7 +299,8 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
                        project.display(release.path), audit["failures"], layout=layout,
                        audit_summary=audit.get("summary", ()),
                        audit_unavailable=audit.get("unavailable", ()),
-                       charts=[f"{PLOTS_DIR}/{name}" for name in charts], configs=configs)
+                       charts=[f"{PLOTS_DIR}/{name}" for name in charts], configs=configs,
+                       checks=card_lines(checked))
     files[CARD_FILE] = _write_file(folder / CARD_FILE, card.encode("utf-8"))
     return {
         "manifest_version": layout,

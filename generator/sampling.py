@@ -10,6 +10,8 @@ same value (one corpus shared by many probes, say).
 from __future__ import annotations
 
 import functools
+import itertools
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -17,7 +19,7 @@ from .canonical import SCALARS, dumps
 from .errors import SpecError
 from .render import Renderer, RenderScope, TemplateOrigin, object_address
 from .rng import KeyedRandom, first_sample, number_keys, stream_key
-from .spec import FamilySpec
+from .spec import MAX_CROSSED_CELLS, FamilySpec
 
 #: What draws one slot's value for a group, given the group's sampler.
 Drawer = Callable[["_Sampler"], Any]
@@ -123,7 +125,7 @@ class _Sampler:
         self._group_key: bytes | None = None
 
     def error(self, message: str, where: tuple) -> SpecError:
-        return self.family.located.error(message, where)
+        return self.family.located_at(where).error(message, where)
 
     def stream_path(self, name: str, slot: Mapping[str, Any]) -> tuple[str | int, ...]:
         """The random path of a slot: its group, or the values of the slots it is shared by."""
@@ -170,6 +172,9 @@ class _Sampler:
         if "value" in slot:
             value = slot["value"]
             return lambda sampler: value
+        if "crossed" in slot:
+            cells, path = self.crossed_cells(name, slot), (self.family.family_id, "balanced", name)
+            return lambda sampler: balanced_at(cells, sampler.seed, path, sampler.group)
         if "from" not in slot or "shared_by" in slot or not slot.get("distinct", True):
             return lambda sampler: sampler.slot(name, slot)
         items = self.family.pools[name].items
@@ -190,6 +195,27 @@ class _Sampler:
             return sampler.draw(name, slot, usable, KeyedRandom.keyed(sampler.seed, key), where)
 
         return draw
+
+    def crossed_cells(self, name: str, slot: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Every combination of a crossed slot's factors, as a record, in order (the last
+        factor varying fastest): what its balanced blocks take once each."""
+        factors = []
+        for factor, spec in slot["crossed"].items():
+            if isinstance(spec, list):
+                factors.append(spec)
+            elif "range" in spec:
+                factors.append(list(range(spec["range"][0], spec["range"][1] + 1)))
+            else:
+                factors.append(self.family.pools[f"{name}.{factor}"].items)
+            if not factors[-1]:
+                raise self.error(f"factor {factor!r} of slot {name!r} has no values",
+                                 ("slots", name, "crossed", factor))
+        if math.prod(len(values) for values in factors) > MAX_CROSSED_CELLS:
+            raise self.error(f"crossed slot {name!r} has more than {MAX_CROSSED_CELLS} "
+                             "combinations", ("slots", name, "crossed"))
+        names = list(slot["crossed"])
+        return [dict(zip(names, combination, strict=True))
+                for combination in itertools.product(*factors)]
 
     def candidates(self, pool_key: str, spec: Mapping[str, Any], where: tuple) -> list[Any]:
         """What a ``from`` or ``of`` draw picks among, less anything ``distinct_from`` excludes.
@@ -231,9 +257,9 @@ class _Sampler:
     def expression(self, source: str, where: tuple, label: str) -> Any:
         """The compiled expression at ``where``, kept for the sampler's later groups."""
         if where not in self._cache:
-            line, col = self.family.located.text_start(where)
-            origin = TemplateOrigin(self.family.located.file, line - 1, col,
-                                    f"expression of {label}")
+            located = self.family.located_at(where)
+            line, col = located.text_start(where)
+            origin = TemplateOrigin(located.file, line - 1, col, f"expression of {label}")
             self._cache[where] = self.renderer.expression(source, origin)
         return self._cache[where]
 
@@ -272,6 +298,9 @@ class _Sampler:
             return self.stream(name, slot).randint(low, high)
         if "choice" in slot:
             return self.stream(name, slot).choice(slot["choice"])
+        if "crossed" in slot:
+            return balanced_value(self.crossed_cells(name, slot), self.seed,
+                                  self.family.family_id, name, self.group)
         return balanced_value(list(slot["balanced"]), self.seed, self.family.family_id, name,
                               self.group)
 

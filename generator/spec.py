@@ -16,7 +16,9 @@ from .schemas import schema_problems
 from .transforms import get_transform, transform_names
 from .yamlsafe import Located, load_yaml_file
 
-SLOT_SOURCES = ("from", "of", "value", "expr", "range", "choice", "balanced", "table")
+SLOT_SOURCES = ("from", "of", "value", "expr", "range", "choice", "balanced", "crossed", "table")
+#: Most combinations a crossed slot may have (one balanced block takes every one of them).
+MAX_CROSSED_CELLS = 100_000
 #: Sources whose value is random, so that sharing it across groups means something.
 RANDOM_SOURCES = ("from", "of", "range", "choice", "table")
 #: Names templates receive besides the slots; a slot may not take one of them.
@@ -87,6 +89,8 @@ class ParadigmSpec:
     scaffold: Mapping[str, Any] | None
     located: Located
     path: Path
+    #: Slots every family of the paradigm has, before its own (a family may override one).
+    slots: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,8 @@ class FamilySpec:
     pools: Mapping[str, Pool]
     located: Located
     path: Path
+    #: The file each slot the family takes from its paradigm is written in (by slot name).
+    slot_origins: Mapping[str, Located] = field(default_factory=dict)
 
     @property
     def raw(self) -> Mapping[str, Any]:
@@ -116,6 +122,13 @@ class FamilySpec:
     @property
     def file(self) -> str:
         return self.located.file
+
+    def located_at(self, where: tuple) -> Located:
+        """The file that holds the value at ``where``: the paradigm's for a slot the family
+        takes from it, else the family's."""
+        if len(where) >= 2 and where[0] == "slots" and where[1] in self.slot_origins:
+            return self.slot_origins[where[1]]
+        return self.located
 
     def variants(self) -> list[Variant]:
         """Every variant of a group, in a fixed order (designs, then axis products)."""
@@ -175,6 +188,7 @@ class ReleaseSpec:
     tags: tuple[str, ...] = ()
     subsets: tuple[str, ...] = ()  # instance fields whose values get a loader config each
     designs: tuple[PublishedDesign, ...] = ()
+    checks: tuple[Mapping[str, Any], ...] = ()  # over the whole release, run at freeze
 
     @property
     def full_name(self) -> str:
@@ -229,6 +243,10 @@ def load_paradigm(path: Path, project: Project) -> ParadigmSpec:
         raise SpecError([Problem(f"abstain pattern is not a valid regular expression: {why}",
                                  located.file, *located.where(("abstain", index)),
                                  ("abstain", index)) for index, why in bad])
+    for name, slot in data.get("slots", {}).items():
+        if "override" in slot:
+            raise located.error("'override' is for a family's slot that replaces a paradigm's",
+                                ("slots", name, "override"))
     return ParadigmSpec(
         paradigm_id=data["paradigm"],
         version=data["version"],
@@ -241,6 +259,7 @@ def load_paradigm(path: Path, project: Project) -> ParadigmSpec:
         scaffold=data.get("scaffold"),
         located=located,
         path=path,
+        slots=data.get("slots", {}),
     )
 
 
@@ -308,17 +327,21 @@ class FamilyLoader:
                                 unusable.file, unusable.line, unusable.column,
                                 unusable.json_path))
 
-        slots: dict[str, Mapping[str, Any]] = data.get("slots", {})
+        slots, origins = _merged_slots(paradigm, data.get("slots", {}), located, problem)
         pools: dict[str, Pool] = {}
         for index, (name, slot) in enumerate(slots.items()):
-            self._check_slot(name, slot, dict(list(slots.items())[:index]), located, problem)
+            origin = origins.get(name, located)
+            self._check_slot(name, slot, dict(list(slots.items())[:index]), origin,
+                             _problem_in(origin, out))
             sources = [(name, slot, ("slots", name))] + [
                 (f"{name}.{column}", spec, ("slots", name, "table", "columns", column))
-                for column, spec in slot.get("table", {}).get("columns", {}).items()]
+                for column, spec in slot.get("table", {}).get("columns", {}).items()] + [
+                (f"{name}.{factor}", spec, ("slots", name, "crossed", factor))
+                for factor, spec in slot.get("crossed", {}).items() if isinstance(spec, dict)]
             for key, spec, where in sources:
                 if "from" in spec:
                     try:
-                        pools[key] = self.pool(spec["from"], located, (*where, "from"))
+                        pools[key] = self.pool(spec["from"], origin, (*where, "from"))
                     except SpecError as err:
                         out.extend(err)
         slot_names = list(slots)
@@ -339,6 +362,7 @@ class FamilyLoader:
                 problem(f"scorer {data['answer']['scorer']!r} is not allowed by paradigm "
                         f"{paradigm.paradigm_id!r} ({', '.join(paradigm.scorers)})",
                         ("answer", "scorer"))
+        _check_phrasings(data["phases"], problem)
         self._check_answer(data["answer"], slot_names, problem)
         self._check_analysis(data.get("analysis", {}), designs, problem)
         if "split" in data.get("fields", {}):
@@ -354,6 +378,8 @@ class FamilyLoader:
         for design in designs:
             for axis in design.axes:
                 axis_values.setdefault(axis.name, set()).update(axis.values)
+        for where, text in _answer_example_problems(data["answer"], axis_values):
+            problem(text, where)
         for check, origin, where in checks:
             for problem_text in _check_refs(check, phase_names, axis_values):
                 line, col = origin.where(where)
@@ -377,6 +403,7 @@ class FamilyLoader:
             pools=pools,
             located=located,
             path=path,
+            slot_origins=origins,
         )
 
     @staticmethod
@@ -396,6 +423,8 @@ class FamilyLoader:
             _check_source(spec, col_where, list(earlier), problem, table_allowed=False)
         if "shared_by" in slot:
             _check_shared(name, slot, earlier, problem)
+        if "crossed" in slot:
+            _check_crossed(slot["crossed"], where, problem)
 
     def _designs(self, data: Mapping[str, Any], paradigm: ParadigmSpec | None,
                  slot_names: list[str], problem: Any) -> tuple[Design, ...]:
@@ -509,6 +538,49 @@ class FamilyLoader:
                     (*where, "unordered_args"))
 
 
+def _problem_in(located: Located, out: ProblemCollector) -> Any:
+    """What reports a problem at a path of ``located``'s file."""
+    def problem(message: str, where: tuple) -> None:
+        line, col = located.where(where)
+        out.add(Problem(message, located.file, line, col, where))
+    return problem
+
+
+def _merged_slots(paradigm: ParadigmSpec | None, own: Mapping[str, Mapping[str, Any]],
+                  located: Located, problem: Any
+                  ) -> tuple[dict[str, Mapping[str, Any]], dict[str, Located]]:
+    """A family's slots: its paradigm's first, in their order, then its own. A family slot of
+    a paradigm slot's name replaces it, in the paradigm's place, only if it says
+    ``override: true`` (so that nobody shadows a shared slot by accident); ``override`` on a
+    slot the paradigm lacks is refused too. With them, the paradigm's file for each slot
+    taken from it."""
+    shared = paradigm.slots if paradigm is not None else {}
+    slots: dict[str, Mapping[str, Any]] = {}
+    origins: dict[str, Located] = {}
+    for name, slot in shared.items():
+        if name in own:
+            if not own[name].get("override"):
+                assert paradigm is not None
+                line, _ = paradigm.located.where(("slots", name))
+                problem(f"slot {name!r} is declared by paradigm {paradigm.paradigm_id!r} "
+                        f"({paradigm.located.file}:{line}); say 'override: true' to replace "
+                        "it for this family", ("slots", name))
+            slots[name] = own[name]
+        else:
+            slots[name] = slot
+            assert paradigm is not None
+            origins[name] = paradigm.located
+    for name, slot in own.items():
+        if name in shared:
+            continue
+        if slot.get("override"):
+            problem(f"slot {name!r} says 'override: true', but paradigm "
+                    f"{paradigm.paradigm_id if paradigm else '?'!r} declares no slot of that "
+                    "name", ("slots", name, "override"))
+        slots[name] = slot
+    return slots, origins
+
+
 def _check_source(spec: Mapping[str, Any], where: tuple, earlier: list[str], problem: Any,
                   table_allowed: bool) -> None:
     """One slot's (or table column's) source: exactly one, and its modifiers fit it."""
@@ -545,6 +617,30 @@ def _check_source(spec: Mapping[str, Any], where: tuple, earlier: list[str], pro
         problem("range must be [low, high] with low <= high", (*where, "range"))
 
 
+def _check_crossed(factors: Mapping[str, Any], where: tuple, problem: Any) -> None:
+    """Every factor of a crossed slot has values, and their combinations are not too many to
+    take each once per block (a pool's size is known only once it is loaded: not counted)."""
+    cells = 1
+    for factor, spec in factors.items():
+        if isinstance(spec, list):
+            count = len(spec)
+            if len({repr(v) for v in spec}) != count:
+                problem(f"factor {factor!r} lists a value twice: it would be drawn twice as "
+                        "often as the others", (*where, "crossed", factor))
+        elif "range" in spec:
+            low, high = spec["range"]
+            count = high - low + 1
+            if count < 1:
+                problem("range must be [low, high] with low <= high",
+                        (*where, "crossed", factor, "range"))
+        else:
+            continue
+        cells *= max(count, 1)
+    if cells > MAX_CROSSED_CELLS:
+        problem(f"crossed slot has {cells} combinations, more than {MAX_CROSSED_CELLS}",
+                (*where, "crossed"))
+
+
 def _check_shared(name: str, slot: Mapping[str, Any], earlier: Mapping[str, Mapping[str, Any]],
                   problem: Any) -> None:
     """A shared slot must be random, keyed by earlier slots, and depend only on slots that are
@@ -562,11 +658,36 @@ def _check_shared(name: str, slot: Mapping[str, Any], earlier: Mapping[str, Mapp
                if d is not None]
     for other in depends:
         source = earlier.get(other, {})
-        is_random = any(k in source for k in RANDOM_SOURCES) or "balanced" in source
+        is_random = any(k in source for k in (*RANDOM_SOURCES, "balanced", "crossed"))
         shared_alike = set(source.get("shared_by", [None])) <= set(keys)
         if other not in keys and is_random and not shared_alike:
             problem(f"slot {name!r} is shared but depends on {other!r}, which is drawn per "
                     f"group; share {other!r} by a subset of {keys} too", where)
+
+
+def phrasings_of(phase: Any) -> list[tuple[Any, tuple]]:
+    """The ways a phase is written, each with its path below the phase: one for a phase given
+    as a template or messages, several for ``{phrasings: [...]}``."""
+    if isinstance(phase, dict) and "phrasings" in phase:
+        return [(item, ("phrasings", index)) for index, item in enumerate(phase["phrasings"])]
+    return [(phase, ())]
+
+
+def _check_phrasings(phases: Mapping[str, Any], problem: Any) -> None:
+    """A phrasing written twice would be drawn twice as often as the others: refused."""
+    for name, phase in phases.items():
+        if isinstance(phase, dict) and len(phase.get("phrasings", ())) == 1:
+            problem(f"phase {name!r} has one phrasing: write it as the phase itself, or give "
+                    "two or more", ("phases", name, "phrasings"))
+        seen: dict[str, int] = {}
+        for item, where in phrasings_of(phase):
+            key = item if isinstance(item, str) else item.get("template")
+            if not isinstance(key, str):  # inline messages: compared as written
+                key = repr(item)
+            if key in seen:
+                problem(f"phrasing {where[-1]} of phase {name!r} repeats phrasing {seen[key]}",
+                        ("phases", name, *where))
+            seen.setdefault(key, where[-1] if where else 0)
 
 
 def _strings(value: Any) -> list[str]:
@@ -593,6 +714,8 @@ def _check_refs(check: Mapping[str, Any], phases: set[str],
     bounds = _CHECK_BOUNDS.get(kind, ())
     if bounds and not any(bound in check for bound in bounds):
         problems.append(f"check {kind!r} asserts nothing: give it {' or '.join(bounds)}")
+    if kind == "balanced":
+        problems += _balanced_problems(check)
     if "axis" in check and check["axis"] not in axes:
         problems.append(f"check {kind!r} names unknown axis {check['axis']!r}")
     if "reference" in check and check.get("axis") in axes and \
@@ -608,6 +731,54 @@ def _check_refs(check: Mapping[str, Any], phases: set[str],
                 problems.append(f"check {kind!r}: 'when' names {value!r}, not a value of axis "
                                 f"{axis!r}")
     return problems
+
+
+def answer_examples(answer: Mapping[str, Any]) -> list[tuple[str, int, str, Any]]:
+    """Each example response of an answer: (``accepts`` or ``rejects``, its index, its text,
+    its ``when`` or None)."""
+    return [(key, index, item if isinstance(item, str) else item["response"],
+             None if isinstance(item, str) else item.get("when"))
+            for key in ("accepts", "rejects") for index, item in enumerate(answer.get(key, ()))]
+
+
+def _answer_example_problems(answer: Mapping[str, Any], axes: Mapping[str, set[str]]
+                             ) -> list[tuple[tuple, str]]:
+    """Example responses a judge answer cannot hold, and ``when`` axes or values that do not
+    exist (an example that applies to nothing would test nothing)."""
+    problems = []
+    for key, index, _, when in answer_examples(answer):
+        where = ("answer", key, index)
+        if answer["scorer"] == "judge":
+            problems.append((where, f"a judge answer cannot test '{key}': only a judge scores "
+                             "its responses"))
+        for axis, wanted in (when or {}).items():
+            if axis not in axes:
+                problems.append(((*where, "when", axis), f"'when' names unknown axis {axis!r}"))
+                continue
+            for value in wanted if isinstance(wanted, list) else [wanted]:
+                if value not in axes[axis]:
+                    problems.append(((*where, "when", axis),
+                                     f"'when' names {value!r}, not a value of axis {axis!r}"))
+    return problems
+
+
+def _balanced_problems(check: Mapping[str, Any]) -> list[str]:
+    """A balanced check counts one expression (``of``, values a list) or the combinations of
+    several (``cross``, values by name): exactly one, and values of its form."""
+    if ("of" in check) == ("cross" in check):
+        return ["check 'balanced' needs exactly one of 'of' (one expression) and 'cross' "
+                "(several, named, whose combinations are counted)"]
+    values = check.get("values")
+    if "of" in check and isinstance(values, dict):
+        return ["check 'balanced': with 'of', 'values' is a list"]
+    if "cross" in check and values is not None:
+        if not isinstance(values, dict):
+            return ["check 'balanced': with 'cross', 'values' gives a list for each name"]
+        unknown = [name for name in values if name not in check["cross"]]
+        if unknown:
+            return [f"check 'balanced': 'values' names {unknown[0]!r}, which 'cross' does "
+                    f"not ({', '.join(check['cross'])})"]
+    return []
 
 
 def load_release(path: Path, project: Project,
@@ -659,4 +830,5 @@ def load_release(path: Path, project: Project,
         designs=tuple(PublishedDesign(d["key"], d["title"], tuple(d["authors"]), d.get("year"),
                                       d["how"], d.get("url"), d.get("venue"))
                       for d in data.get("designs", ())),
+        checks=tuple(data.get("checks", ())),
     )

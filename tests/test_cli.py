@@ -12,7 +12,7 @@ from generator.catalog import Catalog
 from generator.project import Project
 
 COMMANDS = ["validate", "new", "generate", "show", "freeze", "verify", "build", "pool",
-            "respond", "score", "judge-requests", "rho-star", "export", "audit"]
+            "respond", "score", "judge-requests", "rho-star", "export", "audit", "check-answer"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)

@@ -26,7 +26,8 @@ def _lines(family_id: str, groups: int) -> tuple[list[bytes], int]:
     lines = [line for job in chunk_jobs(REPO, family, 11, 0, groups)
              for line in render_chunk(job, generator).lines()]
     memos = [generator._answer_memo, *renderer._expression_memos.values(),
-             *(t.memo for t in generator._phase_templates.values() if hasattr(t, "memo"))]
+             *(t.memo for phrasings in generator._phase_templates.values()
+               for t in phrasings if hasattr(t, "memo"))]
     return lines, sum(memo._hits for memo in memos)
 
 
