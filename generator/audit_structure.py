@@ -16,17 +16,26 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .audit_view import (
+    declared,
+    distinctive_words,
+    evidence_shown,
+    is_memory_choice,
+    is_memory_item,
+    visible_messages,
+    visible_phases,
+)
 from .canonical import dumps
 from .checks import mentions
 from .content_index import ContentIndex, content_key
-from .instances import phase_messages
+from .scoring import is_correct
 
 Item = Mapping[str, Any]
 _WORD = re.compile(r"[^\W\d_]+")
 #: A control arm leaks the theme when it says this many of the theme's words on its own: one
-#: alone is often a coincidence of plain prose (a backup note that runs "every night" beside a
-#: rubric that names "nights" among its imagery); two are a pattern.
-LEAK_WORDS = 2
+#: is enough (a word that is a coincidence of plain prose, such as "night" in a backup note
+#: beside a rubric that names "nights", is allow-listed by the family with its reason).
+LEAK_WORDS = 1
 #: Text both arms share counts as framing (neither arm's own words) from this many words in a
 #: row: shorter runs in common are the same words used, which a leak is made of.
 FRAMING_WORDS = 4
@@ -45,12 +54,6 @@ class Finding:
     def to_json(self) -> dict[str, Any]:
         return {"check": self.check, "family": self.family, "passed": self.passed,
                 "measured": self.measured, "detail": self.detail}
-
-
-def is_memory_choice(item: Item) -> bool:
-    """A choice item whose answer only memory can give (no authoritative evidence shown)."""
-    answer = item["answer"]
-    return bool(answer.get("options")) and "gold_index" in answer and "evidence" not in answer
 
 
 class _GoldPositions:
@@ -136,18 +139,54 @@ _OPTION_LINE = re.compile(r"\s*\(?[A-Za-z0-9]{1,2}[).:]\s*(.+?)\s*")
 
 
 def probe_text(instance: Item) -> str:
-    """What a memoryless system reads of the question: the last phase, less the lines that
-    merely list the options ("B) Terrace Room"), so that only the probe's own words count."""
-    last = instance["phases"][-1]["phase"]
+    """What a memoryless system reads of the question: the visible phases (every phase but
+    the memory phases), less the lines that merely list the options ("B) Terrace Room"), so
+    that only the probe's own words count."""
     options = set(instance["answer"].get("options", ()))
-    lines = [line for m in phase_messages(instance, last) for line in m["content"].splitlines()]
+    lines = [line for p in visible_phases(instance) for m in p["messages"]
+             for line in m["content"].splitlines()]
     kept = [line for line in lines
             if not ((match := _OPTION_LINE.fullmatch(line)) and match.group(1) in options)]
     return "\n".join(kept)
 
 
-class _GoldInProbe:
-    """No probe spells out its right answer while leaving a wrong one unsaid."""
+def _shown_choice(item: Item) -> str | None:
+    """Where a visible message names the right option while leaving a wrong one unsaid."""
+    text, answer = probe_text(item), item["answer"]
+    if mentions(text, answer["gold"]) and not all(mentions(text, o) for o in answer["options"]):
+        return f"names {answer['gold']!r}"
+    return None
+
+
+def _shown_open(item: Item) -> str | None:
+    """Where a visible message gives an open item's answer away: the message itself is
+    accepted by the scorer, it spells out the gold (or the example right response), or it
+    says every word that sets the right response apart from the wrong ones it declares."""
+    answer = item["answer"]
+    right = answer.get("example", answer.get("gold", ""))
+    wrong = [v for k, v in answer.items() if k in ("prior", "remembered") and v != right]
+    wrong += [v for v in answer.get("distractors", {}).values() if v != right]
+    own = distinctive_words(right, wrong) if wrong else set()
+    for phase in visible_phases(item):
+        for message in phase["messages"]:
+            content = message["content"]
+            where = f"the {message['role']} message of phase {phase['phase']!r}"
+            if is_correct(answer, content):
+                return f"{where} is itself a right response"
+            if answer["scorer"] != "regex" and mentions(content, answer["gold"]):
+                return f"{where} spells out {answer['gold']!r}"
+            if right and mentions(content, right):
+                return f"{where} spells out {right!r}"
+    text = "\n".join(m["content"] for m in visible_messages(item))
+    if own and all(mentions(text, w) for w in sorted(own)):
+        return (f"the visible messages say {', '.join(sorted(own)[:4])}, which only the right "
+                "response says")
+    return None
+
+
+class _GoldShown:
+    """No visible message (any phase but the memory phases, tool results included) gives
+    away the right answer of a memory item."""
 
     def __init__(self) -> None:
         self.audited = 0
@@ -155,24 +194,53 @@ class _GoldInProbe:
         self.leak_count = 0
 
     def add(self, item: Item) -> None:
-        if not is_memory_choice(item):
+        if not is_memory_item(item):
             return
         self.audited += 1
-        text, answer = probe_text(item), item["answer"]
-        if mentions(text, answer["gold"]) and not all(
-                mentions(text, o) for o in answer["options"]):
+        cue = _shown_choice(item) if is_memory_choice(item) else _shown_open(item)
+        if cue is not None:
             self.leak_count += 1
             if len(self.leaks) < 3:
-                self.leaks.append(item["id"])
+                self.leaks.append(f"{item['id']} ({cue})")
 
     def finding(self, family: str) -> Finding | None:
         if not self.audited:
             return None
         more = self.leak_count - len(self.leaks)
-        detail = (f"the probe names the right answer in {', '.join(self.leaks)}"
+        detail = (f"a visible message gives the right answer away in {'; '.join(self.leaks)}"
                   + (f" and {more} more" if more else "")) if self.leak_count else ""
-        return Finding("leakage: gold in probe", family, not self.leak_count,
-                       f"{self.leak_count} of {self.audited} probes", detail)
+        return Finding("leakage: gold shown", family, not self.leak_count,
+                       f"{self.leak_count} of {self.audited} items", detail)
+
+
+class _EvidenceShown:
+    """An item declared to carry evidence shows it: its evidence value is in a message a
+    memoryless system sees. (Only shown evidence exempts an item from the adversaries.)"""
+
+    def __init__(self) -> None:
+        self.declared = 0
+        self.unseen: list[str] = []
+        self.unseen_count = 0
+
+    def add(self, item: Item) -> None:
+        shown = evidence_shown(item)
+        if shown is None:
+            return
+        self.declared += 1
+        if not shown:
+            self.unseen_count += 1
+            if len(self.unseen) < 3:
+                self.unseen.append(f"{item['id']} ({item['answer']['evidence']!r})")
+
+    def finding(self, family: str) -> Finding | None:
+        if not self.declared:
+            return None
+        more = self.unseen_count - len(self.unseen)
+        detail = (f"declared evidence appears in no visible message: {'; '.join(self.unseen)}"
+                  + (f" and {more} more" if more else "")) if self.unseen_count else ""
+        return Finding("leakage: evidence shown", family, not self.unseen_count,
+                       f"{self.declared - self.unseen_count} of {self.declared} items show "
+                       "their declared evidence", detail)
 
 
 def _stem(word: str) -> str:
@@ -225,6 +293,8 @@ class _ThemeLeak:
         #: Per complete pair, by its key: the control's id and the words it says on its own.
         self._controls: dict[tuple[int, str], tuple[str, frozenset[str]]] = {}
         self.theme: set[str] = set()
+        #: Words the family allows a control arm to say, though the theme's (with a reason).
+        self.allowed: set[str] = set()
 
     def add(self, item: Item) -> None:
         spec = item.get("analysis", {}).get("judge_pairs")
@@ -233,6 +303,10 @@ class _ThemeLeak:
         arm = item["axes"].get(spec["axis"])
         if arm not in (spec["treatment"], spec["control"]):
             return
+        audit = declared(item)
+        # The family's own theme words count whether or not the rubric names them.
+        self.theme |= {_stem(w) for w in audit.get("theme_words", ())}
+        self.allowed |= {_stem(w) for w in audit.get("allow_words", {}).get("words", ())}
         rest = {k: v for k, v in item["axes"].items() if k != spec["axis"]}
         key = (item["group"], dumps(rest))
         pair = self._waiting[key]
@@ -253,7 +327,7 @@ class _ThemeLeak:
             return None
         leaks = []
         for _, (control_id, control_words) in sorted(self._controls.items()):
-            leaked = sorted(self.theme & control_words)
+            leaked = sorted((self.theme - self.allowed) & control_words)
             if len(leaked) >= LEAK_WORDS:
                 leaks.append(f"{control_id} ({', '.join(leaked[:4])})")
         detail = (f"the control arm uses the theme's words: {'; '.join(leaks[:3])}"
@@ -313,7 +387,8 @@ class FamilyStructure:
         #: Whether the instances came in order of their group (a release's files hold them so).
         self.in_group_order = True
         self._last_group: int | None = None
-        self._audits = (_GoldPositions(), _Cells(), _GoldInProbe(), _ThemeLeak())
+        self._audits = (_GoldPositions(), _Cells(), _GoldShown(), _EvidenceShown(),
+                        _ThemeLeak())
 
     def add(self, item: Item) -> None:
         self.count += 1

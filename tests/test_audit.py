@@ -162,7 +162,10 @@ def test_without_the_audit_extra_the_embedding_adversary_is_reported_missing(
     assert report.unavailable == ["embedding_nearest (needs the audit extra: pip install -e "
                                   "'.[audit]')"]
     assert "embedding_nearest" not in {r.check for r in report.rows}
-    assert report.ok and len(report.rows) == 6
+    # Every other adversary ran (the classifier within families is the one across them, for
+    # a single family).
+    assert report.ok and {r.check for r in report.rows} == \
+        set(audit.predictors()) - {"probe_classifier_within"}
     console = Console(width=200, record=True)
     console.print(audit_table(report))
     # The table a person reads says the adversary did not run, not just the JSON.
@@ -238,9 +241,9 @@ def test_a_probe_that_names_the_answer_is_a_leak_whatever_the_statistics() -> No
              for g in range(24)]
     options = items[5]["answer"]["options"]
     items[5]["phases"][0]["messages"][0]["content"] = f"Was it the {options[5 % 3]}?"
-    found = _finding(audit_instances(items), "leakage: gold in probe", "lab.named")
-    assert not found.passed and found.measured == "1 of 24 probes"
-    assert "lab.named-00005-base" in found.detail
+    found = _finding(audit_instances(items), "leakage: gold shown", "lab.named")
+    assert not found.passed and found.measured == "1 of 24 items"
+    assert "lab.named-00005-base (names 'thimble')" in found.detail
 
 
 def test_duplicates_across_families_and_missing_cells_are_caught() -> None:
