@@ -31,7 +31,6 @@ from .audit_structure import (
     DuplicateIndex,
     FamilyStructure,
     Finding,
-    probe_text,
 )
 from .audit_view import (
     declared,
@@ -39,7 +38,7 @@ from .audit_view import (
     is_memory_choice,
     is_memory_item,
     item_view,
-    visible_text,
+    probe_text,
 )
 from .catalog import Catalog
 from .rng import KeyedRandom
@@ -60,11 +59,19 @@ def _words(text: str) -> set[str]:
     return {w.lower() for w in _WORD.findall(text)}
 
 
+#: What an adversary picks where every option scores alike: nothing (it has no cue there, and
+#: the item is none of its trials).
+NO_PICK = -1
+
+
 def _best(scores: Sequence[float], item: Item) -> int:
-    """The index of the highest score. Ties are broken by a stream keyed by the item, never by
-    position: otherwise every tie would quietly turn an adversary into a position prior."""
+    """The index of the highest score, or ``NO_PICK`` if every option has it. Other ties are
+    broken by a stream keyed by the item, never by position: otherwise every tie would
+    quietly turn an adversary into a position prior."""
     top = max(scores)
     tied = [i for i, score in enumerate(scores) if score == top]
+    if len(tied) == len(scores) > 1:
+        return NO_PICK
     return tied[0] if len(tied) == 1 else KeyedRandom(0, ("audit-tie", item["id"])).choice(tied)
 
 
@@ -84,12 +91,12 @@ def position_prior(items: Sequence[Item], item: Item) -> int:
 
 
 def majority_gold(items: Sequence[Item], item: Item) -> int:
-    """The option equal to the most frequent gold among the family's other items, else the
-    first option."""
+    """The option equal to the most frequent gold among the family's other items (none where
+    no option is one)."""
     counts = Counter(i["answer"]["gold"] for i in _others(items, item))
     options = item["answer"]["options"]
     present = sorted((g for g in counts if g in options), key=lambda g: (-counts[g], g))
-    return options.index(present[0]) if present else 0
+    return options.index(present[0]) if present else NO_PICK
 
 
 def longest_option(items: Sequence[Item], item: Item) -> int:
@@ -160,8 +167,9 @@ def smallest_number(items: Sequence[Item], item: Item) -> int:
 
 
 def earliest_in_context(items: Sequence[Item], item: Item) -> int:
-    """The option the visible text names first (options it never names rank last)."""
-    text = visible_text(item).casefold()
+    """The option the visible text (less the lines listing the options, whose order the
+    position prior tests) names first; options it never names rank last."""
+    text = probe_text(item).casefold()
     scores = []
     for option in item["answer"]["options"]:
         at = text.find(option.casefold())
@@ -248,7 +256,7 @@ def _classify(items: Sequence[Item], folds: Sequence[Sequence[Item]]) -> dict[st
         rows = [(f, float(k == i["answer"]["gold_index"])) for i in train
                 for k, f in enumerate(features[i["id"]])]
         if len({label for _, label in rows}) < 2:
-            picks.update({i["id"]: 0 for i in held_out})
+            picks.update({i["id"]: NO_PICK for i in held_out})
             continue
         vectorizer = DictVectorizer()
         model = LogisticRegression(C=1.0, max_iter=1000)
@@ -488,11 +496,14 @@ def _choice_rows(sampled: Mapping[str, Sequence[Item]]) -> list[AuditRow]:
     for unit, items in _units(choice):
         chance = max(1 / len(i["answer"]["options"]) for i in items)
         for name, chosen in picks.items():
-            won = [i for i in items if chosen[i["id"]] == i["answer"]["gold_index"]]
+            tried = [i for i in items if chosen[i["id"]] != NO_PICK]
+            if not tried:
+                continue
+            won = [i for i in tried if chosen[i["id"]] == i["answer"]["gold_index"]]
             cue = (f"e.g. {won[0]['id']}: picked {_short(won[0]['answer']['gold'])}"
                    if won else "")
-            rows.append(AuditRow(name, unit, len(won), len(items), chance,
-                                 binomial_test(len(won), len(items), chance, "greater"),
+            rows.append(AuditRow(name, unit, len(won), len(tried), chance,
+                                 binomial_test(len(won), len(tried), chance, "greater"),
                                  cue=cue))
     return rows
 

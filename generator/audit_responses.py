@@ -87,6 +87,38 @@ def abstain(items: Sequence[Item], item: Item) -> str | None:
     return ABSTAIN_TEXT
 
 
+def _candidate_pick(item: Item, scores: Sequence[float]) -> str | None:
+    """The candidate with the highest score, if exactly one has it."""
+    candidates = item["answer"].get("candidates", ())
+    if len(candidates) < 2:
+        return None
+    top = max(scores)
+    tied = [c for c, s in zip(candidates, scores, strict=True) if s == top]
+    return tied[0]["value"] if len(tied) == 1 else None
+
+
+def fewest_violations(items: Sequence[Item], item: Item) -> str | None:
+    """The one visible candidate with the fewest declared features (the properties a
+    constraint may rule a candidate out by): in a menu where every other dish breaks the same
+    restriction, the one that breaks none."""
+    candidates = item["answer"].get("candidates", ())
+    return _candidate_pick(item, [-len(c["features"]) for c in candidates])
+
+
+def odd_one_out_candidate(items: Sequence[Item], item: Item) -> str | None:
+    """The one visible candidate that lacks a feature every other candidate has."""
+    candidates = item["answer"].get("candidates", ())
+    if len(candidates) < 3:
+        return None
+    sets = [set(c["features"]) for c in candidates]
+    scores = [0.0] * len(sets)
+    for feature in sorted(set().union(*sets)):
+        lacking = [k for k, s in enumerate(sets) if feature not in s]
+        if len(lacking) == 1:
+            scores[lacking[0]] += 1
+    return _candidate_pick(item, scores) if max(scores) > 0 else None
+
+
 def _last_request(item: Item) -> str:
     messages = [m for p in item["phases"] for m in p["messages"] if m["role"] == "user"]
     return messages[-1]["content"] if messages else ""
@@ -100,6 +132,8 @@ RESPONSE_POLICIES: dict[str, FamilyPolicy] = {
     "echo_probe": per_item(echo_probe),
     "majority_answer": majority_answer,
     "abstain": per_item(abstain),
+    "fewest_violations": per_item(fewest_violations),
+    "odd_one_out_candidate": per_item(odd_one_out_candidate),
 }
 
 

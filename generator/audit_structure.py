@@ -22,6 +22,7 @@ from .audit_view import (
     evidence_shown,
     is_memory_choice,
     is_memory_item,
+    probe_text,
     visible_messages,
     visible_phases,
 )
@@ -135,50 +136,46 @@ class _Cells:
         return Finding("balance: cells", family, not count, "; ".join(shown), detail)
 
 
-_OPTION_LINE = re.compile(r"\s*\(?[A-Za-z0-9]{1,2}[).:]\s*(.+?)\s*")
-
-
-def probe_text(instance: Item) -> str:
-    """What a memoryless system reads of the question: the visible phases (every phase but
-    the memory phases), less the lines that merely list the options ("B) Terrace Room"), so
-    that only the probe's own words count."""
-    options = set(instance["answer"].get("options", ()))
-    lines = [line for p in visible_phases(instance) for m in p["messages"]
-             for line in m["content"].splitlines()]
-    kept = [line for line in lines
-            if not ((match := _OPTION_LINE.fullmatch(line)) and match.group(1) in options)]
-    return "\n".join(kept)
-
-
 def _shown_choice(item: Item) -> str | None:
     """Where a visible message names the right option while leaving a wrong one unsaid."""
     text, answer = probe_text(item), item["answer"]
-    if mentions(text, answer["gold"]) and not all(mentions(text, o) for o in answer["options"]):
-        return f"names {answer['gold']!r}"
-    return None
+    if not mentions(text, answer["gold"]) or all(mentions(text, o) for o in answer["options"]):
+        return None
+    where = next((f"the {m['role']} message of phase {p['phase']!r}"
+                  for p in visible_phases(item) for m in p["messages"]
+                  if mentions(m["content"], answer["gold"])), "a visible message")
+    return f"{where} names {answer['gold']!r}"
 
 
 def _shown_open(item: Item) -> str | None:
-    """Where a visible message gives an open item's answer away: the message itself is
-    accepted by the scorer, it spells out the gold (or the example right response), or it
-    says every word that sets the right response apart from the wrong ones it declares."""
+    """Where visible messages give an open item's answer away: a message is itself accepted
+    by the scorer; or they spell out the right response (the gold, or the example right
+    response of a pattern) or every word of three letters or more that sets it apart from
+    the wrong responses the item declares, while leaving a wrong one unsaid (a task that
+    lists every candidate gives none away by naming it)."""
     answer = item["answer"]
-    right = answer.get("example", answer.get("gold", ""))
+    right = answer["gold"] if answer["scorer"] != "regex" else answer.get("example", "")
     wrong = [v for k, v in answer.items() if k in ("prior", "remembered") and v != right]
     wrong += [v for v in answer.get("distractors", {}).values() if v != right]
-    own = distinctive_words(right, wrong) if wrong else set()
+    wrong += [c["value"] for c in answer.get("candidates", ()) if c["value"] != right]
     for phase in visible_phases(item):
         for message in phase["messages"]:
-            content = message["content"]
-            where = f"the {message['role']} message of phase {phase['phase']!r}"
-            if is_correct(answer, content):
-                return f"{where} is itself a right response"
-            if answer["scorer"] != "regex" and mentions(content, answer["gold"]):
-                return f"{where} spells out {answer['gold']!r}"
-            if right and mentions(content, right):
-                return f"{where} spells out {right!r}"
+            if is_correct(answer, message["content"]):
+                return (f"the {message['role']} message of phase {phase['phase']!r} is itself "
+                        "a right response")
     text = "\n".join(m["content"] for m in visible_messages(item))
-    if own and all(mentions(text, w) for w in sorted(own)):
+
+    def said(words: set[str]) -> bool:
+        return all(mentions(text, w) for w in sorted(words))
+
+    if not right:
+        return None
+    if mentions(text, right) and not all(mentions(text, w) for w in wrong):
+        return f"the visible messages spell out {right!r}"
+    own = {w for w in distinctive_words(right, wrong) if len(w) >= 3}
+    unsaid = [w for w in wrong if not said({x for x in distinctive_words(w, [right])
+                                              if len(x) >= 3})]
+    if own and said(own) and unsaid:
         return (f"the visible messages say {', '.join(sorted(own)[:4])}, which only the right "
                 "response says")
     return None

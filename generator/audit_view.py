@@ -22,7 +22,11 @@ Item = Mapping[str, Any]
 #: none: such an answer should almost never be right by coincidence.
 OPEN_CHANCE = 0.05
 _WORD = re.compile(r"\w+")
-_QUOTED = re.compile(r"'([^'\n]+)'|\"([^\"\n]+)\"|`([^`\n]+)`")
+# A quote opens and closes outside a word, so that an apostrophe ("the Tenant's rent") is not
+# taken for one.
+_QUOTED = re.compile(r"(?<!\w)'([^'\n]+)'(?!\w)|\"([^\"\n]+)\"|`([^`\n]+)`")
+#: A call as code writes it: a name of two characters or more, then its parenthesis.
+_CALL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]+\(")
 _STRING_ARG = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
 _PATHLIKE = re.compile(r"[\w.~-]*[/._][\w./~-]*\w")
 
@@ -53,6 +57,21 @@ def visible_text(item: Item) -> str:
     return "\n".join(m["content"] for m in visible_messages(item))
 
 
+_OPTION_LINE = re.compile(r"\s*\(?[A-Za-z0-9]{1,2}[).:]\s*(.+?)\s*")
+
+
+def probe_text(instance: Item) -> str:
+    """What a memoryless system reads of the question: the visible phases, less the lines
+    that merely list the options ("B) Terrace Room"), so that only the probe's own words
+    count."""
+    options = set(instance["answer"].get("options", ()))
+    lines = [line for p in visible_phases(instance) for m in p["messages"]
+             for line in m["content"].splitlines()]
+    kept = [line for line in lines
+            if not ((match := _OPTION_LINE.fullmatch(line)) and match.group(1) in options)]
+    return "\n".join(kept)
+
+
 def is_judged(item: Item) -> bool:
     return item["answer"]["scorer"] == "judge"
 
@@ -63,7 +82,8 @@ def evidence_shown(item: Item) -> bool | None:
     evidence = item["answer"].get("evidence")
     if evidence is None:
         return None
-    return any(mentions(m["content"], evidence) for m in visible_messages(item))
+    # The lines that list the options show every option alike: they are no evidence.
+    return mentions(probe_text(item), evidence)
 
 
 def is_memory_item(item: Item) -> bool:
@@ -96,8 +116,10 @@ def _calls(text: str) -> Iterator[str]:
         call = first_call(text[start:])
         if not call:
             return
-        yield call
-        start = text.index(call, start) + len(call)
+        at = text.index(call, start)
+        if _CALL_NAME.match(call):  # "m (203 cm)" in prose is no call
+            yield call
+        start = at + len(call)
 
 
 def salient_tokens(text: str) -> list[str]:

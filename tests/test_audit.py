@@ -65,7 +65,9 @@ def test_a_fair_family_passes() -> None:
     report = audit_instances(items)
     assert report.ok
     for row in report.rows:
-        assert row.trials == 24 and row.hits <= 12, row
+        # An adversary with no cue on an item (every option scores alike) does not pick.
+        assert row.trials <= 24 and row.hits <= row.trials / 2, row
+    assert {r.trials for r in report.rows if r.check == "position_prior"} == {24}
 
 
 def test_gold_always_first_is_caught_by_the_position_prior() -> None:
@@ -164,8 +166,8 @@ def test_without_the_audit_extra_the_embedding_adversary_is_reported_missing(
     assert "embedding_nearest" not in {r.check for r in report.rows}
     # Every other adversary ran (the classifier within families is the one across them, for
     # a single family).
-    assert report.ok and {r.check for r in report.rows} == \
-        set(audit.predictors()) - {"probe_classifier_within"}
+    assert report.ok and {"position_prior", "longest_option", "probe_classifier"} <= \
+        {r.check for r in report.rows} <= set(audit.predictors()) - {"probe_classifier_within"}
     console = Console(width=200, record=True)
     console.print(audit_table(report))
     # The table a person reads says the adversary did not run, not just the JSON.
@@ -243,7 +245,8 @@ def test_a_probe_that_names_the_answer_is_a_leak_whatever_the_statistics() -> No
     items[5]["phases"][0]["messages"][0]["content"] = f"Was it the {options[5 % 3]}?"
     found = _finding(audit_instances(items), "leakage: gold shown", "lab.named")
     assert not found.passed and found.measured == "1 of 24 items"
-    assert "lab.named-00005-base (names 'thimble')" in found.detail
+    assert "lab.named-00005-base (the user message of phase 'probe' names 'thimble')" in \
+        found.detail
 
 
 def test_duplicates_across_families_and_missing_cells_are_caught() -> None:
