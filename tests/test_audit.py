@@ -20,20 +20,45 @@ def _data_files(built_dist: Path, name: str) -> dict[str, str]:
     return {path: info["sha256"] for path, info in files.items() if path.startswith("data/")}
 
 
+#: What the complete audit (every item kind, coverage, one theme word) finds in the bundled
+#: releases, which were frozen before it (their manifests keep the audit they were frozen
+#: with, and a frozen release never changes): the next versions of these families must pass.
+KNOWN_FAILURES = {
+    "feedback-v3": {
+        ("feedback.declarative.clause_memo", "coverage: adversaries"),
+        ("feedback.declarative.lay_summary", "coverage: adversaries"),
+        ("feedback.declarative.trip_plan", "coverage: adversaries"),
+        *{(f"feedback.procedural.{name}", check)
+          for name in ("key_terms", "metric_units", "numbered_steps", "plain_english",
+                       "yes_no_first")
+          for check in ("echo_last_reply", "majority_answer")},
+    },
+    "implicitmem-v3": {
+        *{(f"implicitmem.conditioning.{name}", "echo_last_call")
+          for name in ("api_aversion", "api_distrust", "file_format")},
+        *{(f"implicitmem.priming.{name}", "leakage: control arm")
+          for name in ("desert_caravan", "jazz_club", "volcanic_eruption")},
+    },
+}
+
+
 @pytest.mark.parametrize("name", LATEST_RELEASES)
-def test_every_bundled_release_passes_its_audit(built_dist: Path, name: str) -> None:
+def test_every_bundled_release_fails_its_audit_only_where_known(built_dist: Path,
+                                                                 name: str) -> None:
     # Earlier versions of the release hold the very same data files (their cards differ), so
     # this audit covers them too.
     for older in ALL_RELEASES:
         if older.rpartition("-v")[0] == name.rpartition("-v")[0] and older != name:
             assert _data_files(built_dist, older) == _data_files(built_dist, name), older
     result = run_cli("audit", str(built_dist / name), "--format", "json")
-    assert result.returncode == 0, result.stdout + result.stderr
+    known = KNOWN_FAILURES.get(name, set())
+    assert result.returncode == (1 if known else 0), result.stdout + result.stderr
     report = json.loads(result.stdout)
-    assert report["ok"] and not any(row["failed"] for row in report["rows"])
-    assert report["specs_skipped"] is None
-    assert report["findings"] and all(f["passed"] for f in report["findings"])
-    # The card shows the same verdicts, family by family.
+    failed = {(r["family"], r["check"]) for r in report["rows"] if r["failed"]} | {
+        (f["family"], f["check"]) for f in report["findings"] if not f["passed"]}
+    assert failed == known
+    assert report["specs_skipped"] is None and report["findings"]
+    # The card keeps the verdicts the release was frozen with, family by family.
     card = (built_dist / name / "README.md").read_text()
     families = json.loads((built_dist / name / "manifest.json").read_text())["counts"]
     for family in families["families"]:
