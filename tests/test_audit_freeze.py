@@ -181,3 +181,47 @@ def test_audit_declarations_are_checked_where_they_are_written(tmp_path: Path) -
     assert "arms name 'wait', not a value of axis 'arm'" in err
     assert "memory phase 'lookup' is not a phase (history, task)" in err
     assert "policy 'oracle' has the name of a built-in policy" in err
+
+
+def _with_substituted_note(root: Path, long_notes: bool) -> None:
+    """The family's session also shows a note; its `substituted` document condition swaps in
+    another note by the `substitute` transform (no forging transform)."""
+    notes = [f"Note {k:02d}: keep it safe." for k in range(1, 7)]
+    others = [f"Memo {k:02d}: file it away" + (", as the operations handbook for the whole "
+                                               "estate requires." if long_notes else ".")
+              for k in range(1, 7)]
+    write(root, "specs/pools/notes.yaml", "pool: lab.notes\ndescription: notes\nitems:\n"
+          + "".join(f"  - '{n}'\n" for n in notes))
+    write(root, "specs/pools/other_notes.yaml", "pool: lab.other_notes\ndescription: notes\n"
+          "items:\n" + "".join(f"  - '{n}'\n" for n in others))
+    family = root / "specs/families/folders.yaml"
+    text = family.read_text()
+    text = text.replace("  folder: {from: pools/folders.yaml, balanced: true}\n",
+                        "  folder: {from: pools/folders.yaml, balanced: true}\n"
+                        "  note: {from: pools/notes.yaml}\n"
+                        "  other_note: {from: pools/other_notes.yaml}\n")
+    text = text.replace("      arm: [act, hold]\n", """      arm: [act, hold]
+      document:
+        values: [veridical, substituted]
+        transforms:
+          substituted: {name: substitute, args: {map: {note: other_note}}}
+""")
+    text = text.replace("    text: \"Noted.\"", "    text: \"Noted. {{ note }}\"")
+    family.write_text(text)
+
+
+def test_a_counterfeit_lengthened_by_any_transform_is_refused(tmp_path: Path) -> None:
+    release = _project(tmp_path / "flawed", FAIR)
+    _with_substituted_note(tmp_path / "flawed", long_notes=True)
+    refused = run_cli("freeze", str(release), "--out", str(tmp_path / "o1"),
+                      root=tmp_path / "flawed")
+    assert refused.returncode == 1, refused.stderr
+    line = next(x for x in refused.stderr.splitlines()
+                if "audit: counterfeit: length fails on lab.tidy.folders" in x)
+    assert "(substitute) is " in line and "x the length of lab.tidy.folders-" in line
+
+    release = _project(tmp_path / "fair", FAIR)
+    _with_substituted_note(tmp_path / "fair", long_notes=False)
+    frozen = run_cli("freeze", str(release), "--out", str(tmp_path / "o2"),
+                     root=tmp_path / "fair")
+    assert frozen.returncode == 0, frozen.stderr
