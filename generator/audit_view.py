@@ -37,16 +37,27 @@ def declared(item: Item) -> Mapping[str, Any]:
 
 
 def memory_phases(item: Item) -> list[str]:
-    """The phases a memoryless system never sees."""
+    """The phases that hold what is remembered: those the paradigm or family declares, else
+    every phase but the last."""
     names = [p["phase"] for p in item["phases"]]
     chosen = declared(item).get("memory_phases")
     return [n for n in names if n in chosen] if chosen is not None else names[:-1]
 
 
 def visible_phases(item: Item) -> list[Mapping[str, Any]]:
-    """The phases a memoryless system sees, in order (the probe last)."""
+    """What a memoryless system sees, phase by phase in order (the probe last): every
+    message of the other phases, and the tool results of the memory phases (an authoritative
+    lookup is read now, not remembered)."""
     hidden = set(memory_phases(item))
-    return [p for p in item["phases"] if p["phase"] not in hidden]
+    out = []
+    for phase in item["phases"]:
+        if phase["phase"] not in hidden:
+            out.append(phase)
+            continue
+        tools = [m for m in phase["messages"] if m["role"] == "tool"]
+        if tools:
+            out.append({"phase": phase["phase"], "messages": tools})
+    return out
 
 
 def visible_messages(item: Item) -> list[Mapping[str, str]]:
