@@ -1,13 +1,16 @@
 """``memspec audit``: could a system with no memory pass this release?
 
-Memoryless adversaries see what a model without memory would see of each choice item: the
-probe (the last phase) and its options, never the remembered content. Items that show
-authoritative evidence (``answer.evidence``) are left out: they are meant to be solvable
-without memory. Each adversary picks an option;
-none may beat chance. One instance per group is drawn with a seeded stream (the groups are the
-independent units; within a group, rotations and conditions are variants of one item), each
-adversary's hits are tested per family with a one-sided exact binomial test against chance,
-and the p-values are Holm-corrected over the whole audit.
+Memoryless adversaries see what a model without memory would see of each item
+(``audit_view``): the visible phases and, on choice items, the options; never the remembered
+content. Items answered by authoritative evidence they show are left out; judge-scored ones
+are left to the control-arm comparison. On choice items each adversary picks an option
+(position, length, words, years and numbers, frequency, classifiers, a text encoder); on open
+items memoryless policies answer in words (``audit_responses``), scored by the family's own
+scorer. One instance per group is drawn with a seeded stream (the groups are the independent
+units), each adversary's hits are tested per family with a one-sided exact binomial test
+against the family's chance level (or the policy's expected score), and the p-values are
+Holm-corrected over the whole audit. A family no adversary covers fails unless it declares
+why.
 """
 
 from __future__ import annotations
