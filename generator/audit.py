@@ -394,7 +394,7 @@ class AuditReport:
             elif family in self.exempt:
                 adversaries = f"none apply; exempt: {self.exempt[family]}"
             else:
-                adversaries = "none apply (not covered)"
+                adversaries = self._uncovered(family)
             row: dict[str, Any] = {"family": family, "adversaries": adversaries,
                                    "passed": not any(r.failed for r in mine)}
             for area in AREAS:
@@ -405,6 +405,16 @@ class AuditReport:
                 row["passed"] = row["passed"] and not failed
             rows.append(row)
         return rows
+
+    def _uncovered(self, family: str) -> str:
+        """Why no adversary ran on a family, in words."""
+        mine = {f.check: f for f in self.findings if f.family == family}
+        if "leakage: control arm" in mine:
+            return "none apply: judge-scored pairs (their control arms are compared)"
+        evidence = mine.get("leakage: evidence shown")
+        if evidence is not None and evidence.passed:
+            return "none apply: every item shows the evidence that answers it"
+        return "none apply (not covered)"
 
     def to_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "alpha": ALPHA, "skipped": self.skipped,
