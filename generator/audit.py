@@ -1,13 +1,16 @@
 """``memspec audit``: could a system with no memory pass this release?
 
-Memoryless adversaries see what a model without memory would see of each choice item: the
-probe (the last phase) and its options, never the remembered content. Items that show
-authoritative evidence (``answer.evidence``) are left out: they are meant to be solvable
-without memory. Each adversary picks an option;
-none may beat chance. One instance per group is drawn with a seeded stream (the groups are the
-independent units; within a group, rotations and conditions are variants of one item), each
-adversary's hits are tested per family with a one-sided exact binomial test against chance,
-and the p-values are Holm-corrected over the whole audit.
+Memoryless adversaries see what a model without memory would see of each item
+(``audit_view``): the visible phases and, on choice items, the options; never the remembered
+content. Items answered by authoritative evidence they show are left out; judge-scored ones
+are left to the control-arm comparison. On choice items each adversary picks an option
+(position, length, words, years and numbers, frequency, classifiers, a text encoder); on open
+items memoryless policies answer in words (``audit_responses``), scored by the family's own
+scorer. One instance per group is drawn with a seeded stream (the groups are the independent
+units), each adversary's hits are tested per family with a one-sided exact binomial test
+against the family's chance level (or the policy's expected score), and the p-values are
+Holm-corrected over the whole audit. A family no adversary covers fails unless it declares
+why.
 """
 
 from __future__ import annotations
@@ -18,21 +21,36 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .audit_responses import (
+    RESPONSE_POLICIES,
+    ArmResponses,
+    FamilyPolicy,
+    declared_policies,
+    per_item,
+    policy_expectation,
+)
 from .audit_spec import spec_findings
 from .audit_structure import (
     DuplicateIndex,
     FamilyStructure,
     Finding,
+)
+from .audit_view import (
+    declared,
+    family_chance,
     is_memory_choice,
+    is_memory_item,
+    item_view,
     probe_text,
 )
 from .catalog import Catalog
 from .rng import KeyedRandom
+from .scoring import is_correct
 from .stats import binomial_test, holm
 
 ALPHA = 0.05
 #: The areas of the exact audits, as their checks are named ("balance: cells", ...).
-AREAS = ("balance", "leakage", "counterfeit", "declared")
+AREAS = ("balance", "leakage", "counterfeit", "declared", "coverage")
 _WORD = re.compile(r"\w+")
 
 Item = Mapping[str, Any]
@@ -44,11 +62,19 @@ def _words(text: str) -> set[str]:
     return {w.lower() for w in _WORD.findall(text)}
 
 
+#: What an adversary picks where every option scores alike: nothing (it has no cue there, and
+#: the item is none of its trials).
+NO_PICK = -1
+
+
 def _best(scores: Sequence[float], item: Item) -> int:
-    """The index of the highest score. Ties are broken by a stream keyed by the item, never by
-    position: otherwise every tie would quietly turn an adversary into a position prior."""
+    """The index of the highest score, or ``NO_PICK`` if every option has it. Other ties are
+    broken by a stream keyed by the item, never by position: otherwise every tie would
+    quietly turn an adversary into a position prior."""
     top = max(scores)
     tied = [i for i, score in enumerate(scores) if score == top]
+    if len(tied) == len(scores) > 1:
+        return NO_PICK
     return tied[0] if len(tied) == 1 else KeyedRandom(0, ("audit-tie", item["id"])).choice(tied)
 
 
@@ -68,12 +94,12 @@ def position_prior(items: Sequence[Item], item: Item) -> int:
 
 
 def majority_gold(items: Sequence[Item], item: Item) -> int:
-    """The option equal to the most frequent gold among the family's other items, else the
-    first option."""
+    """The option equal to the most frequent gold among the family's other items (none where
+    no option is one)."""
     counts = Counter(i["answer"]["gold"] for i in _others(items, item))
     options = item["answer"]["options"]
     present = sorted((g for g in counts if g in options), key=lambda g: (-counts[g], g))
-    return options.index(present[0]) if present else 0
+    return options.index(present[0]) if present else NO_PICK
 
 
 def longest_option(items: Sequence[Item], item: Item) -> int:
@@ -92,16 +118,103 @@ def lexical_overlap(items: Sequence[Item], item: Item) -> int:
     return _best([len(_words(o) & probe) for o in item["answer"]["options"]], item)
 
 
+#: A whole-audit adversary: the option it picks for every sampled item, by instance id.
+Predictor = Callable[[Mapping[str, Sequence[Item]]], dict[str, int]]
+_YEAR = re.compile(r"(?<!\d)(1[5-9]\d\d|20\d\d|21\d\d)(?!\d)")
+_NUMBER = re.compile(r"-?\d+(?:[.,]\d+)*")
+
+
+def _years(option: str) -> list[int]:
+    return [int(y) for y in _YEAR.findall(option)]
+
+
+def _numbers(option: str) -> list[float]:
+    found = []
+    for text in _NUMBER.findall(option):
+        try:
+            found.append(float(text.replace(",", "")))
+        except ValueError:  # "1.2.3": not one number
+            continue
+    return found
+
+
+def _ranked(item: Item, key: Callable[[str], list[float] | list[int]], pick: Callable[
+        [list[float] | list[int]], float], sign: float) -> int:
+    """The option whose values (years, numbers) rank first; options without any rank last."""
+    scores = []
+    for option in item["answer"]["options"]:
+        values = key(option)
+        scores.append(sign * pick(values) if values else float("-inf"))
+    return _best(scores, item)
+
+
+def newest_year(items: Sequence[Item], item: Item) -> int:
+    """The option naming the latest year (its latest, where it names several): a stale
+    option that is always the older one shows here even when the years' ranges overlap."""
+    return _ranked(item, _years, max, 1.0)
+
+
+def oldest_year(items: Sequence[Item], item: Item) -> int:
+    """The option naming the earliest year."""
+    return _ranked(item, _years, min, -1.0)
+
+
+def largest_number(items: Sequence[Item], item: Item) -> int:
+    """The option naming the largest number."""
+    return _ranked(item, _numbers, max, 1.0)
+
+
+def smallest_number(items: Sequence[Item], item: Item) -> int:
+    """The option naming the smallest number."""
+    return _ranked(item, _numbers, min, -1.0)
+
+
+def earliest_in_context(items: Sequence[Item], item: Item) -> int:
+    """The option the visible text (less the lines listing the options, whose order the
+    position prior tests) names first; options it never names rank last."""
+    text = probe_text(item).casefold()
+    scores = []
+    for option in item["answer"]["options"]:
+        at = text.find(option.casefold())
+        scores.append(-at if at >= 0 else float("-inf"))
+    return _best(scores, item)
+
+
+def odd_one_out(items: Sequence[Item], item: Item) -> int:
+    """The one option that lacks a word every other option shares (a menu in which every
+    other dish breaks the same restriction gives the restriction away)."""
+    options = [_words(o) for o in item["answer"]["options"]]
+    scores = [0.0] * len(options)
+    if len(options) >= 3:
+        for word in sorted(set().union(*options)):
+            having = [k for k, words in enumerate(options) if word in words]
+            if len(having) == len(options) - 1:
+                scores[next(k for k in range(len(options)) if k not in having)] += 1
+    return _best(scores, item)
+
+
 RULES: dict[str, Adversary] = {
     "position_prior": position_prior,
     "majority_gold": majority_gold,
     "longest_option": longest_option,
     "shortest_option": shortest_option,
     "lexical_overlap": lexical_overlap,
+    "newest_year": newest_year,
+    "oldest_year": oldest_year,
+    "largest_number": largest_number,
+    "smallest_number": smallest_number,
+    "earliest_in_context": earliest_in_context,
+    "odd_one_out": odd_one_out,
 }
 
-#: A whole-audit adversary: the option it picks for every sampled item, by instance id.
-Predictor = Callable[[Mapping[str, Sequence[Item]]], dict[str, int]]
+
+def _frequency_rule(sign: float) -> Predictor:
+    def predict(sampled: Mapping[str, Sequence[Item]]) -> dict[str, int]:
+        counts = Counter(o for items in sampled.values() for i in items
+                         for o in i["answer"]["options"])
+        return {i["id"]: _best([sign * counts[o] for o in i["answer"]["options"]], i)
+                for items in sampled.values() for i in items}
+    return predict
 
 
 def _rule(adversary: Adversary) -> Predictor:
@@ -130,16 +243,13 @@ def _option_features(item: Item) -> list[dict[str, float]]:
     return features
 
 
-def probe_classifier(sampled: Mapping[str, Sequence[Item]]) -> dict[str, int]:
-    """A logistic regression over option features, trained across families: each family is
-    predicted by a model that never saw it (with a single family, by 5 folds of its groups)."""
+def _classify(items: Sequence[Item], folds: Sequence[Sequence[Item]]) -> dict[str, int]:
+    """Each fold's picks by a logistic regression over option features trained on the
+    other items."""
     from sklearn.feature_extraction import DictVectorizer
     from sklearn.linear_model import LogisticRegression
 
-    items = [i for family in sorted(sampled) for i in sampled[family]]
-    families = sorted(sampled)
-    folds = ([[i for i in items if i["family"] == f] for f in families] if len(families) > 1
-             else [items[k::5] for k in range(5)])
+    features = {i["id"]: _option_features(i) for i in items}
     picks: dict[str, int] = {}
     for held_out in folds:
         if not held_out:
@@ -147,16 +257,41 @@ def probe_classifier(sampled: Mapping[str, Sequence[Item]]) -> dict[str, int]:
         held_ids = {i["id"] for i in held_out}
         train = [i for i in items if i["id"] not in held_ids]
         rows = [(f, float(k == i["answer"]["gold_index"])) for i in train
-                for k, f in enumerate(_option_features(i))]
+                for k, f in enumerate(features[i["id"]])]
         if len({label for _, label in rows}) < 2:
-            picks.update({i["id"]: 0 for i in held_out})
+            picks.update({i["id"]: NO_PICK for i in held_out})
             continue
         vectorizer = DictVectorizer()
         model = LogisticRegression(C=1.0, max_iter=1000)
         model.fit(vectorizer.fit_transform([f for f, _ in rows]), [y for _, y in rows])
         for item in held_out:
-            scores = model.decision_function(vectorizer.transform(_option_features(item)))
+            scores = model.decision_function(vectorizer.transform(features[item["id"]]))
             picks[item["id"]] = _best([float(x) for x in scores], item)
+    return picks
+
+
+#: Folds of a family's groups for the classifier cross-validated within the family.
+WITHIN_FOLDS = 5
+
+
+def probe_classifier(sampled: Mapping[str, Sequence[Item]]) -> dict[str, int]:
+    """A logistic regression over option features, trained across families: each family is
+    predicted by a model that never saw it (with a single family, by 5 folds of its groups)."""
+    items = [i for family in sorted(sampled) for i in sampled[family]]
+    families = sorted(sampled)
+    folds = ([list(sampled[f]) for f in families] if len(families) > 1
+             else [items[k::WITHIN_FOLDS] for k in range(WITHIN_FOLDS)])
+    return _classify(items, folds)
+
+
+def probe_classifier_within(sampled: Mapping[str, Sequence[Item]]) -> dict[str, int]:
+    """The same regression cross-validated within each family, by folds of its groups (each
+    sampled item is one group): a marker word one family of a release uses is learnt from
+    its other groups, where the model trained on other families never meets it."""
+    picks: dict[str, int] = {}
+    for family in sorted(sampled):
+        items = list(sampled[family])
+        picks.update(_classify(items, [items[k::WITHIN_FOLDS] for k in range(WITHIN_FOLDS)]))
     return picks
 
 
@@ -186,7 +321,10 @@ def _embedding_available() -> bool:
 def predictors() -> dict[str, Predictor]:
     """Every adversary that can run here (the embedding one needs the ``audit`` extra)."""
     found: dict[str, Predictor] = {name: _rule(rule) for name, rule in RULES.items()}
+    found["most_frequent_option"] = _frequency_rule(1.0)
+    found["least_frequent_option"] = _frequency_rule(-1.0)
     found["probe_classifier"] = probe_classifier
+    found["probe_classifier_within"] = probe_classifier_within
     if _embedding_available():
         found["embedding_nearest"] = embedding_nearest
     return found
@@ -203,6 +341,8 @@ class AuditRow:
     chance: float
     p_value: float | None
     p_holm: float | None = None
+    #: What the adversary did to win, on one item it got right (shown when it fails).
+    cue: str = ""
 
     @property
     def accuracy(self) -> float | None:
@@ -217,9 +357,11 @@ class AuditRow:
 class AuditReport:
     rows: list[AuditRow] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)  # exact audits (audit_structure)
-    skipped: list[str] = field(default_factory=list)  # no memory-dependent choice items
+    skipped: list[str] = field(default_factory=list)  # no memory-dependent scorable items
     unavailable: list[str] = field(default_factory=list)  # adversaries that could not run
     specs_skipped: str | None = None  # why the spec audits did not run, if they did not
+    #: Families no adversary covers that declare why that is sound, with the reason.
+    exempt: dict[str, str] = field(default_factory=dict)
     #: Where this audit's summary differs from the one the release's manifest froze.
     frozen_differences: list[str] = field(default_factory=list)
 
@@ -231,7 +373,8 @@ class AuditReport:
     def failures(self) -> list[dict[str, Any]]:
         """What failed, as plain data (what a manifest records when failures are allowed)."""
         return [{"check": r.check, "family": r.family, "hits": r.hits, "trials": r.trials,
-                 "chance": r.chance, "p_holm": r.p_holm} for r in self.rows if r.failed] + \
+                 "chance": r.chance, "p_holm": r.p_holm, **({"cue": r.cue} if r.cue else {})}
+                for r in self.rows if r.failed] + \
             [{"check": f.check, "family": f.family, "detail": f.detail}
              for f in self.findings if not f.passed]
 
@@ -244,12 +387,14 @@ class AuditReport:
         for family in families:
             mine = [r for r in self.rows if r.family == family]
             if mine:
-                best = max(mine, key=lambda r: (r.hits, r.check))
+                best = max(mine, key=lambda r: (r.hits / r.trials, r.check))
                 adversaries = (f"{len(mine)} on {best.trials} items; best {best.check} "
                                f"{best.hits}/{best.trials} (chance {best.chance:.3g}, "
                                f"Holm p {best.p_holm:.3g})")
+            elif family in self.exempt:
+                adversaries = f"none apply; exempt: {self.exempt[family]}"
             else:
-                adversaries = "no memory-only choice items"
+                adversaries = self._uncovered(family)
             row: dict[str, Any] = {"family": family, "adversaries": adversaries,
                                    "passed": not any(r.failed for r in mine)}
             for area in AREAS:
@@ -261,14 +406,25 @@ class AuditReport:
             rows.append(row)
         return rows
 
+    def _uncovered(self, family: str) -> str:
+        """Why no adversary ran on a family, in words."""
+        mine = {f.check: f for f in self.findings if f.family == family}
+        if "leakage: control arm" in mine:
+            return "none apply: judge-scored pairs (their control arms are compared)"
+        evidence = mine.get("leakage: evidence shown")
+        if evidence is not None and evidence.passed:
+            return "none apply: every item shows the evidence that answers it"
+        return "none apply (not covered)"
+
     def to_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "alpha": ALPHA, "skipped": self.skipped,
                 "unavailable": self.unavailable, "specs_skipped": self.specs_skipped,
+                "exempt": self.exempt,
                 "frozen_differences": self.frozen_differences,
                 "rows": [
             {"check": r.check, "family": r.family, "hits": r.hits, "trials": r.trials,
              "accuracy": r.accuracy, "chance": r.chance, "p_value": r.p_value,
-             "p_holm": r.p_holm, "failed": r.failed} for r in self.rows],
+             "p_holm": r.p_holm, "failed": r.failed, "cue": r.cue} for r in self.rows],
                 "findings": [f.to_json() for f in self.findings]}
 
 
@@ -276,32 +432,39 @@ def describe_failure(failure: Mapping[str, Any]) -> str:
     """One failure (as in ``AuditReport.failures``) in words."""
     if "hits" not in failure:
         return f"audit: {failure['check']} fails on {failure['family']}: {failure['detail']}"
+    cue = f"; cue: {failure['cue']}" if failure.get("cue") else ""
     return (f"audit: {failure['check']} beats chance on {failure['family']}: "
             f"{failure['hits']}/{failure['trials']} (chance {failure['chance']:.3g}, "
-            f"Holm p = {failure['p_holm']:.3g})")
+            f"Holm p = {failure['p_holm']:.3g}){cue}")
 
 
 class _GroupSampler:
-    """One memory-dependent choice instance per group, by family: each candidate draws a
+    """One memory-dependent scorable instance per group, by family: each candidate draws a
     number from a stream keyed by its id and the group keeps the smallest (a uniform pick
     that needs neither the group's size nor the other groups). Only what the adversaries read
-    of a pick is kept: its answer and its last phase."""
+    of a pick is kept (``item_view``). Also collected on the way: what acting and not acting
+    look like in each group of a family with declared arms, each family's declared exemption,
+    and which families hold judge-scored items."""
 
     def __init__(self, seed: int) -> None:
         self.seed = seed
         self._best: dict[tuple[str, int], tuple[int, Item]] = {}
+        self.arms = ArmResponses()
+        self.exempt: dict[str, str] = {}
 
     def add(self, inst: Item) -> None:
+        self.arms.add(inst)
+        reason = declared(inst).get("exempt")
+        if reason:
+            self.exempt.setdefault(inst["family"], reason)
         # Items that show authoritative evidence (a tool holding the right value) are meant
-        # to be solvable without memory; only memory-dependent choice items are audited.
-        if not is_memory_choice(inst):
+        # to be solvable without memory, and only a judge can score a judge-scored one.
+        if not is_memory_item(inst):
             return
         draw = KeyedRandom(self.seed, ("audit", inst["id"])).next_u64()
         key = (inst["family"], inst["group"])
         if key not in self._best or draw < self._best[key][0]:
-            view = {k: inst[k] for k in ("id", "family", "paradigm", "group", "answer")
-                    if k in inst}
-            self._best[key] = (draw, {**view, "phases": inst["phases"][-1:]})
+            self._best[key] = (draw, item_view(inst))
 
     def sampled(self) -> dict[str, list[Item]]:
         """The picks by family, in order of their group."""
@@ -327,6 +490,103 @@ def _units(sampled: Mapping[str, Sequence[Item]]) -> list[tuple[str, list[Item]]
     return units
 
 
+def _short(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return repr(text if len(text) <= limit else text[:limit - 3] + "...")
+
+
+def _choice_rows(sampled: Mapping[str, Sequence[Item]]) -> list[AuditRow]:
+    """The option-picking adversaries on every family's choice items (and pooled units)."""
+    choice = {f: [i for i in items if is_memory_choice(i)] for f, items in sampled.items()}
+    choice = {f: items for f, items in choice.items() if items}
+    if not choice:
+        return []
+    found = predictors()
+    if len(choice) < 2:  # one family: the classifier across families is already within it
+        del found["probe_classifier_within"]
+    picks = {name: predict(choice) for name, predict in found.items()}
+    rows = []
+    for unit, items in _units(choice):
+        chance = max(1 / len(i["answer"]["options"]) for i in items)
+        for name, chosen in picks.items():
+            tried = [i for i in items if chosen[i["id"]] != NO_PICK]
+            if not tried:
+                continue
+            won = [i for i in tried if chosen[i["id"]] == i["answer"]["gold_index"]]
+            cue = (f"e.g. {won[0]['id']}: picked {_short(won[0]['answer']['gold'])}"
+                   if won else "")
+            rows.append(AuditRow(name, unit, len(won), len(tried), chance,
+                                 binomial_test(len(won), len(tried), chance, "greater"),
+                                 cue=cue))
+    return rows
+
+
+def _family_policies(items: Sequence[Item], arms: ArmResponses
+                     ) -> list[tuple[str, FamilyPolicy, float | None]]:
+    """Every memoryless response policy that applies to a family, with its expected score
+    where it has one of its own (else the family's chance)."""
+    family = items[0]["family"]
+    policies: list[tuple[str, FamilyPolicy, float | None]] = [
+        (name, policy, None) for name, policy in RESPONSE_POLICIES.items()]
+    if arms.shares.get(family):
+        policies += [(f"always_{arm}" if arm == "act" else "never_act",
+                      per_item(arms.policy(arm)), arms.share(family, arm))
+                     for arm in ("act", "dont")]
+    names = sorted({name for i in items for name in declared_policies(i)})
+    for name in names:
+        expected, memoryless = policy_expectation(items[0], name)
+        if memoryless:
+            policies.append((f"declared:{name}", per_item(
+                lambda group, item, name=name: declared_policies(item).get(name)), expected))
+    return policies
+
+
+def _response_rows(sampled: Mapping[str, Sequence[Item]], arms: ArmResponses
+                   ) -> list[AuditRow]:
+    """The memoryless response policies on every family's open items, scored with the
+    family's own scorer; a policy that has nothing to say to any item is left out."""
+    rows = []
+    for family, every in sorted(sampled.items()):
+        # Choice items have the option-picking adversaries; these answer the open ones.
+        items = [i for i in every if not is_memory_choice(i)]
+        if not items:
+            continue
+        chance = family_chance(items)
+        for name, policy, expected in _family_policies(items, arms):
+            responses = policy(items)
+            tried = [i for i in items if responses.get(i["id"]) is not None]
+            if not tried:
+                continue
+            won = [i for i in tried if is_correct(i["answer"], responses[i["id"]])]
+            null = max(chance, expected) if expected is not None else chance
+            cue = (f"e.g. {won[0]['id']}: answered {_short(responses[won[0]['id']] or '')}"
+                   if won else "")
+            rows.append(AuditRow(name, family, len(won), len(tried), null,
+                                 binomial_test(len(won), len(tried), min(null, 1.0),
+                                               "greater"), cue=cue))
+    return rows
+
+
+def _coverage(families: Iterable[str], rows: Sequence[AuditRow], findings: Sequence[Finding],
+              exempt: Mapping[str, str]) -> list[Finding]:
+    """A finding per family that no adversary tested (no row, no control-arm comparison, and
+    not every item answered by evidence it is shown): it fails unless the family declares an
+    exemption, with its reason."""
+    covered = {r.family for r in rows if r.trials} | {
+        f.family for f in findings if f.check == "leakage: control arm"} | {
+        f.family for f in findings if f.check == "leakage: evidence shown" and f.passed}
+    out = []
+    for family in sorted(families):
+        if family in covered:
+            continue
+        reason = exempt.get(family)
+        out.append(Finding("coverage: adversaries", family, reason is not None,
+                           "no adversary applies" + (f"; exempt: {reason}" if reason else ""),
+                           "" if reason else "no memoryless adversary can test any item of "
+                           "this family (declare audit.exempt with a reason if none should)"))
+    return out
+
+
 #: A family's instances, read afresh on each call (a release's data file, streamed).
 Source = Callable[[], Iterable[Item]]
 
@@ -346,10 +606,10 @@ def audit_instances(instances: Iterable[Item], seed: int = 0, *,
 def audit_families(sources: Mapping[str, Source], seed: int = 0, *,
                    catalog: Catalog | None = None,
                    manifest: Mapping[str, Any] | None = None) -> AuditReport:
-    """Every audit of a release's instances: the adversaries on every family with choice
-    items (Holm over all their tests), the exact data audits on every family, and, given the
-    release's ``manifest`` and a ``catalog`` holding the specs it was built from, the spec
-    audits.
+    """Every audit of a release's instances: the adversaries on every family with scorable
+    memory items (Holm over all their tests), the exact data audits on every family, whether
+    every family is covered, and, given the release's ``manifest`` and a ``catalog`` holding
+    the specs it was built from, the spec audits.
 
     ``sources`` reads each family's instances; each is read once for the data audits and the
     adversaries' draw, and once more for the spec audits. Only counts, one pick per group and
@@ -366,24 +626,18 @@ def audit_families(sources: Mapping[str, Source], seed: int = 0, *,
             sampler.add(inst)
     sampled = sampler.sampled()
     report.skipped = sorted(set(sources) - set(sampled))
+    report.exempt = {f: r for f, r in sorted(sampler.exempt.items()) if f in sources}
     if not _embedding_available():
         report.unavailable.append("embedding_nearest (needs the audit extra: "
                                   "pip install -e '.[audit]')")
-    picks = {name: predict(sampled) for name, predict in predictors().items()} if sampled \
-        else {}
-    for unit, items in _units(sampled):
-        chances = {1 / len(i["answer"]["options"]) for i in items}
-        chance = max(chances)  # mixed option counts: the most generous chance level
-        for name, chosen in picks.items():
-            hits = sum(1 for i in items if chosen[i["id"]] == i["answer"]["gold_index"])
-            report.rows.append(AuditRow(name, unit, hits, len(items), chance,
-                                        binomial_test(hits, len(items), chance, "greater")))
+    report.rows = _choice_rows(sampled) + _response_rows(sampled, sampler.arms)
     for row, adjusted in zip(report.rows, holm([r.p_value for r in report.rows]), strict=True):
         row.p_holm = adjusted
     duplicates.resolve(lambda: (inst for family in sorted(sources)
                                 for inst in sources[family]()))
     report.findings = [f for family in sorted(structures)
                        for f in structures[family].findings()]
+    report.findings += _coverage(sources, report.rows, report.findings, report.exempt)
     if manifest is None:
         report.specs_skipped = "no manifest given"
     else:
@@ -419,7 +673,8 @@ def frozen_differences(summary: Sequence[Mapping[str, Any]], manifest: Mapping[s
         if before is None:
             continue
         for key in sorted(row):
-            if key != "family" and before.get(key) != row[key]:
+            # A column the frozen audit did not have yet is new, not a difference.
+            if key != "family" and key in before and before[key] != row[key]:
                 notes.append(f"{row['family']}: {key} {row[key]!r} here, {before.get(key)!r} "
                              "when the release was frozen")
     return notes

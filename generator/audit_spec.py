@@ -79,6 +79,12 @@ def _reference(family: FamilySpec, variants: Iterable[Variant], variant: Variant
                  if v.design == variant.design and dict(v.axes) == wanted), None)
 
 
+def _shape(item: Item, phases: Iterable[str]) -> str:
+    """The format of an item's ``phases``: their messages' roles and line counts."""
+    return ", ".join(f"{m['role']} of {len(m['content'].splitlines())} lines"
+                     for p in phases for m in phase_messages(item, p))
+
+
 def _entities(values: Iterable[Any]) -> set[str]:
     """The named entities among forged values: each non-empty value, whole. (Their words
     alone would flag "Mill Lane" for forging "Station Lane".)"""
@@ -93,15 +99,18 @@ class _Forgeries:
         self.variants = {(v.design, v.name): v for v in family.variants()}
         self.ratios: list[tuple[float, str, str]] = []
         self.shared: list[str] = []
+        self.formats: list[str] = []  # the first few counterfeits formatted otherwise
+        self.format_count = 0
         self.count = 0
 
     def _forgeries(self, variant: Variant) -> Iterator[tuple[str, TransformRef, Transform]]:
-        """The axes on which ``variant`` takes a forging transform, with the transform."""
+        """The axes on which a transform made ``variant``'s value (a counterfeit of any kind:
+        forged, scrambled, substituted ...), with the transform."""
         design = next(d for d in self.family.designs if d.name == variant.design)
         for axis in design.axes:
             ref = axis.value_transforms.get(variant.axes[axis.name])
             transform = get_transform(ref.name) if ref else None
-            if ref is not None and transform is not None and transform.forges is not None:
+            if ref is not None and transform is not None:
                 yield axis.name, ref, transform
 
     def measure(self, slots: Mapping[str, Any], rendered: Sequence[RenderedVariant],
@@ -114,12 +123,13 @@ class _Forgeries:
                 forged = shipped.get(r.instance["id"])
                 original = shipped.get(ids.get(reference, ""))
                 if forged is not None and original is not None:
-                    assert transform.forges is not None
-                    self._compare(forged, original, transform.foreign,
-                                  transform.forges(ref.args), slots)
+                    forges = transform.forges(ref.args) if transform.forges else None
+                    self._compare(forged, original, transform.foreign, forges, slots,
+                                  ref.name)
 
     def _compare(self, forged: Item, original: Item, foreign: bool,
-                 forges: tuple[str, list[str]], slots: Mapping[str, Any]) -> None:
+                 forges: tuple[str, list[str]] | None, slots: Mapping[str, Any],
+                 transform: str) -> None:
         names = [p["phase"] for p in forged["phases"]]
         differing = [n for n in names
                      if phase_messages(forged, n) != phase_messages(original, n)]
@@ -128,8 +138,14 @@ class _Forgeries:
         self.count += 1
         base = _phase_chars(original, differing)
         ratio = _phase_chars(forged, differing) / base if base else float("inf")
-        self.ratios.append((ratio, forged["id"], original["id"]))
-        if not foreign:
+        self.ratios.append((ratio, f"{forged['id']} ({transform})", original["id"]))
+        shape = _shape(forged, differing)
+        if shape != _shape(original, differing) and len(self.formats) < 3:
+            self.formats.append(f"{forged['id']} ({transform}) has {shape}, "
+                                f"{original['id']} {_shape(original, differing)}")
+        if shape != _shape(original, differing):
+            self.format_count += 1
+        if not foreign or forges is None:
             return
         slot, columns = forges
         rows = slots.get(slot, [])
@@ -156,6 +172,9 @@ class _Forgeries:
             Finding("counterfeit: shared entities", family, not self.shared,
                     f"{len(self.shared)} of {self.count} keep an original entity",
                     "; ".join(self.shared[:3])),
+            Finding("counterfeit: format", family, not self.format_count,
+                    f"{self.format_count} of {self.count} formatted otherwise than the "
+                    "veridical record", "; ".join(self.formats)),
         ]
 
 

@@ -16,17 +16,27 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .audit_view import (
+    declared,
+    distinctive_words,
+    evidence_shown,
+    is_memory_choice,
+    is_memory_item,
+    probe_text,
+    visible_messages,
+    visible_phases,
+)
 from .canonical import dumps
 from .checks import mentions
 from .content_index import ContentIndex, content_key
-from .instances import phase_messages
+from .scoring import is_correct
 
 Item = Mapping[str, Any]
 _WORD = re.compile(r"[^\W\d_]+")
 #: A control arm leaks the theme when it says this many of the theme's words on its own: one
-#: alone is often a coincidence of plain prose (a backup note that runs "every night" beside a
-#: rubric that names "nights" among its imagery); two are a pattern.
-LEAK_WORDS = 2
+#: is enough (a word that is a coincidence of plain prose, such as "night" in a backup note
+#: beside a rubric that names "nights", is allow-listed by the family with its reason).
+LEAK_WORDS = 1
 #: Text both arms share counts as framing (neither arm's own words) from this many words in a
 #: row: shorter runs in common are the same words used, which a leak is made of.
 FRAMING_WORDS = 4
@@ -45,12 +55,6 @@ class Finding:
     def to_json(self) -> dict[str, Any]:
         return {"check": self.check, "family": self.family, "passed": self.passed,
                 "measured": self.measured, "detail": self.detail}
-
-
-def is_memory_choice(item: Item) -> bool:
-    """A choice item whose answer only memory can give (no authoritative evidence shown)."""
-    answer = item["answer"]
-    return bool(answer.get("options")) and "gold_index" in answer and "evidence" not in answer
 
 
 class _GoldPositions:
@@ -132,22 +136,54 @@ class _Cells:
         return Finding("balance: cells", family, not count, "; ".join(shown), detail)
 
 
-_OPTION_LINE = re.compile(r"\s*\(?[A-Za-z0-9]{1,2}[).:]\s*(.+?)\s*")
+def _shown_choice(item: Item) -> str | None:
+    """Where a visible message names the right option while leaving a wrong one unsaid."""
+    text, answer = probe_text(item), item["answer"]
+    if not mentions(text, answer["gold"]) or all(mentions(text, o) for o in answer["options"]):
+        return None
+    where = next((f"the {m['role']} message of phase {p['phase']!r}"
+                  for p in visible_phases(item) for m in p["messages"]
+                  if mentions(m["content"], answer["gold"])), "a visible message")
+    return f"{where} names {answer['gold']!r}"
 
 
-def probe_text(instance: Item) -> str:
-    """What a memoryless system reads of the question: the last phase, less the lines that
-    merely list the options ("B) Terrace Room"), so that only the probe's own words count."""
-    last = instance["phases"][-1]["phase"]
-    options = set(instance["answer"].get("options", ()))
-    lines = [line for m in phase_messages(instance, last) for line in m["content"].splitlines()]
-    kept = [line for line in lines
-            if not ((match := _OPTION_LINE.fullmatch(line)) and match.group(1) in options)]
-    return "\n".join(kept)
+def _shown_open(item: Item) -> str | None:
+    """Where visible messages give an open item's answer away: a message is itself accepted
+    by the scorer; or they spell out the right response (the gold, or the example right
+    response of a pattern) or every word of three letters or more that sets it apart from
+    the wrong responses the item declares, while leaving a wrong one unsaid (a task that
+    lists every candidate gives none away by naming it)."""
+    answer = item["answer"]
+    right = answer["gold"] if answer["scorer"] != "regex" else answer.get("example", "")
+    wrong = [v for k, v in answer.items() if k in ("prior", "remembered") and v != right]
+    wrong += [v for v in answer.get("distractors", {}).values() if v != right]
+    wrong += [c["value"] for c in answer.get("candidates", ()) if c["value"] != right]
+    for phase in visible_phases(item):
+        for message in phase["messages"]:
+            if is_correct(answer, message["content"]):
+                return (f"the {message['role']} message of phase {phase['phase']!r} is itself "
+                        "a right response")
+    text = "\n".join(m["content"] for m in visible_messages(item))
+
+    def said(words: set[str]) -> bool:
+        return all(mentions(text, w) for w in sorted(words))
+
+    if not right:
+        return None
+    if mentions(text, right) and not all(mentions(text, w) for w in wrong):
+        return f"the visible messages spell out {right!r}"
+    own = {w for w in distinctive_words(right, wrong) if len(w) >= 3}
+    unsaid = [w for w in wrong if not said({x for x in distinctive_words(w, [right])
+                                              if len(x) >= 3})]
+    if own and said(own) and unsaid:
+        return (f"the visible messages say {', '.join(sorted(own)[:4])}, which only the right "
+                "response says")
+    return None
 
 
-class _GoldInProbe:
-    """No probe spells out its right answer while leaving a wrong one unsaid."""
+class _GoldShown:
+    """No visible message (any phase but the memory phases, tool results included) gives
+    away the right answer of a memory item."""
 
     def __init__(self) -> None:
         self.audited = 0
@@ -155,24 +191,53 @@ class _GoldInProbe:
         self.leak_count = 0
 
     def add(self, item: Item) -> None:
-        if not is_memory_choice(item):
+        if not is_memory_item(item):
             return
         self.audited += 1
-        text, answer = probe_text(item), item["answer"]
-        if mentions(text, answer["gold"]) and not all(
-                mentions(text, o) for o in answer["options"]):
+        cue = _shown_choice(item) if is_memory_choice(item) else _shown_open(item)
+        if cue is not None:
             self.leak_count += 1
             if len(self.leaks) < 3:
-                self.leaks.append(item["id"])
+                self.leaks.append(f"{item['id']} ({cue})")
 
     def finding(self, family: str) -> Finding | None:
         if not self.audited:
             return None
         more = self.leak_count - len(self.leaks)
-        detail = (f"the probe names the right answer in {', '.join(self.leaks)}"
+        detail = (f"a visible message gives the right answer away in {'; '.join(self.leaks)}"
                   + (f" and {more} more" if more else "")) if self.leak_count else ""
-        return Finding("leakage: gold in probe", family, not self.leak_count,
-                       f"{self.leak_count} of {self.audited} probes", detail)
+        return Finding("leakage: gold shown", family, not self.leak_count,
+                       f"{self.leak_count} of {self.audited} items", detail)
+
+
+class _EvidenceShown:
+    """An item declared to carry evidence shows it: its evidence value is in a message a
+    memoryless system sees. (Only shown evidence exempts an item from the adversaries.)"""
+
+    def __init__(self) -> None:
+        self.declared = 0
+        self.unseen: list[str] = []
+        self.unseen_count = 0
+
+    def add(self, item: Item) -> None:
+        shown = evidence_shown(item)
+        if shown is None:
+            return
+        self.declared += 1
+        if not shown:
+            self.unseen_count += 1
+            if len(self.unseen) < 3:
+                self.unseen.append(f"{item['id']} ({item['answer']['evidence']!r})")
+
+    def finding(self, family: str) -> Finding | None:
+        if not self.declared:
+            return None
+        more = self.unseen_count - len(self.unseen)
+        detail = (f"declared evidence appears in no visible message: {'; '.join(self.unseen)}"
+                  + (f" and {more} more" if more else "")) if self.unseen_count else ""
+        return Finding("leakage: evidence shown", family, not self.unseen_count,
+                       f"{self.declared - self.unseen_count} of {self.declared} items show "
+                       "their declared evidence", detail)
 
 
 def _stem(word: str) -> str:
@@ -225,6 +290,8 @@ class _ThemeLeak:
         #: Per complete pair, by its key: the control's id and the words it says on its own.
         self._controls: dict[tuple[int, str], tuple[str, frozenset[str]]] = {}
         self.theme: set[str] = set()
+        #: Words the family allows a control arm to say, though the theme's (with a reason).
+        self.allowed: set[str] = set()
 
     def add(self, item: Item) -> None:
         spec = item.get("analysis", {}).get("judge_pairs")
@@ -233,6 +300,10 @@ class _ThemeLeak:
         arm = item["axes"].get(spec["axis"])
         if arm not in (spec["treatment"], spec["control"]):
             return
+        audit = declared(item)
+        # The family's own theme words count whether or not the rubric names them.
+        self.theme |= {_stem(w) for w in audit.get("theme_words", ())}
+        self.allowed |= {_stem(w) for w in audit.get("allow_words", {}).get("words", ())}
         rest = {k: v for k, v in item["axes"].items() if k != spec["axis"]}
         key = (item["group"], dumps(rest))
         pair = self._waiting[key]
@@ -253,7 +324,7 @@ class _ThemeLeak:
             return None
         leaks = []
         for _, (control_id, control_words) in sorted(self._controls.items()):
-            leaked = sorted(self.theme & control_words)
+            leaked = sorted((self.theme - self.allowed) & control_words)
             if len(leaked) >= LEAK_WORDS:
                 leaks.append(f"{control_id} ({', '.join(leaked[:4])})")
         detail = (f"the control arm uses the theme's words: {'; '.join(leaks[:3])}"
@@ -313,7 +384,8 @@ class FamilyStructure:
         #: Whether the instances came in order of their group (a release's files hold them so).
         self.in_group_order = True
         self._last_group: int | None = None
-        self._audits = (_GoldPositions(), _Cells(), _GoldInProbe(), _ThemeLeak())
+        self._audits = (_GoldPositions(), _Cells(), _GoldShown(), _EvidenceShown(),
+                        _ThemeLeak())
 
     def add(self, item: Item) -> None:
         self.count += 1

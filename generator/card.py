@@ -27,8 +27,9 @@ def render_card(release: ReleaseSpec, counts: Mapping[str, Any], root_sha256: st
                 audit_failures: Sequence[Mapping[str, Any]] = (), *, layout: int = 1,
                 audit_summary: Sequence[Mapping[str, Any]] = (),
                 audit_unavailable: Sequence[str] = (),
-                charts: Sequence[str] = (), configs: Sequence[Config] = (),
-                checks: Sequence[str] = ()) -> str:
+                 audit_exempt: Mapping[str, str] | None = None,
+                 charts: Sequence[str] = (), configs: Sequence[Config] = (),
+                 checks: Sequence[str] = ()) -> str:
     """Markdown with YAML front matter; a pure function of its arguments. ``layout`` 2 adds
     the audit summary and the charts (files of the release, linked by relative path);
     ``layout`` 3 the loader ``configs`` over the Parquet files, the card metadata, the designs
@@ -84,7 +85,8 @@ def render_card(release: ReleaseSpec, counts: Mapping[str, Any], root_sha256: st
         for f in audit_failures:
             lines.append(f"| {f['check']} | `{f['family']}` | {_failure_outcome(f)} |")
     if layout >= 2:
-        lines += _audit_section(audit_summary, audit_unavailable) + _charts_section(charts)
+        lines += _audit_section(audit_summary, audit_unavailable, audit_exempt or {}) \
+            + _charts_section(charts)
     lines += list(checks)
     lines += ["", "## What each family measures", ""]
     for family_id in families:
@@ -201,15 +203,32 @@ def _loading_section(release: ReleaseSpec, configs: Sequence[Config]) -> list[st
     ]
 
 
-def _audit_intro(unavailable: Sequence[str]) -> str:
+def _audit_intro(unavailable: Sequence[str], complete: bool) -> str:
     """What the audit asked of the release; adversaries that could not run are named as such,
-    not listed among those that did."""
+    not listed among those that did. ``complete``: the audit that tests every item kind and
+    every family's coverage (releases frozen before it keep the words they were frozen with)."""
     embedding = not any(name.startswith("embedding_nearest") for name in unavailable)
     adversaries = ("answer position, majority gold, longest and shortest option, word overlap "
                    "with the probe, a probe-only classifier"
                    + (", a pretrained text-embedding model" if embedding else ""))
     missing = (f" Not run where it was frozen: {', '.join(unavailable)}." if unavailable
                else "")
+    if complete:
+        return (
+            "The release was frozen after `memspec audit`. On choice items, memoryless "
+            f"adversaries ({adversaries}; newest or oldest year, largest or smallest number, "
+            "earliest in the visible text, most or least frequent option, the odd one out; "
+            "the classifier cross-validated across families and within each); on open items, "
+            "memoryless policies scored by the family's own scorer (the declared prior, "
+            "echoes of an earlier reply or call, a copy of the probe, the most common answer, "
+            "abstaining, always or never acting, and the policies the family declares). None "
+            "may beat its chance level (one-sided exact binomial test, Holm-corrected, alpha "
+            "0.05). Gold positions, cells and the balance the specs declare must hold exactly; "
+            "no visible message may give the answer away, declared evidence must be shown, no "
+            "control arm may say a theme word, no duplicate may occur; every counterfeit must "
+            "match the record it forges in length within 5% and in format; a family no "
+            "adversary covers must declare why. `memspec audit` and `memspec report` show "
+            f"every row.{missing}")
     return (
         f"The release was frozen after `memspec audit`. Memoryless adversaries ({adversaries}) "
         "must not beat chance on any family (one-sided exact binomial test, Holm-corrected, "
@@ -223,9 +242,10 @@ def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|")
 
 
-def _audit_section(summary: Sequence[Mapping[str, Any]], unavailable: Sequence[str]
-                   ) -> list[str]:
-    lines = ["", "## Audit", "", _audit_intro(unavailable), "",
+def _audit_section(summary: Sequence[Mapping[str, Any]], unavailable: Sequence[str],
+                   exempt: Mapping[str, str]) -> list[str]:
+    complete = any("coverage" in row for row in summary)
+    lines = ["", "## Audit", "", _audit_intro(unavailable, complete), "",
              "| family | adversaries (strongest) | balance | leakage | counterfeit | "
              "declared checks | result |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
@@ -234,6 +254,9 @@ def _audit_section(summary: Sequence[Mapping[str, Any]], unavailable: Sequence[s
                      f"{_cell(row['balance'])} | {_cell(row['leakage'])} | "
                      f"{_cell(row['counterfeit'])} | {_cell(row['declared'])} | "
                      f"{'pass' if row['passed'] else 'FAIL'} |")
+    if exempt:
+        lines += ["", "No adversary can test these families; each says why:", ""]
+        lines += [f"- `{family}`: {reason}" for family, reason in sorted(exempt.items())]
     return lines
 
 

@@ -564,21 +564,33 @@ def pool(
 @app.command()
 def respond(
     release_dir: Annotated[Path, typer.Argument(help="A built release folder.")],
-    policy: Annotated[str, typer.Option(help="Reference policy: " + ", ".join(POLICIES))],
+    policy: Annotated[str, typer.Option(help="Reference policy: " + ", ".join(POLICIES)
+                                        + ", or one the release's families declare")],
     seed: Annotated[int, typer.Option(help="Seed of the random policy.")] = 0,
     out_file: Annotated[str, typer.Option("--out", help="Output file, or - for stdout.")] = "-",
 ) -> None:
-    """Responses of a built-in reference policy to every instance of a release, as JSONL."""
+    """Responses of a reference policy to every instance of a release, as JSONL: a built-in
+    one, or one the families declare (``audit.policies``; instances of a family that does not
+    declare it get the memoryless policy's response)."""
     from .canonical import dump_bytes
     from .release_data import load_release_instances
 
     def action() -> None:
-        if policy not in POLICIES:
-            raise SpecError.single(unknown_name("policy", policy, list(POLICIES), "policies"))
         _check_seed(seed)
         _, instances = load_release_instances(release_dir, _catalog_if_any())
-        act = POLICIES[policy]
-        data = b"".join(dump_bytes({"id": i["id"], "response": act(i, seed)})
+        declared = sorted({name for i in instances for name in i["answer"].get("policies", {})})
+        if policy not in POLICIES and policy not in declared:
+            raise SpecError.single(unknown_name("policy", policy, [*POLICIES, *declared],
+                                                "policies"))
+        act = POLICIES.get(policy)
+
+        def response(instance: Any) -> str:
+            if act is not None:
+                return act(instance, seed)
+            own = instance["answer"].get("policies", {})
+            return own[policy] if policy in own else POLICIES["memoryless"](instance, seed)
+
+        data = b"".join(dump_bytes({"id": i["id"], "response": response(i)})
                         for i in instances)
         _write_output(out_file, data)
 

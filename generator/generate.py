@@ -9,6 +9,7 @@ from dataclasses import replace
 from functools import partial
 from typing import Any, TypeVar
 
+from . import audit_declarations
 from .canonical import CanonicalJSONError, copy_data, dumps, normalize, writes_canonically
 from .checks import CheckRunner, RenderedVariant
 from .errors import SpecError
@@ -21,6 +22,7 @@ from .schemas import first_error
 from .scoring import answer_problems
 from .spec import FamilySpec, TransformRef, Variant, answer_examples, phrasings_of
 from .transforms import TransformCall, get_transform
+from .yamlsafe import Located
 
 T = TypeVar("T")
 #: One way of writing a phase: a template file, or inline messages (role, name, text).
@@ -48,6 +50,8 @@ class FamilyGenerator:
         self._designs = {design.name: design for design in family.designs}
         self._slot_cache: dict[tuple, Any] = {}  # what sampling keeps across groups
         self._answer_templates: dict[tuple, CompiledTemplate] = {}
+        #: What the family and its paradigm declare for the audit.
+        self._audit_block = family.audit
         self._budget = Budget(group_seconds(), group_megabytes())
         self._answer_memo = InputMemo(self._answer_names)
         self._descriptions: dict[str, dict[str, Any]] = {}
@@ -65,11 +69,51 @@ class FamilyGenerator:
         line, col = self.family.located.text_start(where)
         return self.renderer.inline(text, self.family.file, line, col, label)
 
-    def _expression(self, source: str, where: tuple, label: str) -> Any:
-        """A Jinja expression written in the family file at ``where``, errors located there."""
-        line, col = self.family.located.text_start(where)
-        origin = TemplateOrigin(self.family.file, line - 1, col, label)
+    def _expression(self, source: str, where: tuple, label: str,
+                    located: Located | None = None) -> Any:
+        """A Jinja expression written in the family file (or ``located``, its paradigm's) at
+        ``where``, errors located there."""
+        located = located or self.family.located
+        line, col = located.text_start(where)
+        origin = TemplateOrigin(located.file, line - 1, col, label)
         return self.renderer.expression(source, origin)
+
+    def _declared_in(self, *where: str) -> Located:
+        """The spec whose ``audit`` block declares the entry at ``where`` (the family's own,
+        else its paradigm's)."""
+        node: Any = self.family.raw.get("audit", {})
+        for key in where:
+            node = node.get(key) if isinstance(node, Mapping) else None
+        return self.family.located if node is not None else self.family.paradigm.located
+
+    def _audit_answer(self, answer: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
+        """``answer`` with what the audit declarations render per instance: each declared
+        policy's response and the candidates the task shows (unchanged if none are)."""
+        block = self._audit_block
+        if not block.get("policies") and "candidates" not in block:
+            return answer
+        answer = dict(answer)
+        policies = {}
+        for name, spec in sorted(block.get("policies", {}).items()):
+            located = self._declared_in("policies", name)
+            where = ("audit", "policies", name, "respond")
+            line, col = located.text_start(where)
+            compiled = self.renderer.inline(spec["respond"], located.file, line, col,
+                                            f"policy {name!r}")
+            policies[name] = normalize(compiled.render_text(context).strip())
+        if policies:
+            answer["policies"] = policies
+        if "candidates" in block:
+            located = self._declared_in("candidates")
+            where = ("audit", "candidates")
+            value = self._expression(block["candidates"], where, "candidates expression",
+                                     located)(context)
+            records = audit_declarations.candidate_records(value)
+            if records is None:
+                raise located.error("candidates must give a list of strings or of records "
+                                    f"with a value and features, not {value!r}", where)
+            answer["candidates"] = normalize(records)
+        return answer
 
     def _phase_template(self, name: str) -> list[PhaseTemplate]:
         """The compiled ways of writing phase ``name``: one, or its phrasings in order."""
@@ -328,6 +372,10 @@ class FamilyGenerator:
                          "axes": dict(variant.axes)}
             if "analysis" in self.family.raw:
                 described["analysis"] = self.family.raw["analysis"]
+            if self._audit_block:
+                # Only families that declare something carry it: frozen ones stay as built.
+                described["analysis"] = {**described.get("analysis", {}),
+                                         "audit": audit_declarations.carried(self._audit_block)}
             try:
                 described = self._descriptions[variant.name] = normalize(described)
             except CanonicalJSONError as exc:
@@ -370,6 +418,7 @@ class FamilyGenerator:
         }
         described = self._described(variant)
         answer, new_answer = self._answer(context)
+        answer = self._audit_answer(answer, context)
         instance = {
             "id": normalize(instance_id(self.family.family_id, group, variant.name)),
             "family": described["family"],

@@ -299,6 +299,7 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
                        project.display(release.path), audit["failures"], layout=layout,
                        audit_summary=audit.get("summary", ()),
                        audit_unavailable=audit.get("unavailable", ()),
+                       audit_exempt=audit.get("exempt", {}),
                        charts=[f"{PLOTS_DIR}/{name}" for name in charts], configs=configs,
                        checks=card_lines(checked))
     files[CARD_FILE] = _write_file(folder / CARD_FILE, card.encode("utf-8"))
@@ -348,7 +349,9 @@ def _audit(catalog: Catalog, release: ReleaseSpec, folder: Path,
             catalog.project.display(release.path)) for f in failures])
     return {"failures": failures, **({"summary": report.summary()} if layout >= 2 else {}),
             # Recorded only when some adversary could not run, so that the card says so.
-            **({"unavailable": report.unavailable} if report.unavailable else {})}
+            **({"unavailable": report.unavailable} if report.unavailable else {}),
+            # And the families no adversary covers that say why, so that the card lists them.
+            **({"exempt": report.exempt} if report.exempt else {})}
 
 
 def _refuse_field_clash(release: ReleaseSpec, index: int, family: FamilySpec) -> None:

@@ -7,9 +7,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .audit_structure import is_memory_choice
 from .charts import histogram, stacked_bars
 from .checks import messages_tokens
+
+
+def _charted_choice(item: Mapping[str, Any]) -> bool:
+    """A choice item that declares no evidence: whose gold position the chart shows. (The
+    audit also checks that declared evidence is shown; the chart keeps this rule, which frozen
+    releases' charts were drawn by.)"""
+    answer = item["answer"]
+    return bool(answer.get("options")) and "gold_index" in answer and "evidence" not in answer
 
 
 @dataclass
@@ -25,7 +32,7 @@ class ReleaseStats:
     def add(self, instance: Mapping[str, Any]) -> None:
         family = instance["family"]
         self.variants[family][instance["variant"]] += 1
-        if is_memory_choice(instance):
+        if _charted_choice(instance):
             answer = instance["answer"]
             self.gold_positions[family][answer["gold_index"]] += 1
             self.option_counts[family] = max(self.option_counts.get(family, 0),

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import audit_declarations
 from .errors import Problem, ProblemCollector, SpecError, unknown_name
 from .pools import Pool, load_pool
 from .project import Project
@@ -130,6 +131,12 @@ class FamilySpec:
             return self.slot_origins[where[1]]
         return self.located
 
+    @property
+    def audit(self) -> dict[str, Any]:
+        """What the family and its paradigm declare for the audit (the family's block laid
+        over the paradigm's)."""
+        return audit_declarations.merged(self.paradigm.located.data, self.raw)
+
     def variants(self) -> list[Variant]:
         """Every variant of a group, in a fixed order (designs, then axis products)."""
         prefix = len(self.designs) > 1
@@ -238,15 +245,21 @@ def load_paradigm(path: Path, project: Project) -> ParadigmSpec:
     data = located.data
     names = [p["name"] for p in data["phases"]]
     _refuse_repeats(located, "phases", names, "phase")
-    bad = _bad_patterns(data.get("abstain", []))
-    if bad:
-        raise SpecError([Problem(f"abstain pattern is not a valid regular expression: {why}",
-                                 located.file, *located.where(("abstain", index)),
-                                 ("abstain", index)) for index, why in bad])
+    problems: list[Problem] = []
+
+    def problem(message: str, where: tuple) -> None:
+        line, col = located.where(where)
+        problems.append(Problem(message, located.file, line, col, where))
+
+    for index, why in _bad_patterns(data.get("abstain", [])):
+        problem(f"abstain pattern is not a valid regular expression: {why}", ("abstain", index))
     for name, slot in data.get("slots", {}).items():
         if "override" in slot:
-            raise located.error("'override' is for a family's slot that replaces a paradigm's",
-                                ("slots", name, "override"))
+            problem("'override' is for a family's slot that replaces a paradigm's",
+                    ("slots", name, "override"))
+    audit_declarations.check(data.get("audit", {}), tuple(names), None, problem)
+    if problems:
+        raise SpecError(problems)
     return ParadigmSpec(
         paradigm_id=data["paradigm"],
         version=data["version"],
@@ -365,6 +378,19 @@ class FamilyLoader:
         _check_phrasings(data["phases"], problem)
         self._check_answer(data["answer"], slot_names, problem)
         self._check_analysis(data.get("analysis", {}), designs, problem)
+        if paradigm is not None:
+            axes: dict[str, set[str]] = {}
+            for design in designs:
+                for axis in design.axes:
+                    axes.setdefault(axis.name, set()).update(axis.values)
+            audit_declarations.check(data.get("audit", {}), paradigm.phases, axes, problem)
+            # Arms a paradigm declares must be axes of each of its families.
+            inherited = paradigm.located.data.get("audit", {}).get("arms")
+            if inherited is not None and "arms" not in data.get("audit", {}):
+                audit_declarations.check({"arms": inherited}, paradigm.phases, axes,
+                                         lambda message, _: problem(
+                                             f"{message} (declared by paradigm "
+                                             f"{paradigm.paradigm_id!r})", ("paradigm",)))
         if "split" in data.get("fields", {}):
             problem("field 'split' is reserved: a release cuts a family's groups into splits "
                     "(its entry's 'splits')", ("fields", "split"))

@@ -20,20 +20,45 @@ def _data_files(built_dist: Path, name: str) -> dict[str, str]:
     return {path: info["sha256"] for path, info in files.items() if path.startswith("data/")}
 
 
+#: What the complete audit (every item kind, coverage, one theme word) finds in the bundled
+#: releases, which were frozen before it (their manifests keep the audit they were frozen
+#: with, and a frozen release never changes): the next versions of these families must pass.
+KNOWN_FAILURES = {
+    "feedback-v3": {
+        ("feedback.declarative.clause_memo", "coverage: adversaries"),
+        ("feedback.declarative.lay_summary", "coverage: adversaries"),
+        ("feedback.declarative.trip_plan", "coverage: adversaries"),
+        *{(f"feedback.procedural.{name}", check)
+          for name in ("key_terms", "metric_units", "numbered_steps", "plain_english",
+                       "yes_no_first")
+          for check in ("echo_last_reply", "majority_answer")},
+    },
+    "implicitmem-v3": {
+        *{(f"implicitmem.conditioning.{name}", "echo_last_call")
+          for name in ("api_aversion", "api_distrust", "file_format")},
+        *{(f"implicitmem.priming.{name}", "leakage: control arm")
+          for name in ("desert_caravan", "jazz_club", "volcanic_eruption")},
+    },
+}
+
+
 @pytest.mark.parametrize("name", LATEST_RELEASES)
-def test_every_bundled_release_passes_its_audit(built_dist: Path, name: str) -> None:
+def test_every_bundled_release_fails_its_audit_only_where_known(built_dist: Path,
+                                                                 name: str) -> None:
     # Earlier versions of the release hold the very same data files (their cards differ), so
     # this audit covers them too.
     for older in ALL_RELEASES:
         if older.rpartition("-v")[0] == name.rpartition("-v")[0] and older != name:
             assert _data_files(built_dist, older) == _data_files(built_dist, name), older
     result = run_cli("audit", str(built_dist / name), "--format", "json")
-    assert result.returncode == 0, result.stdout + result.stderr
+    known = KNOWN_FAILURES.get(name, set())
+    assert result.returncode == (1 if known else 0), result.stdout + result.stderr
     report = json.loads(result.stdout)
-    assert report["ok"] and not any(row["failed"] for row in report["rows"])
-    assert report["specs_skipped"] is None
-    assert report["findings"] and all(f["passed"] for f in report["findings"])
-    # The card shows the same verdicts, family by family.
+    failed = {(r["family"], r["check"]) for r in report["rows"] if r["failed"]} | {
+        (f["family"], f["check"]) for f in report["findings"] if not f["passed"]}
+    assert failed == known
+    assert report["specs_skipped"] is None and report["findings"]
+    # The card keeps the verdicts the release was frozen with, family by family.
     card = (built_dist / name / "README.md").read_text()
     families = json.loads((built_dist / name / "manifest.json").read_text())["counts"]
     for family in families["families"]:
@@ -65,7 +90,9 @@ def test_a_fair_family_passes() -> None:
     report = audit_instances(items)
     assert report.ok
     for row in report.rows:
-        assert row.trials == 24 and row.hits <= 12, row
+        # An adversary with no cue on an item (every option scores alike) does not pick.
+        assert row.trials <= 24 and row.hits <= row.trials / 2, row
+    assert {r.trials for r in report.rows if r.check == "position_prior"} == {24}
 
 
 def test_gold_always_first_is_caught_by_the_position_prior() -> None:
@@ -162,7 +189,10 @@ def test_without_the_audit_extra_the_embedding_adversary_is_reported_missing(
     assert report.unavailable == ["embedding_nearest (needs the audit extra: pip install -e "
                                   "'.[audit]')"]
     assert "embedding_nearest" not in {r.check for r in report.rows}
-    assert report.ok and len(report.rows) == 6
+    # Every other adversary ran (the classifier within families is the one across them, for
+    # a single family).
+    assert report.ok and {"position_prior", "longest_option", "probe_classifier"} <= \
+        {r.check for r in report.rows} <= set(audit.predictors()) - {"probe_classifier_within"}
     console = Console(width=200, record=True)
     console.print(audit_table(report))
     # The table a person reads says the adversary did not run, not just the JSON.
@@ -238,9 +268,10 @@ def test_a_probe_that_names_the_answer_is_a_leak_whatever_the_statistics() -> No
              for g in range(24)]
     options = items[5]["answer"]["options"]
     items[5]["phases"][0]["messages"][0]["content"] = f"Was it the {options[5 % 3]}?"
-    found = _finding(audit_instances(items), "leakage: gold in probe", "lab.named")
-    assert not found.passed and found.measured == "1 of 24 probes"
-    assert "lab.named-00005-base" in found.detail
+    found = _finding(audit_instances(items), "leakage: gold shown", "lab.named")
+    assert not found.passed and found.measured == "1 of 24 items"
+    assert "lab.named-00005-base (the user message of phase 'probe' names 'thimble')" in \
+        found.detail
 
 
 def test_duplicates_across_families_and_missing_cells_are_caught() -> None:
@@ -408,9 +439,16 @@ def test_an_audit_that_differs_from_the_frozen_one_says_where(built_dist: Path) 
 
     catalog = Catalog.load(Project(REPO))
     manifest, instances = load_release_instances(built_dist / "example-v3")
-    # Run as a freeze runs it, the audit agrees with the one frozen in the manifest.
+    # The bundled release was frozen by an earlier audit, with fewer adversaries: where the
+    # two summaries differ is named, row by row.
     report = audit_instances(instances, catalog=catalog, manifest=manifest)
-    assert report.specs_skipped is None and report.frozen_differences == []
+    assert report.specs_skipped is None and report.frozen_differences
+    assert all(note.endswith("when the release was frozen") for note in
+               report.frozen_differences)
+    # Run as a freeze runs it, the audit agrees with the one a freeze records now.
+    manifest = {**manifest, "audit": {"summary": report.summary()}}
+    assert audit_instances(instances, catalog=catalog,
+                           manifest=manifest).frozen_differences == []
     # A row the manifest recorded otherwise is named, with both values, and the page says
     # which numbers are the card's.
     frozen = manifest["audit"]["summary"]
