@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import MemspecError, Problem, SpecError, lookalike_note, unknown_name
-from .project import Project
+from .project import LIBRARY_PREFIX, Project, library_root
 from .schemas import matches, schema_document
 from .spec import FamilyLoader, FamilySpec, ParadigmSpec, ReleaseSpec, load_paradigm, load_release
 from .yamlsafe import Located, load_yaml_file
@@ -106,6 +106,28 @@ class Catalog:
                     f"paradigm {paradigm_id!r} is also declared in {first.located.file}",
                     other.located.file, line, column, ("paradigm",)))
         self.paradigm_problems = self.problems[start:]
+        self._add_library_paradigms()
+
+    def _add_library_paradigms(self) -> None:
+        """The library's paradigms, each under ``memspec:<id>`` (where the project is the
+        library itself, these name its own paradigms)."""
+        library = library_root()
+        if library is None:
+            return
+        if not self.project.uses_library:
+            for paradigm_id, paradigm in list(self.paradigms.items()):
+                self.paradigms[LIBRARY_PREFIX + paradigm_id] = paradigm
+            return
+        problems: list[Problem] = []
+        for path in yaml_files(library / "specs" / "paradigms", problems, self.project.display):
+            try:
+                paradigm = load_paradigm(path, self.project)
+            except MemspecError as err:
+                problems.extend(err.problems)
+                continue
+            self.paradigms.setdefault(LIBRARY_PREFIX + paradigm.paradigm_id, paradigm)
+        # A broken library is this copy of memspec's fault, but say so where it shows.
+        self.paradigm_problems = [*self.paradigm_problems, *problems]
 
     def _files(self, kind: str) -> list[Path]:
         return yaml_files(self.project.specs / kind, self.problems, self.project.display)
