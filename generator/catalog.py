@@ -41,6 +41,8 @@ class Catalog:
 
     project: Project
     paradigms: dict[str, ParadigmSpec] = field(default_factory=dict)
+    #: The paradigms of memspec's library, by their names ``memspec:<id>``.
+    library_paradigms: dict[str, ParadigmSpec] = field(default_factory=dict)
     family_paths: dict[str, list[Path]] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
     #: Family files that could not be read far enough to learn their id, with why.
@@ -115,8 +117,8 @@ class Catalog:
         if library is None:
             return
         if not self.project.uses_library:
-            for paradigm_id, paradigm in list(self.paradigms.items()):
-                self.paradigms[LIBRARY_PREFIX + paradigm_id] = paradigm
+            self.library_paradigms = {LIBRARY_PREFIX + paradigm_id: paradigm
+                                      for paradigm_id, paradigm in self.paradigms.items()}
             return
         problems: list[Problem] = []
         for path in yaml_files(library / "specs" / "paradigms", problems, self.project.display):
@@ -125,18 +127,22 @@ class Catalog:
             except MemspecError as err:
                 problems.extend(err.problems)
                 continue
-            self.paradigms.setdefault(LIBRARY_PREFIX + paradigm.paradigm_id, paradigm)
+            self.library_paradigms.setdefault(LIBRARY_PREFIX + paradigm.paradigm_id, paradigm)
         # A broken library is this copy of memspec's fault, but say so where it shows.
         self.paradigm_problems = [*self.paradigm_problems, *problems]
 
     def _files(self, kind: str) -> list[Path]:
         return yaml_files(self.project.specs / kind, self.problems, self.project.display)
 
+    def usable_paradigms(self) -> dict[str, ParadigmSpec]:
+        """Every paradigm a family of the project may name: its own, and the library's."""
+        return {**self.paradigms, **self.library_paradigms}
+
     def loader(self, explain: bool = True) -> FamilyLoader:
         """A family loader over this catalog's paradigms. With ``explain``, a family naming a
         paradigm that is missing is also told what is wrong with the paradigm files (leave it
         off where those problems are reported anyway)."""
-        return FamilyLoader(self.project, self.paradigms,
+        return FamilyLoader(self.project, self.usable_paradigms(),
                             self.paradigm_problems if explain else (), self.family_documents)
 
     def family_path(self, family: str) -> Path:

@@ -192,9 +192,10 @@ def new(
         catalog = Catalog.load(project)
         if family_id in catalog.family_paths:
             raise SpecError.single(f"family {family_id!r} already exists")
-        spec = catalog.paradigms.get(paradigm)
+        usable = catalog.usable_paradigms()
+        spec = usable.get(paradigm)
         if spec is None:
-            raise SpecError.single(unknown_name("paradigm", paradigm, sorted(catalog.paradigms)))
+            raise SpecError.single(unknown_name("paradigm", paradigm, sorted(usable)))
         written = scaffold_family(project, family_id, spec, paradigm)
         report = validate_specs(Catalog.load(project), [written[0]])
         for path in written:

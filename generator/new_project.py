@@ -44,7 +44,7 @@ def _library_paradigms() -> list[str]:
         catalog = Catalog.load(library_project())
     except SpecError:
         return []
-    return sorted(LIBRARY_PREFIX + p for p in catalog.paradigms if ":" not in p)
+    return sorted(LIBRARY_PREFIX + p for p in catalog.paradigms)
 
 
 def _readme(name: str, paradigms: list[str]) -> str:
