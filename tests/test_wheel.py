@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -119,3 +120,21 @@ def test_the_wheel_runs_a_benchmark_of_ones_own(installed: Path, tmp_path: Path)
     assert list((tmp_path / "home").iterdir()) == []
     assert sorted(p.name for p in tmp_path.iterdir()) == ["home", "user"]
     assert sorted(p.name for p in user.iterdir()) == ["bench"]
+
+
+def test_readme_start_your_own_benchmark_as_written(installed: Path, tmp_path: Path) -> None:
+    text = (REPO / "README.md").read_text()
+    block = re.search(r"\*\*Start your own benchmark\*\*.*?```\n(.*?)```", text, re.S)
+    assert block is not None
+    lines = block.group(1).splitlines()
+    # The install is the wheel of these sources (built as `pip install .` builds it), into the
+    # fresh environment; every other line runs there as written, in a folder of one's own.
+    assert lines[0] == "pip install ."
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MEMSPEC_ROOT")}
+    env.update(PATH=f"{installed}{os.pathsep}{env['PATH']}", MEMSPEC_CACHE_DIR="",
+               PYTHONDONTWRITEBYTECODE="1")
+    script = "set -eu\n" + "\n".join(lines[1:]) + "\n"
+    result = _run(["bash", "-c", script], tmp_path, env)
+    assert "ok: mybench.rules.order_ref validates" in result.stdout
+    assert result.stdout.strip().splitlines()[-1].startswith("ok: 1 families")
+    assert (tmp_path / "mybench" / "memspec.yaml").is_file()
