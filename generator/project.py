@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path, PurePosixPath
 
 from .errors import SpecError
@@ -74,20 +74,24 @@ class Project:
     def default_dist(self) -> Path:
         return self.root / "dist"
 
+    @cached_property
+    def _other_library(self) -> Path | None:
+        """The library's folder where it is another folder than this project (a user's
+        project); None in the library itself. Worked out once: ``display`` runs often."""
+        library = library_root()
+        return None if library is None or library == self.root.resolve() else library
+
     @property
     def uses_library(self) -> bool:
         """Whether the library is another folder than this project (a user's project)."""
-        library = library_root()
-        return library is not None and library.resolve() != self.root.resolve()
+        return self._other_library is not None
 
     def display(self, path: Path) -> str:
         """A path as shown in messages and manifests: relative to the root, with ``/``; a file
         of the library as ``memspec:`` and its path in the library."""
-        library = library_root()
-        if library is not None and self.uses_library:
-            for base in (library, library.resolve()):
-                if path.is_relative_to(base):
-                    return LIBRARY_PREFIX + path.relative_to(base).as_posix()
+        library = self._other_library
+        if library is not None and path.is_relative_to(library):
+            return LIBRARY_PREFIX + path.relative_to(library).as_posix()
         try:
             return path.relative_to(self.root).as_posix()
         except ValueError:

@@ -245,3 +245,30 @@ def test_an_unknown_library_paradigm_is_named(tmp_path: Path, value: str) -> Non
     assert result.returncode == 2
     assert f"unknown paradigm {value!r}" in result.stderr
     assert not (root / "specs/families/bench").exists()
+
+
+def test_library_names_stay_inside_the_library(tmp_path: Path) -> None:
+    from generator.errors import SpecError
+    from generator.project import Project
+    from generator.render import Renderer
+
+    project = Project(_user_project(tmp_path))
+    library_pool = project.resolve_inside(project.specs,
+                                          "memspec:pools/implicitmem/interference_qa.yaml",
+                                          "pool")
+    assert library_pool.read_bytes() == (
+        REPO / "specs/pools/implicitmem/interference_qa.yaml").read_bytes()
+    assert project.display(library_pool) == "memspec:specs/pools/implicitmem/interference_qa.yaml"
+    assert project.path_of(project.display(library_pool)) == library_pool
+    for escape in ("memspec:../pyproject.toml", "memspec:/etc/passwd",
+                   "memspec:../templates/implicitmem/qa_turns.j2"):
+        with pytest.raises(SpecError, match="must stay inside"):
+            project.resolve_inside(project.specs, escape, "pool")
+    # A library template that includes, imports or extends another by name means the
+    # library's; a project's template means the project's (or the library's by its name).
+    env = Renderer(project).env
+    assert env.join_path("implicitmem/qa_turns.j2", "memspec:templates/implicitmem/x.j2") \
+        == "memspec:implicitmem/qa_turns.j2"
+    assert env.join_path("mine/a.j2", "templates/mine/b.j2") == "mine/a.j2"
+    assert env.join_path("memspec:implicitmem/qa_turns.j2", "templates/mine/b.j2") \
+        == "memspec:implicitmem/qa_turns.j2"
