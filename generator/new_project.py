@@ -93,12 +93,14 @@ def project_files(folder: Path) -> dict[Path, str]:
 
 
 def init_project(folder: Path) -> list[Path]:
-    """Make ``folder`` (created if missing) a memspec project; returns the files written.
-    A folder that already holds files is refused unless it is a project, whose missing pieces
-    are then added; an existing file is never overwritten."""
+    """Make ``folder`` (created if missing) a memspec project; returns the files written:
+    none where it is a project already. A folder that holds files and is not a project is
+    refused; an existing file is never overwritten."""
     if folder.exists() and not folder.is_dir():
         raise SpecError.single(f"{folder} is a file, not a folder")
-    if folder.is_dir() and not is_project(folder) and any(folder.iterdir()):
+    if is_project(folder):
+        return []
+    if folder.is_dir() and any(folder.iterdir()):
         raise SpecError.single(f"{folder} is not empty and is not a memspec project (it has "
                                f"no {MARKER}); choose an empty or new folder")
     folder.mkdir(parents=True, exist_ok=True)

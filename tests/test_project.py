@@ -51,6 +51,7 @@ def test_init_makes_a_project_and_never_overwrites(tmp_path: Path) -> None:
         assert f"`memspec:{paradigm}`" in readme
 
     (root / "README.md").write_text("mine\n")
+    (root / "specs" / "exports" / ".gitkeep").unlink()
     before = _everything(root)
     again = run_cli("init", str(root), cwd=tmp_path, env=NO_CACHE)
     assert again.returncode == 0, again.stderr
