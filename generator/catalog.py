@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import MemspecError, Problem, SpecError, lookalike_note, unknown_name
-from .project import Project
+from .project import LIBRARY_PREFIX, Project, library_root
 from .schemas import matches, schema_document
 from .spec import FamilyLoader, FamilySpec, ParadigmSpec, ReleaseSpec, load_paradigm, load_release
 from .yamlsafe import Located, load_yaml_file
@@ -41,6 +41,8 @@ class Catalog:
 
     project: Project
     paradigms: dict[str, ParadigmSpec] = field(default_factory=dict)
+    #: The paradigms of memspec's library, by their names ``memspec:<id>``.
+    library_paradigms: dict[str, ParadigmSpec] = field(default_factory=dict)
     family_paths: dict[str, list[Path]] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
     #: Family files that could not be read far enough to learn their id, with why.
@@ -106,15 +108,41 @@ class Catalog:
                     f"paradigm {paradigm_id!r} is also declared in {first.located.file}",
                     other.located.file, line, column, ("paradigm",)))
         self.paradigm_problems = self.problems[start:]
+        self._add_library_paradigms()
+
+    def _add_library_paradigms(self) -> None:
+        """The library's paradigms, each under ``memspec:<id>`` (where the project is the
+        library itself, these name its own paradigms)."""
+        library = library_root()
+        if library is None:
+            return
+        if not self.project.uses_library:
+            self.library_paradigms = {LIBRARY_PREFIX + paradigm_id: paradigm
+                                      for paradigm_id, paradigm in self.paradigms.items()}
+            return
+        problems: list[Problem] = []
+        for path in yaml_files(library / "specs" / "paradigms", problems, self.project.display):
+            try:
+                paradigm = load_paradigm(path, self.project)
+            except MemspecError as err:
+                problems.extend(err.problems)
+                continue
+            self.library_paradigms.setdefault(LIBRARY_PREFIX + paradigm.paradigm_id, paradigm)
+        # A broken library is this copy of memspec's fault, but say so where it shows.
+        self.paradigm_problems = [*self.paradigm_problems, *problems]
 
     def _files(self, kind: str) -> list[Path]:
         return yaml_files(self.project.specs / kind, self.problems, self.project.display)
+
+    def usable_paradigms(self) -> dict[str, ParadigmSpec]:
+        """Every paradigm a family of the project may name: its own, and the library's."""
+        return {**self.paradigms, **self.library_paradigms}
 
     def loader(self, explain: bool = True) -> FamilyLoader:
         """A family loader over this catalog's paradigms. With ``explain``, a family naming a
         paradigm that is missing is also told what is wrong with the paradigm files (leave it
         off where those problems are reported anyway)."""
-        return FamilyLoader(self.project, self.paradigms,
+        return FamilyLoader(self.project, self.usable_paradigms(),
                             self.paradigm_problems if explain else (), self.family_documents)
 
     def family_path(self, family: str) -> Path:

@@ -64,8 +64,8 @@ if TYPE_CHECKING:
 @app.callback()
 def _root(
     root: Annotated[Path | None, typer.Option(
-        help="Project folder holding specs/ and templates/ (default: found from the working "
-             "directory, $MEMSPEC_ROOT or the installed checkout).")] = None,
+        help="Project folder (default: $MEMSPEC_ROOT, else the nearest folder upward from "
+             "the working directory holding memspec.yaml).")] = None,
 ) -> None:
     _state["root"] = root
 
@@ -123,6 +123,28 @@ def _progress(total: int, label: str) -> Iterator[Callable[[str, int], None]]:
 
 
 @app.command()
+def init(
+    folder: Annotated[Path, typer.Argument(help="Folder to make a project (default: here).")]
+    = Path("."),
+) -> None:
+    """Start a project: specs/ (families, paradigms, pools, releases, exports), templates/,
+    manifests/, the memspec.yaml marker, a .gitignore for dist/ and a README. Refuses a folder
+    that holds files and is not a project; never overwrites."""
+    from .new_project import init_project
+
+    def action() -> None:
+        written = init_project(folder)
+        for path in written:
+            out.print(f"wrote {path}", markup=False)
+        out.print(f"ok: {folder} is a memspec project"
+                  + ("" if written else " (it was already; nothing written)")
+                  + "; next: `memspec new <project>.<area>.<name> --paradigm memspec:<id>`",
+                  markup=False)
+
+    _run(action)
+
+
+@app.command()
 def validate(
     paths: Annotated[list[Path] | None, typer.Argument(
         help="Spec files or folders (default: all of specs/).")] = None,
@@ -174,10 +196,11 @@ def new(
         catalog = Catalog.load(project)
         if family_id in catalog.family_paths:
             raise SpecError.single(f"family {family_id!r} already exists")
-        spec = catalog.paradigms.get(paradigm)
+        usable = catalog.usable_paradigms()
+        spec = usable.get(paradigm)
         if spec is None:
-            raise SpecError.single(unknown_name("paradigm", paradigm, sorted(catalog.paradigms)))
-        written = scaffold_family(project, family_id, spec)
+            raise SpecError.single(unknown_name("paradigm", paradigm, sorted(usable)))
+        written = scaffold_family(project, family_id, spec, paradigm)
         report = validate_specs(Catalog.load(project), [written[0]])
         for path in written:
             out.print(f"wrote {project.display(path)}", markup=False)
@@ -490,15 +513,24 @@ def build(
     workers: Workers = 1,
     engine: Engine = "local",
     scheduler: Scheduler = None,
+    bundled: Annotated[bool, typer.Option(
+        help="Build the releases that ship with memspec (from its library, against its "
+             "manifests) instead of the project's.")] = False,
 ) -> None:
-    """Freeze and verify every bundled release (or those named) against its committed
+    """Freeze and verify every release of the project (or those named) against its committed
     manifest.
 
     Writes only under the output folder, never into manifests/."""
+    from .project import library_project
     from .release import find_release, freeze
 
     def action() -> None:
-        project = _project()
+        if bundled:
+            if out_dir is None:
+                raise SpecError.single("--bundled needs --out: the folder to build into")
+            project = library_project()
+        else:
+            project = _project()
         catalog = Catalog.load(project)
         target = out_dir or project.default_dist
         rows, failed = [], False

@@ -1,14 +1,55 @@
-"""Where a project's specs, templates and manifests live, and keeping every path inside them."""
+"""Where a project's specs, templates and manifests live, and keeping every path inside them.
+
+A project is the folder holding the marker file ``memspec.yaml`` (``memspec init`` writes
+one). Beside the project's own files, the specs, templates and manifests that ship with memspec
+(the library) are addressed by names that begin with ``memspec:``: a pool
+``memspec:pools/<...>.yaml``, a template ``memspec:<...>.j2``, a paradigm
+``memspec:<paradigm id>``. Only that prefix reaches the library, so a project's own file
+never stands in for a library one (or the other way round) by accident.
+"""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import cache, cached_property
 from pathlib import Path, PurePosixPath
 
 from .errors import SpecError
 
 ROOT_ENV = "MEMSPEC_ROOT"
+#: The file that makes a folder a memspec project.
+MARKER = "memspec.yaml"
+#: How a project names an item of the library that ships with memspec.
+LIBRARY_PREFIX = "memspec:"
+#: Where an installed copy keeps the library (package data beside the code).
+_PACKAGED_LIBRARY = Path(__file__).resolve().parent / "library"
+
+
+class NoProject(SpecError):
+    """A command that needs a project was run outside of one."""
+
+
+@cache
+def library_root() -> Path | None:
+    """The folder of the library: the package data of an installed copy, or the checkout
+    this code runs from (which is a project itself); None when neither has one."""
+    if (_PACKAGED_LIBRARY / "specs").is_dir():
+        return _PACKAGED_LIBRARY
+    checkout = _PACKAGED_LIBRARY.parent.parent
+    if (checkout / MARKER).is_file() and (checkout / "specs").is_dir() \
+            and (checkout / "templates").is_dir():
+        return checkout
+    return None
+
+
+def library_project() -> Project:
+    """The library as a project of its own (to build the bundled releases from)."""
+    root = library_root()
+    if root is None:
+        raise SpecError.single("this copy of memspec has no bundled specs (a wheel built "
+                               "without its package data?)")
+    return Project(root)
 
 
 @dataclass(frozen=True)
@@ -33,20 +74,54 @@ class Project:
     def default_dist(self) -> Path:
         return self.root / "dist"
 
+    @cached_property
+    def _other_library(self) -> Path | None:
+        """The library's folder where it is another folder than this project (a user's
+        project); None in the library itself. Worked out once: ``display`` runs often."""
+        library = library_root()
+        return None if library is None or library == self.root.resolve() else library
+
+    @property
+    def uses_library(self) -> bool:
+        """Whether the library is another folder than this project (a user's project)."""
+        return self._other_library is not None
+
     def display(self, path: Path) -> str:
-        """A path as shown in messages and manifests: relative to the root, with ``/``."""
+        """A path as shown in messages and manifests: relative to the root, with ``/``; a file
+        of the library as ``memspec:`` and its path in the library."""
+        library = self._other_library
+        if library is not None and path.is_relative_to(library):
+            return LIBRARY_PREFIX + path.relative_to(library).as_posix()
         try:
             return path.relative_to(self.root).as_posix()
         except ValueError:
             return path.as_posix()
+
+    def path_of(self, name: str) -> Path:
+        """The file a display name (``display``) stands for."""
+        if name.startswith(LIBRARY_PREFIX):
+            return self._library_base(self.root) / name[len(LIBRARY_PREFIX):]
+        return self.root / name
+
+    def _library_base(self, base: Path) -> Path:
+        """The library's counterpart of ``base`` (the root, specs/ or templates/)."""
+        library = library_root()
+        if library is None:
+            raise SpecError.single("this copy of memspec has no bundled library to take "
+                                   f"{LIBRARY_PREFIX} names from")
+        return library / base.relative_to(self.root)
 
     def resolve_inside(self, base: Path, relative: str, what: str, *, origin: str | None = None,
                        line: int | None = None, column: int | None = None) -> Path:
         """Resolve ``relative`` under ``base``; refuse anything that leaves ``base``.
 
         Absolute paths, ``..`` segments and symlinks pointing outside are all refused, so a
-        spec from a stranger cannot read files elsewhere on the machine.
+        spec from a stranger cannot read files elsewhere on the machine. A ``memspec:`` name
+        is resolved the same way under the library's counterpart of ``base``.
         """
+        if relative.startswith(LIBRARY_PREFIX):
+            base = self._library_base(base)
+            relative = relative[len(LIBRARY_PREFIX):]
         pure = PurePosixPath(relative)
         if pure.is_absolute() or "\\" in relative or any(p == ".." for p in pure.parts):
             raise SpecError.single(
@@ -77,25 +152,33 @@ def _looks_like_project(path: Path) -> bool:
     return (path / "specs").is_dir() and (path / "templates").is_dir()
 
 
+def is_project(path: Path) -> bool:
+    """Whether ``path`` is a memspec project: it holds the marker file."""
+    return (path / MARKER).is_file()
+
+
 def find_project(explicit: Path | None = None) -> Project:
     """The project to work on: ``--root``, else $MEMSPEC_ROOT, else the nearest folder upward
-    from the working directory holding specs/ and templates/, else the checkout memspec was
-    installed from (an editable install)."""
+    from the working directory holding the marker file. Never the installed copy: outside a
+    project, this says so (and how to start one).
+
+    A root named explicitly may also be a folder with specs/ and templates/ but no marker: it
+    was named, so it is no accident."""
     if explicit is not None:
         root = explicit.resolve()
-        if not _looks_like_project(root):
-            raise SpecError.single(f"{explicit} has no specs/ and templates/ folders")
+        if not is_project(root) and not _looks_like_project(root):
+            raise NoProject.single(f"{explicit} is not a memspec project (it has no {MARKER}, "
+                                   f"nor specs/ and templates/); `memspec init {explicit}` "
+                                   "makes one")
         return Project(root)
     env = os.environ.get(ROOT_ENV)
     if env:
         return find_project(Path(env))
     here = Path.cwd().resolve()
     for candidate in (here, *here.parents):
-        if _looks_like_project(candidate):
+        if is_project(candidate):
             return Project(candidate)
-    checkout = Path(__file__).resolve().parent.parent
-    if _looks_like_project(checkout):
-        return Project(checkout)
-    raise SpecError.single(
-        "no memspec project found: run inside a folder with specs/ and templates/, or pass --root"
+    raise NoProject.single(
+        f"no memspec project here or in any folder above (none holds {MARKER}): run "
+        "`memspec init` to start one here, or pass --root"
     )

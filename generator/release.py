@@ -60,7 +60,7 @@ from .parallel import (
     shard_groups,
 )
 from .parquet_export import writer_name
-from .project import Project
+from .project import LIBRARY_PREFIX, Project
 from .release_checks import ReleaseChecks, card_lines, release_check_problems
 from .release_stats import ReleaseStats
 from .render import Renderer
@@ -271,7 +271,7 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
     root = hashlib.sha256(sums_text(data_hashes).encode("utf-8")).hexdigest()
     counts = {"instances": total, "groups": sum(e.groups for e in release.families),
               "families": family_counts}
-    inputs = input_hashes(project.root, release, families, renderer, templates)
+    inputs = input_hashes(project, release, families, renderer, templates)
     if rendered_inputs is not None:
         inputs = _with_rendered_inputs(inputs, rendered_inputs, project)
     if committed is not None:
@@ -401,26 +401,30 @@ class _SplitContent:
                     self.guarded.setdefault(digest, {}).setdefault(split, instance["id"])
 
 
-def input_hashes(root: Path, release: ReleaseSpec, families: list[FamilySpec],
+def input_hashes(project: Project, release: ReleaseSpec, families: list[FamilySpec],
                   renderer: Renderer, rendered: Iterable[str] = ()) -> dict[str, str]:
     """SHA-256 of every file a release was made from, by its path in the project: the release
     spec, its families, their paradigms and pools, and the templates ``renderer`` read or the
     groups fetched in whichever process rendered them (``rendered``: display names, as
-    ChunkResult.templates gives them)."""
+    ChunkResult.templates gives them). A file of memspec's library is named ``memspec:`` and
+    its path in the library, so a release made with library items records which, by hash."""
+    root = project.root
     paths = {release.path}
     for family in families:
         paths.add(family.path)
         paths.add(family.paradigm.path)
-        paths.update(root / pool.file for pool in family.pools.values())
+        paths.update(project.path_of(pool.file) for pool in family.pools.values())
     paths.update(renderer.loaded_files())
-    paths.update(root / name for name in rendered)
+    paths.update(project.path_of(name) for name in rendered)
     hashes = {}
     for path in paths:
-        try:
-            display = path.resolve().relative_to(root.resolve()).as_posix()
-        except ValueError:
-            raise SpecError.single("a release must live inside the project it is built from "
-                                   f"({root})", str(path)) from None
+        display = project.display(path.resolve())
+        if not display.startswith(LIBRARY_PREFIX):
+            try:
+                display = path.resolve().relative_to(root.resolve()).as_posix()
+            except ValueError:
+                raise SpecError.single("a release must live inside the project it is built "
+                                       f"from ({root})", str(path)) from None
         hashes[display] = sha256_file(path)
     return dict(sorted(hashes.items()))
 

@@ -36,7 +36,7 @@ from .code_cache import cached_code, cached_data, fingerprint, module_sources
 from .errors import SpecError, lookalike_note
 from .limits import BudgetExceeded, group_megabytes
 from .memo import InputMemo, is_plain
-from .project import Project
+from .project import LIBRARY_PREFIX, Project
 from .yamlsafe import read_text
 
 #: What an analysis of a template's tree gives (``_StrictSandbox._kept_analysis``).
@@ -305,6 +305,13 @@ class _StrictSandbox(ImmutableSandboxedEnvironment):
         # ``a[b]``: bound once here, each call finds the method without binding it anew.
         self.getattr = self.getattr  # type: ignore[method-assign]
         self.getitem = self.getitem  # type: ignore[method-assign]
+
+    def join_path(self, template: str, parent: str) -> str:
+        """A template of memspec's library that includes, imports or extends another by name
+        means one of the library too, never a project's file of that name."""
+        if parent.startswith(LIBRARY_PREFIX) and not template.startswith(LIBRARY_PREFIX):
+            return LIBRARY_PREFIX + template
+        return template
 
     def get_template(self, name: Any, parent: str | None = None,
                      globals: Any = None) -> jinja2.Template:
@@ -898,13 +905,13 @@ class CompiledTemplate:
     """A template ready to render, that knows where its source is for error messages."""
 
     def __init__(self, template: jinja2.Template, source: str, origin: TemplateOrigin,
-                 filename: str, included: set[str], root: Path) -> None:
+                 filename: str, included: set[str], project: Project) -> None:
         self.template = template
         self.source = source
         self.origin = origin
         self.filename = filename
         self._included = included  # display names of files loaded through include/import
-        self._root = root
+        self._project = project
         #: Texts rendered before, by the values of the names the template reads.
         self.memo = InputMemo(self.free_names)
         #: The same for the messages of a phase.
@@ -926,7 +933,7 @@ class CompiledTemplate:
         if file == self.filename:
             return self.origin.error(message, line, _column_of(self.source, line, needle))
         try:
-            source = (self._root / file).read_text(encoding="utf-8")
+            source = self._project.path_of(file).read_text(encoding="utf-8")
         except OSError:
             source = ""
         return SpecError.single(message, file, line or 1, _column_of(source, line, needle))
@@ -1231,7 +1238,7 @@ class Renderer:
                                "blocks hundreds deep)", line, column) from None
         return CompiledTemplate(self._template(code), source, origin, filename,
                                 self.env.loader.names,  # type: ignore[union-attr]
-                                self.project.root)
+                                self.project)
 
     def _compiled_expression(self, source: str, origin: TemplateOrigin) -> jinja2.Template:
         """Jinja's compiled form of an expression, shared by every place that writes the same

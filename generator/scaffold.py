@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import SpecError
-from .project import Project
+from .project import LIBRARY_PREFIX, Project
 from .spec import ParadigmSpec
 from .yamlsafe import dump_yaml
 
@@ -89,13 +89,60 @@ def _generic_scaffold(paradigm: ParadigmSpec) -> dict[str, Any]:
     }
 
 
-def scaffold_family(project: Project, family_id: str, paradigm: ParadigmSpec) -> list[Path]:
-    """Write the files of a new family; refuse to overwrite anything. Returns the paths."""
+def _to_library(relative: str, own: set[str]) -> str:
+    return relative if relative in own or relative.startswith(LIBRARY_PREFIX) \
+        else LIBRARY_PREFIX + relative
+
+
+def library_references(family: dict[str, Any], own_pools: set[str], own_templates: set[str]
+                       ) -> dict[str, Any]:
+    """A library paradigm's scaffold family as a project other than the library uses it: the
+    pools and templates it names that the scaffold does not write itself (``own_*``) are the
+    library's, written in the library's tree, so they are named by their ``memspec:`` names
+    (a project's file of the same path never stands in for them)."""
+    family = dict(family)
+    slots = {}
+    for name, slot in family.get("slots", {}).items():
+        slot = dict(slot)
+        if isinstance(slot.get("from"), str):
+            slot["from"] = _to_library(slot["from"], own_pools)
+        table = slot.get("table")
+        if isinstance(table, dict) and isinstance(table.get("columns"), dict):
+            columns = {column: ({**spec, "from": _to_library(spec["from"], own_pools)}
+                                if isinstance(spec, dict) and isinstance(spec.get("from"), str)
+                                else spec)
+                       for column, spec in table["columns"].items()}
+            slot["table"] = {**table, "columns": columns}
+        slots[name] = slot
+    if slots:
+        family["slots"] = slots
+    phases = {}
+    for name, phase in family.get("phases", {}).items():
+        if isinstance(phase, str):
+            phase = _to_library(phase, own_templates)
+        elif isinstance(phase, dict) and isinstance(phase.get("template"), str):
+            phase = {**phase, "template": _to_library(phase["template"], own_templates)}
+        phases[name] = phase
+    if phases:
+        family["phases"] = phases
+    return family
+
+
+def scaffold_family(project: Project, family_id: str, paradigm: ParadigmSpec,
+                    reference: str | None = None) -> list[Path]:
+    """Write the files of a new family of ``paradigm`` (named ``reference`` in the family:
+    ``memspec:<id>`` for one of the library); refuse to overwrite anything. Returns the
+    paths."""
     family_dir = family_id.replace(".", "/")
     tokens = {"FAMILY_ID": family_id, "FAMILY_DIR": family_dir}
     scaffold = _substitute(dict(paradigm.scaffold or _generic_scaffold(paradigm)), tokens)
-    body = {"family": family_id, "version": 1, "paradigm": paradigm.paradigm_id,
-            **scaffold["family"]}
+    reference = reference or paradigm.paradigm_id
+    family = scaffold["family"]
+    if reference.startswith(LIBRARY_PREFIX) and project.uses_library:
+        family = library_references(
+            family, {f"pools/{family_dir}/{name}.yaml" for name in scaffold.get("pools", {})},
+            {f"{family_dir}/{name}" for name in scaffold.get("templates", {})})
+    body = {"family": family_id, "version": 1, "paradigm": reference, **family}
     files: dict[Path, str] = {
         project.specs / "families" / f"{family_dir}.yaml":
             dump_yaml(body, f"scaffold of {paradigm.paradigm_id}"),

@@ -68,7 +68,7 @@ def write_shard(catalog: Catalog, release: ReleaseSpec, shard: tuple[int, int], 
             "tallies": {str(i): dict(sorted(c.items())) for i, c in sorted(tallies.items())}}
     document = {"release": release.name, "version": release.version, "seed": release.seed,
                 "shard": list(shard), "families": recorded,
-                "inputs": input_hashes(project.root, release, families, renderer, templates)}
+                "inputs": input_hashes(project, release, families, renderer, templates)}
     (folder / SHARD_FILE).write_bytes(dump_pretty_bytes(document))
     return document
 

@@ -11,7 +11,7 @@ from conftest import REPO, run_cli
 from generator.catalog import Catalog
 from generator.project import Project
 
-COMMANDS = ["validate", "new", "generate", "show", "freeze", "verify", "build", "pool",
+COMMANDS = ["init", "validate", "new", "generate", "show", "freeze", "verify", "build", "pool",
             "respond", "score", "judge-requests", "rho-star", "export", "audit", "check-answer"]
 
 

@@ -1,0 +1,275 @@
+"""A project of one's own: `memspec init`, finding the project by its marker, the library of
+bundled paradigms, pools and templates named `memspec:...`, and no command writing outside
+the project or its --out."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, run_cli, tree_bytes
+
+#: A cache folder (compiled code) nobody else reads here; off, so nothing at all is written.
+NO_CACHE = {"MEMSPEC_CACHE_DIR": ""}
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _everything(folder: Path) -> dict[str, bytes]:
+    """Every file and folder under ``folder`` (folders as b"<dir>"), by relative path."""
+    return {**{p.relative_to(folder).as_posix(): b"<dir>"
+               for p in folder.rglob("*") if p.is_dir()}, **tree_bytes(folder)}
+
+
+def _bundled() -> dict[str, bytes]:
+    return {name: data for part in ("specs", "templates", "manifests")
+            for name, data in tree_bytes(REPO / part).items()}
+
+
+def test_init_makes_a_project_and_never_overwrites(tmp_path: Path) -> None:
+    result = run_cli("init", "my-bench", cwd=tmp_path, env=NO_CACHE)
+    assert result.returncode == 0, result.stderr
+    root = tmp_path / "my-bench"
+    for folder in ("specs/families", "specs/paradigms", "specs/pools", "specs/releases",
+                   "specs/exports", "templates", "manifests"):
+        assert (root / folder).is_dir(), folder
+    marker = (root / "memspec.yaml").read_text()
+    assert "project: my_bench" in marker and "memspec_version:" in marker
+    assert (root / ".gitignore").read_text().splitlines()[-1] == "/dist/"
+    readme = (root / "README.md").read_text()
+    assert "memspec build" in readme and "memspec verify" in readme
+    # Every bundled paradigm is listed by its library name (read from the library's files).
+    for path in sorted((REPO / "specs" / "paradigms").rglob("*.yaml")):
+        paradigm = next(line.split(":", 1)[1].strip() for line in path.read_text().splitlines()
+                        if line.startswith("paradigm:"))
+        assert f"`memspec:{paradigm}`" in readme
+
+    (root / "README.md").write_text("mine\n")
+    (root / "specs" / "exports" / ".gitkeep").unlink()
+    before = _everything(root)
+    again = run_cli("init", str(root), cwd=tmp_path, env=NO_CACHE)
+    assert again.returncode == 0, again.stderr
+    assert "nothing written" in again.stdout
+    assert _everything(root) == before
+
+    # A folder with files in it that is not a project is refused, and left as it was.
+    other = tmp_path / "notes"
+    other.mkdir()
+    (other / "todo.txt").write_text("x\n")
+    refused = run_cli("init", str(other), cwd=tmp_path, env=NO_CACHE)
+    assert refused.returncode == 2
+    assert "not empty and is not a memspec project" in refused.stderr
+    assert _everything(other) == {"todo.txt": b"x\n"}
+
+
+def test_outside_a_project_a_command_says_so_and_suggests_init(tmp_path: Path) -> None:
+    # Not the checkout memspec runs from, whatever the install: a folder with no marker above.
+    for args in (["validate"], ["show", "example.choice.meeting_room"],
+                 ["new", "mine.area.x", "--paradigm", "memspec:example.procedural"]):
+        result = run_cli(*args, cwd=tmp_path, env=NO_CACHE)
+        assert result.returncode == 2, (args, result.stderr)
+        assert "no memspec project" in result.stderr and "memspec init" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+    # specs/ and templates/ without the marker are no project either (when not named).
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "templates").mkdir()
+    assert run_cli("validate", cwd=tmp_path, env=NO_CACHE).returncode == 2
+    # The project is found from a folder below its root.
+    assert run_cli("init", str(tmp_path / "p"), cwd=tmp_path, env=NO_CACHE).returncode == 0
+    below = tmp_path / "p" / "specs" / "families"
+    result = run_cli("validate", cwd=below, env=NO_CACHE)
+    assert result.returncode == 0, result.stderr
+    assert "0 families" in result.stdout
+
+
+def _user_project(tmp_path: Path) -> Path:
+    root = tmp_path / "bench"
+    assert run_cli("init", str(root), cwd=tmp_path, env=NO_CACHE).returncode == 0
+    return root
+
+
+def test_a_library_family_records_the_library_items_it_used(tmp_path: Path) -> None:
+    root = _user_project(tmp_path)
+    # A file of the project at the library item's path is not the library item: only the
+    # memspec: name reaches the library.
+    decoy = root / "specs" / "pools" / "implicitmem" / "interference_qa.yaml"
+    decoy.parent.mkdir(parents=True)
+    decoy.write_text("pool: decoy\ndescription: not the library's\nitems: [a]\n")
+    new = run_cli("new", "bench.rules.order_ref", "--paradigm", "memspec:implicitmem.procedural",
+                  cwd=root, env=NO_CACHE)
+    assert new.returncode == 0, new.stderr
+    family = (root / "specs/families/bench/rules/order_ref.yaml").read_text()
+    assert "paradigm: memspec:implicitmem.procedural" in family
+    assert "from: memspec:pools/implicitmem/interference_qa.yaml" in family
+    assert "interference: memspec:implicitmem/qa_turns.j2" in family
+    (root / "specs/releases/bench-v1.yaml").write_text(
+        "name: bench\nversion: v1\nseed: 11\ndescription: a rule after fifteen turns\n"
+        "license: CC-BY-4.0\nfamilies:\n  - {family: bench.rules.order_ref, groups: 6}\n")
+    freeze = run_cli("freeze", "specs/releases/bench-v1.yaml", cwd=root, env=NO_CACHE)
+    assert freeze.returncode == 0, freeze.stderr
+    manifest = json.loads((root / "manifests" / "bench-v1.json").read_text())
+    library = {name: digest for name, digest in manifest["inputs"].items()
+               if name.startswith("memspec:")}
+    assert library == {
+        f"memspec:{path}": _sha256(REPO / path) for path in (
+            "specs/paradigms/implicitmem/procedural.yaml",
+            "specs/pools/implicitmem/interference_qa.yaml",
+            "templates/implicitmem/qa_turns.j2")}
+    assert "specs/pools/implicitmem/interference_qa.yaml" not in manifest["inputs"]
+    # Rebuilt byte for byte in another folder (a clone of the project elsewhere).
+    clone = tmp_path / "elsewhere" / "bench"
+    shutil.copytree(root, clone, ignore=shutil.ignore_patterns("dist"))
+    build = run_cli("build", "--out", str(tmp_path / "rebuilt"), cwd=clone, env=NO_CACHE)
+    assert build.returncode == 0, build.stderr
+    assert tree_bytes(tmp_path / "rebuilt" / "bench-v1") == tree_bytes(root / "dist/bench-v1")
+
+
+def test_a_changed_library_item_is_named_when_a_release_rebuilds(tmp_path: Path) -> None:
+    root = _user_project(tmp_path)
+    assert run_cli("new", "bench.rules.order_ref", "--paradigm",
+                   "memspec:implicitmem.procedural", cwd=root, env=NO_CACHE).returncode == 0
+    (root / "specs/releases/bench-v1.yaml").write_text(
+        "name: bench\nversion: v1\nseed: 11\ndescription: a rule after fifteen turns\n"
+        "license: CC-BY-4.0\nfamilies:\n  - {family: bench.rules.order_ref, groups: 4}\n")
+    assert run_cli("freeze", "specs/releases/bench-v1.yaml", cwd=root,
+                   env=NO_CACHE).returncode == 0
+    # Another copy of memspec whose library item differs: the manifest's hash tells.
+    path = root / "manifests" / "bench-v1.json"
+    manifest = json.loads(path.read_text())
+    manifest["inputs"]["memspec:templates/implicitmem/qa_turns.j2"] = "0" * 64
+    path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    build = run_cli("build", "--out", str(tmp_path / "rebuilt"), cwd=root, env=NO_CACHE)
+    assert build.returncode == 1
+    assert "memspec:templates/implicitmem/qa_turns.j2" in build.stderr
+
+
+def test_build_bundled_builds_a_bundled_release_from_anywhere(tmp_path: Path,
+                                                               built_example: Path) -> None:
+    bundled = _bundled()
+    out = tmp_path / "out"
+    result = run_cli("build", "--bundled", built_example.name, "--out", str(out),
+                     cwd=tmp_path, env=NO_CACHE)
+    assert result.returncode == 0, result.stderr
+    assert "verified" in result.stdout
+    assert tree_bytes(out / built_example.name) == tree_bytes(built_example)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert _bundled() == bundled
+    missing = run_cli("build", "--bundled", cwd=tmp_path, env=NO_CACHE)
+    assert missing.returncode == 2 and "--out" in missing.stderr
+
+
+def _commands(rel: str, resp: str, scores: str) -> list[tuple[list[str], list[str]]]:
+    """Every command, with arguments that make it do its work, and the outputs it may write
+    (relative to the working folder)."""
+    return [
+        (["validate"], []),
+        (["new", "mine.area.x", "--paradigm", "memspec:example.procedural"], []),
+        (["generate", "example.choice.meeting_room", "--out", "o/gen.jsonl"], ["o/gen.jsonl"]),
+        (["show", "example.choice.meeting_room"], []),
+        (["preview", "example.choice.meeting_room", "--out", "o/preview.html"],
+         ["o/preview.html"]),
+        (["freeze", "example-v1", "--out", "o/frozen"], ["o/frozen"]),
+        (["merge", "o/shards", "--out", "o/merged"], ["o/merged"]),
+        (["build", "--out", "o/built"], ["o/built"]),
+        (["pool", "first_name", "--count", "3", "--out", "o/pool.yaml"], ["o/pool.yaml"]),
+        (["verify", rel], []),
+        (["respond", rel, "--policy", "oracle", "--out", "o/oracle.jsonl"],
+         ["o/oracle.jsonl"]),
+        (["score", rel, resp, "--format", "json"], []),
+        (["audit", rel], []),
+        (["report", rel, "--out", "o/report.html"], ["o/report.html"]),
+        (["judge-requests", rel, resp, "--out", "o/judge.jsonl"],
+         ["o/judge.jsonl", "o/judge.jsonl.unblind.json"]),
+        (["rho-star", f"a={scores}", "--where", "family=example.choice.meeting_room"], []),
+        (["export", rel, "--format", "inspect", "--out", "o/inspect"], ["o/inspect"]),
+        (["init", "o/project"], ["o/project"]),
+    ]
+
+
+def test_no_command_writes_outside_its_project_or_out(tmp_path: Path,
+                                                      built_example: Path) -> None:
+    # Run from a folder that is no project: a command that needs one refuses (exit 2) and
+    # writes nothing; one that reads a release folder writes only its --out.
+    work = tmp_path / "work"
+    home = tmp_path / "home"
+    home.mkdir()
+    rel = work / "downloaded" / built_example.name
+    shutil.copytree(built_example, rel)
+    responses = run_cli("respond", str(rel), "--policy", "oracle", cwd=tmp_path, env=NO_CACHE)
+    (work / "responses.jsonl").write_text(responses.stdout)
+    scores = run_cli("score", str(rel), str(work / "responses.jsonl"), "--format", "json",
+                     "--by", "family", cwd=tmp_path, env=NO_CACHE)
+    (work / "scores.json").write_text(scores.stdout)
+    bundled = _bundled()
+    env = {**NO_CACHE, "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache")}
+    needs_project = {"validate", "new", "generate", "show", "preview", "freeze", "merge",
+                     "build", "pool"}
+    ran = set()
+    for args, outputs in _commands(f"downloaded/{built_example.name}", "responses.jsonl",
+                                   "scores.json"):
+        (work / "o").mkdir()  # where the --out of each command goes
+        before = _everything(tmp_path)
+        result = run_cli(*args, cwd=work, env=env)
+        after = _everything(tmp_path)
+        written = {name for name in after if before.get(name) != after[name]}
+        allowed = {f"work/{out}" for out in outputs}
+        outside = {name for name in written
+                   if not any(name == a or name.startswith(a + "/") for a in allowed)}
+        assert not outside, (args, sorted(outside))
+        assert not set(before) - set(after), args
+        if args[0] in needs_project:
+            assert result.returncode == 2, (args, result.stderr)
+            assert "no memspec project" in result.stderr, args
+        else:
+            assert result.returncode == 0, (args, result.stderr)
+            assert all(f"work/{out}" in written for out in outputs), args
+        ran.add(args[0])
+        shutil.rmtree(work / "o")
+    assert _bundled() == bundled
+    assert list(home.iterdir()) == []
+    # Every command of the CLI was run.
+    from generator.cli import app
+    names = {c.name or c.callback.__name__.replace("_", "-") for c in app.registered_commands}
+    assert ran == {n.removesuffix("-cmd") for n in names}
+
+
+@pytest.mark.parametrize("value", ["memspec:nothing.here", "memspec:example"])
+def test_an_unknown_library_paradigm_is_named(tmp_path: Path, value: str) -> None:
+    root = _user_project(tmp_path)
+    result = run_cli("new", "bench.area.x", "--paradigm", value, cwd=root, env=NO_CACHE)
+    assert result.returncode == 2
+    assert f"unknown paradigm {value!r}" in result.stderr
+    assert not (root / "specs/families/bench").exists()
+
+
+def test_library_names_stay_inside_the_library(tmp_path: Path) -> None:
+    from generator.errors import SpecError
+    from generator.project import Project
+    from generator.render import Renderer
+
+    project = Project(_user_project(tmp_path))
+    library_pool = project.resolve_inside(project.specs,
+                                          "memspec:pools/implicitmem/interference_qa.yaml",
+                                          "pool")
+    assert library_pool.read_bytes() == (
+        REPO / "specs/pools/implicitmem/interference_qa.yaml").read_bytes()
+    assert project.display(library_pool) == "memspec:specs/pools/implicitmem/interference_qa.yaml"
+    assert project.path_of(project.display(library_pool)) == library_pool
+    for escape in ("memspec:../pyproject.toml", "memspec:/etc/passwd",
+                   "memspec:../templates/implicitmem/qa_turns.j2"):
+        with pytest.raises(SpecError, match="must stay inside"):
+            project.resolve_inside(project.specs, escape, "pool")
+    # A library template that includes, imports or extends another by name means the
+    # library's; a project's template means the project's (or the library's by its name).
+    env = Renderer(project).env
+    assert env.join_path("implicitmem/qa_turns.j2", "memspec:templates/implicitmem/x.j2") \
+        == "memspec:implicitmem/qa_turns.j2"
+    assert env.join_path("mine/a.j2", "templates/mine/b.j2") == "mine/a.j2"
+    assert env.join_path("memspec:implicitmem/qa_turns.j2", "templates/mine/b.j2") \
+        == "memspec:implicitmem/qa_turns.j2"
