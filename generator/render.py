@@ -32,7 +32,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.visitor import NodeTransformer
 
 from .canonical import SCALARS, copy_data, has_lone_surrogate
-from .code_cache import cached_code, cached_data, fingerprint, module_sources
+from .code_cache import cached_code, cached_data, code_versions, fingerprint
 from .errors import SpecError, lookalike_note
 from .limits import BudgetExceeded, group_megabytes
 from .memo import InputMemo, is_plain
@@ -714,24 +714,24 @@ def _selected(getitem: Callable[[Any, str], Any], value: Any, attribute: str | N
 
 def _compile_fingerprint(env: jinja2.Environment) -> str:
     """Everything besides a template's own text that decides the code Jinja compiles it to:
-    Jinja's version, the options and extensions, the names of filters and tests (a missing
-    one fails the compile), and the source of this package's modules that configure them
-    (constant parts of a template are evaluated while compiling, with these filters)."""
-    own = __name__.rpartition(".")[0]
-    modules = [cls.__module__ for cls in (type(env), *(type(e) for e in
-                                                      env.extensions.values()))]
-    modules += [getattr(f, "__module__", None) or "" for f in (*env.filters.values(),
-                                                                *env.tests.values())]
+    the options and extensions, the names of filters, tests and globals (a missing one fails
+    the compile), and the code of every package that runs while compiling (constant parts of
+    a template are evaluated then, with these filters): Jinja and MarkupSafe by version, the
+    packages of the environment, its extensions, filters, tests and globals, and this
+    package's own source."""
+    modules = ["jinja2", "markupsafe", *(cls.__module__ for cls in type(env).__mro__)]
+    modules += [type(e).__module__ for e in env.extensions.values()]
+    modules += [getattr(f, "__module__", None) or type(f).__module__
+                for f in (*env.filters.values(), *env.tests.values(), *env.globals.values())]
     options = (env.block_start_string, env.block_end_string, env.variable_start_string,
                env.variable_end_string, env.comment_start_string, env.comment_end_string,
                env.line_statement_prefix, env.line_comment_prefix, env.trim_blocks,
                env.lstrip_blocks, env.newline_sequence, env.keep_trailing_newline,
                env.optimized, env.is_async, bool(env.autoescape), env.finalize is not None,
                env.undefined.__name__)
-    return fingerprint([jinja2.__version__, repr(options), *sorted(env.extensions),
-                        *sorted(env.filters), "\0", *sorted(env.tests),
-                        *module_sources(m for m in modules
-                                        if m == own or m.startswith(own + "."))])
+    return fingerprint([repr(options), *sorted(env.extensions), *sorted(env.filters), "\0",
+                        *sorted(env.tests), "\0", *sorted(env.globals), "\0",
+                        *code_versions(modules)])
 
 
 def make_environment(project: Project) -> _StrictSandbox:

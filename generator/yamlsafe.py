@@ -19,7 +19,7 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from .canonical import has_lone_surrogate
-from .code_cache import cached_data, fingerprint, module_sources
+from .code_cache import cached_data, code_versions, fingerprint
 from .errors import PathPart, SpecError
 
 #: Largest spec, pool or release file accepted, in bytes.
@@ -237,9 +237,8 @@ def load_yaml_text(text: str, display: str) -> Located:
 @functools.cache
 def _parser_fingerprint() -> str:
     """What, besides the text and the parser in use, decides what a parse gives: PyYAML's
-    version, this module and the one whose checks it uses."""
-    return fingerprint([yaml.__version__,
-                        *module_sources([__name__, has_lone_surrogate.__module__])])
+    version and this package's source (this module and the checks it uses)."""
+    return fingerprint(code_versions(["yaml", __name__, has_lone_surrogate.__module__]))
 
 
 def _position(mark: Any) -> tuple[int, int]:
