@@ -660,12 +660,13 @@ def report(
     example group per family. Loads nothing from the network."""
     from .audit import audit_instances
     from .release import atomic_write_bytes
-    from .release_data import load_release_instances, refuse_writing_inside
+    from .release_data import load_release_instances
+    from .release_folders import refuse_writing_inside_release
     from .report import render_report
 
     def action() -> None:
         _check_seed(seed)
-        refuse_writing_inside(out_file, release_dir)
+        refuse_writing_inside_release(out_file)
         catalog = _catalog_if_any()
         manifest, instances = load_release_instances(release_dir, catalog)
         audited = audit_instances(instances, seed, catalog=catalog, manifest=manifest)
@@ -795,7 +796,8 @@ def export(
 ) -> None:
     """Write a built release in another tool's layout: `inspect`, or one declared in
     specs/exports/."""
-    from .release_data import load_release_instances, refuse_writing_inside
+    from .release_data import load_release_instances
+    from .release_folders import refuse_writing_inside_release
 
     def action() -> None:
         from .export import BUILT_IN_FORMAT, export_release, find_export
@@ -811,7 +813,7 @@ def export(
             raise SpecError.single(f"no built release at {release}"
                                    + (f" or {folder}" if folder != Path(release) else "")
                                    + "; run `memspec build` first, or give a release folder")
-        refuse_writing_inside(out_dir, folder)
+        refuse_writing_inside_release(out_dir)
         if export_format == BUILT_IN_FORMAT:
             written = write_inspect(*load_release_instances(folder, catalog), out_dir)
         else:
