@@ -24,6 +24,7 @@ from .errors import (
     MemspecError,
     Problem,
     SpecError,
+    printable,
     unknown_name,
 )
 from .manifest import MANIFEST_FILE
@@ -90,7 +91,15 @@ def _run(action: Callable[[], T]) -> T:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         raise typer.Exit(EXIT_BROKEN_PIPE) from None
     except OSError as exc:
-        err.print(f"error: {exc.strerror or exc}: {exc.filename or ''}", markup=False)
+        err.print(f"error: {Problem(str(exc.strerror or exc), str(exc.filename or ''))}",
+                  markup=False)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    except ValueError as exc:
+        if "null byte" not in str(exc):
+            raise
+        # A path with a NUL in it names no file any system can open.
+        err.print("error: a path given holds a NUL character, which no file name can",
+                  markup=False)
         raise typer.Exit(EXIT_BAD_INPUT) from None
 
 
@@ -279,9 +288,10 @@ def show(
 
 
 def _release_table(rows: list[tuple[str, str, str, str]]) -> Table:
-    from rich.table import Table  # imported on use, like the progress bar: start-up counts
+    # Imported on use, like the progress bar: start-up counts.
+    from .report_format import PlainTable
 
-    table = Table("release", "instances", "root sha256", "status")
+    table = PlainTable("release", "instances", "root sha256", "status")
     for row in rows:
         table.add_row(*row)
     return table
@@ -410,9 +420,10 @@ def verify(
         for problem in report.problems:
             err.print(f"error: {problem}", markup=False)
         if not report.ok:
-            err.print(f"{release_dir}: {len(report.problems)} problem(s)", markup=False)
+            err.print(f"{printable(str(release_dir))}: {len(report.problems)} problem(s)",
+                      markup=False)
             raise typer.Exit(EXIT_CHECK_FAILED)
-        out.print(f"ok: {release_dir} ({report.checked_files} files"
+        out.print(f"ok: {printable(str(release_dir))} ({report.checked_files} files"
                   f"{', byte-identical to a rebuild' if regenerate else ''})", markup=False)
 
     _run(action)

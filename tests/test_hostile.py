@@ -170,6 +170,12 @@ CASES: dict[str, Case] = {
     "responses.deep_nesting.recipe": Case("JSON nested too deeply", 2, 1),
     "responses.cyrillic_id.jsonl": Case("U+043E CYRILLIC SMALL LETTER O at position 16", 2, 1),
     "responses.latin1.jsonl": Case("file is not valid UTF-8 (byte 0xe9)", 2, 57),
+    # An id of 20,000 characters is quoted elided in the middle, within MAX_ERROR_LINE.
+    "responses.long_unknown_id.recipe": Case("characters left out]", 1, 1),
+    # 200,000 bad lines: twenty located lines, then a count (test_hostile_safety checks it).
+    "responses.error_flood.recipe": Case("unknown instance id 'nope'", 1, 1),
+    # An id that would print a forged `ok:` line and an escape sequence is shown escaped.
+    "responses.forged_ok_line.jsonl": Case("unknown instance id 'x\\nok: dist/demo-v1", 1, 1),
 }
 
 
