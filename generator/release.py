@@ -70,7 +70,7 @@ from .yamlsafe import read_digest
 
 TMP_PREFIX = ".memspec-tmp-"
 #: The newest release layout (``manifest_version``): what a first freeze writes.
-LATEST_LAYOUT = 3
+LATEST_LAYOUT = 4
 PLOTS_DIR = "plots"
 Progress = Callable[[str, int], None]
 
