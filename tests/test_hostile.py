@@ -134,6 +134,10 @@ CASES: dict[str, Case] = {
                                          4, 1),
     "template.symlink_outside.symlink": Case(
         "template 'demo/setup.j2' resolves outside templates/", 8, 3, file=FAMILY),
+    "template.format_control_character.j2": Case(
+        "format produced the control character U+001B", 4, 1),
+    "template.escape_literal.j2": Case(
+        "the control character U+001B is not allowed in template text or string literals", 4, 1),
     "template.bom.j2": Case("file starts with a byte-order mark", 1, 1),
     "template.deep_parentheses.recipe": Case("nested too deeply to compile", 2, 27),
     "template.cyrillic_variable.j2": Case(
