@@ -16,6 +16,7 @@ import pytest
 from test_bad_input import FAMILY_ID
 from test_hostile import MAX_ERROR_LINE, _memspec, _snapshot, _write_project
 
+from conftest import bundled_release, run_cli
 from generator import code_cache
 from generator.code_cache import CACHE_DIR_VARIABLE, KEY_FILE
 
@@ -218,3 +219,31 @@ def test_a_flood_of_bad_lines_prints_twenty_and_a_count(release: Path, project: 
     lines = _refused(_memspec(project, "score", release, responses),
                      "and 199,980 more like this (unknown instance id")
     assert len(lines) == 21
+
+
+def test_responses_over_four_megabytes_for_the_largest_release_score(
+        built_dist: Path, tmp_path: Path) -> None:
+    """A model's answers to trustgap-v3, each followed by a sentence of rationale: more than
+    the 4 MiB a spec file may have, and scored as the answers alone are."""
+    release = bundled_release(built_dist, "trustgap-v3")
+    plain = tmp_path / "oracle.jsonl"
+    result = run_cli("respond", str(release), "--policy", "oracle", "--out", str(plain))
+    assert result.returncode == 0, result.stderr
+    rationale = ("\nI answered this way because the memory and the tool output were weighed "
+                 "against each other, the more recent and more authoritative source was "
+                 "preferred, and nothing in the conversation since then gave a reason to "
+                 "doubt it; had the two agreed, the answer would have been the same, and had "
+                 "neither been available I would have said that I could not know.")
+    with_reasons = tmp_path / "responses.jsonl"
+    with plain.open() as source, with_reasons.open("w") as out:
+        for line in source:
+            record = json.loads(line)
+            record["response"] += rationale
+            out.write(json.dumps(record) + "\n")
+    assert with_reasons.stat().st_size > 4 * 1024 * 1024
+    scored = run_cli("score", str(release), str(with_reasons), "--format", "json",
+                     "--resamples", "100")
+    assert scored.returncode == 0, scored.stderr[-2000:]
+    overall = json.loads(scored.stdout)["overall"]
+    assert overall["n"] == 12600 and overall["missing"] == 0
+    assert overall["accuracy"] == 1.0
