@@ -25,6 +25,7 @@ from .errors import (
     Problem,
     SpecError,
     printable,
+    summarised,
     unknown_name,
 )
 from .manifest import MANIFEST_FILE
@@ -103,6 +104,13 @@ def _run(action: Callable[[], T]) -> T:
         raise typer.Exit(EXIT_BAD_INPUT) from None
 
 
+def _print_problems(problems: list[Problem]) -> None:
+    """Print ``problems`` as ``error:`` lines, as ``_run`` prints an error's: each printable
+    and short, and a flood of one kind summarised (``summarised``)."""
+    for problem in summarised(problems):
+        err.print(f"error: {problem}", markup=False)
+
+
 @contextmanager
 def _progress(total: int, label: str) -> Iterator[Callable[[str, int], None]]:
     """A progress bar on a terminal; nothing at all when stderr is not one."""
@@ -143,8 +151,7 @@ def validate(
 
     def action() -> int:
         report = validate_specs(Catalog.load(_project()), paths or None, workers)
-        for problem in sorted(report.problems, key=lambda p: p.sort_key()):
-            err.print(f"error: {problem}", markup=False)
+        _print_problems(sorted(report.problems, key=lambda p: p.sort_key()))
         summary = (f"{report.families} families ({report.instances} instances rendered), "
                    f"{report.paradigms} paradigms, {report.pools} pools, "
                    f"{report.releases} releases, {report.exports} exports")
@@ -187,8 +194,7 @@ def new(
         for path in written:
             out.print(f"wrote {project.display(path)}", markup=False)
         if report.problems:
-            for problem in report.problems:
-                err.print(f"error: {problem}", markup=False)
+            _print_problems(report.problems)
             err.print("the scaffold does not validate for this paradigm; edit the files above "
                       "(or give the paradigm a scaffold: section)", markup=False)
             raise typer.Exit(EXIT_CHECK_FAILED)
@@ -417,8 +423,7 @@ def verify(
                       "not compared with a committed manifest", markup=False)
         for note in report.notes:
             err.print(f"note: {note}", markup=False)
-        for problem in report.problems:
-            err.print(f"error: {problem}", markup=False)
+        _print_problems(report.problems)
         if not report.ok:
             err.print(f"{printable(str(release_dir))}: {len(report.problems)} problem(s)",
                       markup=False)
@@ -471,8 +476,7 @@ def build(
             report = verify_release(built.path, catalog)
             for note in dict.fromkeys([*built.notes, *report.notes]):
                 err.print(f"note: {spec.full_name}: {note}", markup=False)
-            for problem in report.problems:
-                err.print(f"error: {problem}", markup=False)
+            _print_problems(report.problems)
             failed |= not report.ok
             rows.append((spec.full_name, str(built.manifest["counts"]["instances"]),
                          built.manifest["root_sha256"][:16], "verified" if report.ok else

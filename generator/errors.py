@@ -26,7 +26,7 @@ SHOWN_PER_KIND = 20
 #: (C0, DEL, C1), line and paragraph separators, and bidirectional overrides and isolates.
 _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 #: What differs between two problems of one kind: quoted text and numbers.
-_SPECIFICS = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|\d[\d,]*")
+_SPECIFICS = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|\b\d[\d,]*\b")
 
 
 def printable(text: str) -> str:
@@ -46,29 +46,38 @@ def elide(text: str, limit: int = MAX_LINE) -> str:
     return text[: keep - keep // 3] + note + text[len(text) - keep // 3:]
 
 
-def problem_kind(problem: Problem) -> tuple[str, str]:
-    """What problems alike share: the file and the message without its quoted values and
-    numbers (``unknown instance id '…'`` is one kind, whatever the id)."""
-    return problem.file or "", _SPECIFICS.sub("…", problem.message)
+def problem_kind(problem: Problem) -> str:
+    """What problems alike share: the message without its quoted values and numbers
+    (``unknown instance id '…'`` is one kind, whatever the id, in whichever file)."""
+    return _SPECIFICS.sub("…", problem.message)
 
 
-def summarised(problems: Iterable[Problem], counted: dict[tuple[str, str], int] | None = None
-               ) -> list[Problem]:
+#: Problems of a kind left out: how many, and the file they all name (None if several).
+Tally = dict[str, tuple[int, str | None]]
+
+
+def count_left_out(tally: Tally, kind: str, problem: Problem) -> None:
+    """Count ``problem`` (of ``kind``) in ``tally`` rather than keep it."""
+    count, file = tally.get(kind, (0, problem.file))
+    tally[kind] = (count + 1, file if file == problem.file else None)
+
+
+def summarised(problems: Iterable[Problem], counted: Tally | None = None) -> list[Problem]:
     """At most ``SHOWN_PER_KIND`` problems of each kind, then one line per kind counting the
     rest (``and 999,980 more like this``); ``counted`` adds kinds already cut short."""
     shown: list[Problem] = []
     more = dict(counted or {})
-    seen: dict[tuple[str, str], int] = {}
+    seen: dict[str, int] = {}
     for problem in problems:
         kind = problem_kind(problem)
         seen[kind] = seen.get(kind, 0) + 1
         if seen[kind] <= SHOWN_PER_KIND:
             shown.append(problem)
         else:
-            more[kind] = more.get(kind, 0) + 1
-    for (file, message), count in sorted(more.items()):
-        shown.append(Problem(f"and {count:,} more like this ({message})", file or None,
-                             None, None, (), True))
+            count_left_out(more, kind, problem)
+    for message, (count, file) in sorted(more.items()):
+        shown.append(Problem(f"and {count:,} more like this ({message})", file, None, None,
+                             (), True))
     return shown
 
 
@@ -218,8 +227,8 @@ class ProblemCollector:
 
     def __init__(self) -> None:
         self.problems: list[Problem] = []
-        self._kept: dict[tuple[str, str], int] = {}
-        self._more: dict[tuple[str, str], int] = {}
+        self._kept: dict[str, int] = {}
+        self._more: Tally = {}
 
     def add(self, problem: Problem) -> None:
         kind = problem_kind(problem)
@@ -228,7 +237,7 @@ class ProblemCollector:
             self._kept[kind] = kept + 1
             self.problems.append(problem)
         else:
-            self._more[kind] = self._more.get(kind, 0) + 1
+            count_left_out(self._more, kind, problem)
 
     def extend(self, err: MemspecError) -> None:
         for problem in err.problems:

@@ -247,3 +247,11 @@ def test_responses_over_four_megabytes_for_the_largest_release_score(
     overall = json.loads(scored.stdout)["overall"]
     assert overall["n"] == 12600 and overall["missing"] == 0
     assert overall["accuracy"] == 1.0
+
+
+def test_verify_summarises_a_flood_of_added_files(release: Path, project: Path) -> None:
+    for number in range(500):
+        (release / f"added-{number:03d}.txt").write_text("x\n")
+    result = _memspec(project, "verify", release)
+    lines = _refused(result, "and 480 more like this (file is not listed in SHA256SUMS", 1)
+    assert len([line for line in lines if line.startswith("error: ")]) == 21
