@@ -315,3 +315,21 @@ def test_a_parse_is_kept_and_each_load_gets_data_of_its_own(tmp_path: Path,
         assert (raised.value.problems[0].file, raised.value.problems[0].line) == \
             ("specs/bad.yaml", 2)
     assert len(_entries(tmp_path / "yaml")) == 1
+
+
+def test_a_poisoned_yaml_parse_never_bypasses_the_yaml_checks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A parse planted under the name of a file's parse (a tag's object, say, which the strict
+    loader refuses) is not taken: unless tagged with this user's key, the file is parsed, and
+    checked, again."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv(CACHE_DIR_VARIABLE, str(cache))
+    text = "a: 1\n"
+    honest = load_yaml_text(text, "specs/a.yaml")
+    (entry,) = (cache / "yaml").iterdir()
+    poisoned = marshal.dumps(({"a": "!!python/object/apply:os.system"}, {}, {}))
+    for forged in (hashlib.sha256(poisoned).digest() + poisoned,  # content-hashed only
+                   bytes(32) + poisoned):  # a guessed tag
+        entry.write_bytes(forged)
+        again = load_yaml_text(text, "specs/a.yaml")
+        assert again.data == honest.data == {"a": 1}
