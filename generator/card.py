@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -13,6 +14,31 @@ from .spec import ReleaseSpec
 def _yaml_str(text: str) -> str:
     escaped = text.replace("\\", "\\\\").replace('"', '\\"')
     return f'"{escaped}"'
+
+
+#: The first layout whose card escapes Markdown in descriptions (earlier layouts are frozen
+#: with their descriptions as written, some of which hold ``_``, ``*`` or ``<…>``).
+ESCAPED_DESCRIPTIONS_LAYOUT = 4
+#: Characters that can start Markdown or HTML inside a line.
+_MARKDOWN_INLINE = re.compile(r"([\\`*_{}\[\]<>|~&!])")
+#: What makes a paragraph's start a heading, a list item or a quote.
+_MARKDOWN_LINE_START = re.compile(r"^(\d*)([#+-]|(?<=\d)[.)])")
+
+
+def markdown_text(text: str) -> str:
+    """``text`` (from a spec) as one Markdown paragraph that shows it as written: white space
+    joined, every character that could start emphasis, code, a link, HTML or a table cell
+    backslash-escaped (CommonMark lets any ASCII punctuation be), and a start that would make
+    a heading, a list or a quote escaped too."""
+    flat = _MARKDOWN_INLINE.sub(r"\\\1", " ".join(text.split()))
+    return _MARKDOWN_LINE_START.sub(r"\1\\\2", flat)
+
+
+def _description(text: str, layout: int) -> str:
+    """A description as the card of ``layout`` shows it."""
+    if layout >= ESCAPED_DESCRIPTIONS_LAYOUT:
+        return markdown_text(text)
+    return " ".join(text.split())
 
 
 def _failure_outcome(failure: Mapping[str, Any]) -> str:
@@ -52,7 +78,7 @@ def render_card(release: ReleaseSpec, counts: Mapping[str, Any], root_sha256: st
         "",
         f"# {release.full_name}",
         "",
-        " ".join(release.description.split()),
+        _description(release.description, layout),
         "",
         f"- seed: `{release.seed}`",
         f"- instances: {counts['instances']} in {counts['groups']} groups",
@@ -90,7 +116,7 @@ def render_card(release: ReleaseSpec, counts: Mapping[str, Any], root_sha256: st
     lines += list(checks)
     lines += ["", "## What each family measures", ""]
     for family_id in families:
-        lines += [f"- `{family_id}`: {' '.join(descriptions[family_id].split())}"]
+        lines += [f"- `{family_id}`: {_description(descriptions[family_id], layout)}"]
     if layout >= 3:
         lines += _designs_section(release, root_sha256) + _loading_section(release, configs)
         return "\n".join(lines + _files_section(charts, parquet=True)

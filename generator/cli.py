@@ -25,6 +25,8 @@ from .errors import (
     MemspecError,
     Problem,
     SpecError,
+    printable,
+    summarised,
     unknown_name,
 )
 from .manifest import MANIFEST_FILE
@@ -91,8 +93,23 @@ def _run(action: Callable[[], T]) -> T:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         raise typer.Exit(EXIT_BROKEN_PIPE) from None
     except OSError as exc:
-        err.print(f"error: {exc.strerror or exc}: {exc.filename or ''}", markup=False)
+        err.print(f"error: {Problem(str(exc.strerror or exc), str(exc.filename or ''))}",
+                  markup=False)
         raise typer.Exit(EXIT_BAD_INPUT) from None
+    except ValueError as exc:
+        if "null byte" not in str(exc):
+            raise
+        # A path with a NUL in it names no file any system can open.
+        err.print("error: a path given holds a NUL character, which no file name can",
+                  markup=False)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+
+
+def _print_problems(problems: list[Problem]) -> None:
+    """Print ``problems`` as ``error:`` lines, as ``_run`` prints an error's: each printable
+    and short, and a flood of one kind summarised (``summarised``)."""
+    for problem in summarised(problems):
+        err.print(f"error: {problem}", markup=False)
 
 
 @contextmanager
@@ -160,8 +177,7 @@ def validate(
         report = validate_specs(Catalog.load(_project()), paths or None, workers)
         for note in report.notes:
             err.print(f"note: {note}", markup=False)
-        for problem in sorted(report.problems, key=lambda p: p.sort_key()):
-            err.print(f"error: {problem}", markup=False)
+        _print_problems(sorted(report.problems, key=lambda p: p.sort_key()))
         summary = (f"{report.families} families ({report.instances} instances rendered), "
                    f"{report.paradigms} paradigms, {report.pools} pools, "
                    f"{report.releases} releases, {report.exports} exports")
@@ -205,8 +221,7 @@ def new(
         for path in written:
             out.print(f"wrote {project.display(path)}", markup=False)
         if report.problems:
-            for problem in report.problems:
-                err.print(f"error: {problem}", markup=False)
+            _print_problems(report.problems)
             err.print("the scaffold does not validate for this paradigm; edit the files above "
                       "(or give the paradigm a scaffold: section)", markup=False)
             raise typer.Exit(EXIT_CHECK_FAILED)
@@ -364,9 +379,10 @@ def check_answer(
 
 
 def _release_table(rows: list[tuple[str, str, str, str]]) -> Table:
-    from rich.table import Table  # imported on use, like the progress bar: start-up counts
+    # Imported on use, like the progress bar: start-up counts.
+    from .report_format import PlainTable
 
-    table = Table("release", "instances", "root sha256", "status")
+    table = PlainTable("release", "instances", "root sha256", "status")
     for row in rows:
         table.add_row(*row)
     return table
@@ -492,12 +508,12 @@ def verify(
                       "not compared with a committed manifest", markup=False)
         for note in report.notes:
             err.print(f"note: {note}", markup=False)
-        for problem in report.problems:
-            err.print(f"error: {problem}", markup=False)
+        _print_problems(report.problems)
         if not report.ok:
-            err.print(f"{release_dir}: {len(report.problems)} problem(s)", markup=False)
+            err.print(f"{printable(str(release_dir))}: {len(report.problems)} problem(s)",
+                      markup=False)
             raise typer.Exit(EXIT_CHECK_FAILED)
-        out.print(f"ok: {release_dir} ({report.checked_files} files"
+        out.print(f"ok: {printable(str(release_dir))} ({report.checked_files} files"
                   f"{', byte-identical to a rebuild' if regenerate else ''})", markup=False)
 
     _run(action)
@@ -554,8 +570,7 @@ def build(
             report = verify_release(built.path, catalog)
             for note in dict.fromkeys([*built.notes, *report.notes]):
                 err.print(f"note: {spec.full_name}: {note}", markup=False)
-            for problem in report.problems:
-                err.print(f"error: {problem}", markup=False)
+            _print_problems(report.problems)
             failed |= not report.ok
             rows.append((spec.full_name, str(built.manifest["counts"]["instances"]),
                          built.manifest["root_sha256"][:16], "verified" if report.ok else
@@ -803,12 +818,13 @@ def report(
     example group per family. Loads nothing from the network."""
     from .audit import audit_instances
     from .release import atomic_write_bytes
-    from .release_data import load_release_instances, refuse_writing_inside
+    from .release_data import load_release_instances
+    from .release_folders import refuse_writing_inside_release
     from .report import render_report
 
     def action() -> None:
         _check_seed(seed)
-        refuse_writing_inside(out_file, release_dir)
+        refuse_writing_inside_release(out_file)
         catalog = _catalog_if_any()
         manifest, instances = load_release_instances(release_dir, catalog)
         audited = audit_instances(instances, seed, catalog=catalog, manifest=manifest)
@@ -983,7 +999,8 @@ def export(
 ) -> None:
     """Write a built release in another tool's layout: `inspect`, or one declared in
     specs/exports/."""
-    from .release_data import load_release_instances, refuse_writing_inside
+    from .release_data import load_release_instances
+    from .release_folders import refuse_writing_inside_release
 
     def action() -> None:
         from .export import BUILT_IN_FORMAT, export_release, find_export
@@ -999,7 +1016,7 @@ def export(
             raise SpecError.single(f"no built release at {release}"
                                    + (f" or {folder}" if folder != Path(release) else "")
                                    + "; run `memspec build` first, or give a release folder")
-        refuse_writing_inside(out_dir, folder)
+        refuse_writing_inside_release(out_dir)
         if export_format == BUILT_IN_FORMAT:
             written = write_inspect(*load_release_instances(folder, catalog), out_dir)
         else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +18,67 @@ EXIT_BAD_INPUT = 2
 EXIT_BROKEN_PIPE = 141
 
 PathPart = str | int
+#: Longest line an error prints: it quotes its input, it does not reprint it.
+MAX_LINE = 400
+#: Problems of one kind printed in full; the rest are counted in one line.
+SHOWN_PER_KIND = 20
+#: Characters that would act on a terminal or split a line if printed as they are: controls
+#: (C0, DEL, C1), line and paragraph separators, and bidirectional overrides and isolates.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+#: What differs between two problems of one kind: quoted text and numbers.
+_SPECIFICS = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|\b\d[\d,]*\b")
+
+
+def printable(text: str) -> str:
+    """``text`` safe to print on one line of a terminal: every character that could move the
+    cursor, change colours, start a new line (a forged ``ok:``) or reorder what follows is
+    shown as its escape (``\\x1b``, ``\\n``, ``\\u202e``)."""
+    return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"),
+                            text) if _UNPRINTABLE.search(text) else text
+
+
+def elide(text: str, limit: int = MAX_LINE) -> str:
+    """``text`` cut to at most ``limit`` characters by dropping its middle, saying how much."""
+    if len(text) <= limit:
+        return text
+    keep = limit - len(f" … [{len(text):,} characters left out] … ")
+    note = f" … [{len(text) - keep:,} characters left out] … "
+    return text[: keep - keep // 3] + note + text[len(text) - keep // 3:]
+
+
+def problem_kind(problem: Problem) -> str:
+    """What problems alike share: the message without its quoted values and numbers
+    (``unknown instance id '…'`` is one kind, whatever the id, in whichever file)."""
+    return _SPECIFICS.sub("…", problem.message)
+
+
+#: Problems of a kind left out: how many, and the file they all name (None if several).
+Tally = dict[str, tuple[int, str | None]]
+
+
+def count_left_out(tally: Tally, kind: str, problem: Problem) -> None:
+    """Count ``problem`` (of ``kind``) in ``tally`` rather than keep it."""
+    count, file = tally.get(kind, (0, problem.file))
+    tally[kind] = (count + 1, file if file == problem.file else None)
+
+
+def summarised(problems: Iterable[Problem], counted: Tally | None = None) -> list[Problem]:
+    """At most ``SHOWN_PER_KIND`` problems of each kind, then one line per kind counting the
+    rest (``and 999,980 more like this``); ``counted`` adds kinds already cut short."""
+    shown: list[Problem] = []
+    more = dict(counted or {})
+    seen: dict[str, int] = {}
+    for problem in problems:
+        kind = problem_kind(problem)
+        seen[kind] = seen.get(kind, 0) + 1
+        if seen[kind] <= SHOWN_PER_KIND:
+            shown.append(problem)
+        else:
+            count_left_out(more, kind, problem)
+    for message, (count, file) in sorted(more.items()):
+        shown.append(Problem(f"and {count:,} more like this ({message})", file, None, None,
+                             (), True))
+    return shown
 
 
 def format_json_path(path: Sequence[PathPart]) -> str:
@@ -66,10 +128,13 @@ class Problem:
     line: int | None = None
     column: int | None = None
     json_path: tuple[PathPart, ...] | None = None
+    #: A line that counts problems left out (``summarised``): sorted after its kind's.
+    tally: bool = False
 
     def sort_key(self) -> tuple:
         return (
             self.file or "",
+            self.tally,
             self.line if self.line is not None else 0,
             self.column if self.column is not None else 0,
             format_json_path(self.json_path) if self.json_path is not None else "",
@@ -77,14 +142,16 @@ class Problem:
         )
 
     def __str__(self) -> str:
+        """One printable line (``printable``), at most ``MAX_LINE`` characters after the
+        ``error: `` it is printed with (``elide``)."""
         where = ""
         if self.file:
-            where = self.file
+            where = printable(self.file)
             if self.line is not None:
                 where += f":{self.line}:{self.column if self.column is not None else 1}"
             where += ": "
         path = f" (at {format_json_path(self.json_path)})" if self.json_path else ""
-        return f"{where}{self.message}{path}"
+        return elide(f"{where}{printable(self.message)}{printable(path)}", MAX_LINE - 7)
 
 
 @dataclass
@@ -98,7 +165,8 @@ class MemspecError(Exception):
         super().__init__(self.render())
 
     def render(self) -> str:
-        unique = dict.fromkeys(sorted(self.problems, key=Problem.sort_key))
+        """One line per problem, sorted; a flood of one kind summarised (``summarised``)."""
+        unique = dict.fromkeys(sorted(summarised(self.problems), key=Problem.sort_key))
         return "\n".join(str(p) for p in unique)
 
     def __str__(self) -> str:
@@ -153,17 +221,31 @@ class CheckFailed(MemspecError):
 
 
 class ProblemCollector:
-    """Gathers problems so that every error is reported at once, not just the first."""
+    """Gathers problems so that every error is reported at once, not just the first; of each
+    kind (``problem_kind``) it keeps ``SHOWN_PER_KIND`` and counts the rest, so a file of a
+    million bad lines costs a count, not a million problems held in memory."""
 
     def __init__(self) -> None:
         self.problems: list[Problem] = []
+        self._kept: dict[str, int] = {}
+        self._more: Tally = {}
 
     def add(self, problem: Problem) -> None:
-        self.problems.append(problem)
+        kind = problem_kind(problem)
+        kept = self._kept.get(kind, 0)
+        if kept < SHOWN_PER_KIND:
+            self._kept[kind] = kept + 1
+            self.problems.append(problem)
+        else:
+            count_left_out(self._more, kind, problem)
 
     def extend(self, err: MemspecError) -> None:
-        self.problems.extend(err.problems)
+        for problem in err.problems:
+            self.add(problem)
+
+    def __bool__(self) -> bool:
+        return bool(self.problems)
 
     def raise_if_any(self) -> None:
         if self.problems:
-            raise SpecError(list(self.problems))
+            raise SpecError(summarised(self.problems, self._more))

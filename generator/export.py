@@ -21,6 +21,7 @@ from .errors import Problem, SpecError
 from .instances import phase_messages
 from .project import Project
 from .release import TMP_PREFIX
+from .release_folders import refuse_writing_inside_release
 from .render import Renderer, TemplateOrigin
 from .schemas import schema_problems
 from .yamlsafe import Located, load_yaml_file
@@ -190,7 +191,9 @@ def write_all(out: Path, files: Mapping[str, bytes]) -> list[Path]:
     """Write ``files`` (relative paths) under ``out``, all or none: every path is checked to
     stay inside ``out`` first (no folder it would make may lead through a symlink); the files
     are then written beside their places, in a hidden folder of ``out``, and only once all are
-    written are they renamed into place."""
+    written are they renamed into place, each file they replace set aside first and put back
+    if any rename fails, so a failed export leaves the previous one as it was."""
+    refuse_writing_inside_release(out)
     if out.exists() and not out.is_dir():
         raise SpecError.single("is a file; --out names the folder to write into", str(out))
     base = out.resolve() if out.exists() else None
@@ -218,9 +221,7 @@ def write_all(out: Path, files: Mapping[str, bytes]) -> list[Path]:
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
-        for relative in sorted(files):
-            (out / relative).parent.mkdir(parents=True, exist_ok=True)
-            os.replace(staging / relative, out / relative)
+        _move_all(staging, out, sorted(files))
     except BaseException:
         if created:
             shutil.rmtree(out, ignore_errors=True)
@@ -228,6 +229,32 @@ def write_all(out: Path, files: Mapping[str, bytes]) -> list[Path]:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return [out / relative for relative in sorted(files)]
+
+
+def _move_all(staging: Path, out: Path, names: list[str]) -> None:
+    """Rename each of ``names`` from ``staging`` into ``out``, all or none: a file already
+    there is moved into ``staging/.previous`` just before, and on any failure every file moved
+    so far goes back where it was."""
+    previous = staging / ".previous"
+    moved: list[tuple[Path, Path | None]] = []
+    try:
+        for relative in names:
+            target = out / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            kept = None
+            if target.exists():
+                kept = previous / relative
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(target, kept)
+            moved.append((target, kept))
+            os.replace(staging / relative, target)
+    except BaseException:
+        for target, kept in reversed(moved):
+            if kept is None:
+                target.unlink(missing_ok=True)
+            else:
+                os.replace(kept, target)
+        raise
 
 
 def _units(members: list[dict[str, Any]], pair: Mapping[str, Any] | None

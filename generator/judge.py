@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import Problem, SpecError
+from .errors import Problem, ProblemCollector, SpecError
 from .instances import all_messages, pair_key
-from .responses import parse_strict_json
+from .responses import jsonl_lines, parse_strict_json
 from .rng import KeyedRandom
 from .yamlsafe import read_text
 
@@ -84,6 +84,11 @@ def _request_id(index: int) -> str:
     return f"req-{index + 1:06d}"
 
 
+#: Largest judge score taken, either way: beyond it, sums and variances of scores lose all
+#: precision or overflow, and no judge's scale goes near it.
+MAX_JUDGE_SCORE = 1e12
+
+
 def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and \
         math.isfinite(value)
@@ -113,24 +118,22 @@ def load_judgments(path: Path, unblind_path: Path,
                                f"hold ({len(foreign)} in all; first: {', '.join(foreign[:3])})",
                                str(unblind_path))
     scores: dict[str, float] = {}
-    problems: list[Problem] = []
+    problems = ProblemCollector()  # a flood of bad lines is counted, not kept
     display = str(path)
-    for number, line in enumerate(read_text(path, display).split("\n"), start=1):
-        if not line.strip():
-            continue
+    for number, line in jsonl_lines(path, display):
         try:
             record = parse_strict_json(line, display, number)
         except SpecError as err:
-            problems += err.problems
+            problems.extend(err)
             continue
         request_id = record.get("request_id") if isinstance(record, dict) else None
         slots = unblind.get(request_id) if isinstance(request_id, str) else None
         if slots is None:
-            problems.append(Problem(f"unknown request_id {request_id!r}", display, number, 1))
+            problems.add(Problem(f"unknown request_id {request_id!r}", display, number, 1))
             continue
         if "response" in slots:
             if not _number(record.get("score")):
-                problems.append(Problem('expected {"request_id", "score": NUMBER}', display,
+                problems.add(Problem('expected {"request_id", "score": NUMBER}', display,
                                         number, 1))
                 continue
             given = {"response": record["score"]}
@@ -138,22 +141,26 @@ def load_judgments(path: Path, unblind_path: Path,
             pair = record.get("scores")
             if not isinstance(pair, dict) or set(pair) != {"A", "B"} or \
                     not all(_number(v) for v in pair.values()):
-                problems.append(Problem('expected {"request_id", "scores": {"A": NUMBER, '
+                problems.add(Problem('expected {"request_id", "scores": {"A": NUMBER, '
                                         '"B": NUMBER}}', display, number, 1))
                 continue
             given = pair
         for slot, instance_id in slots.items():
             if instance_id in scores:
-                problems.append(Problem(f"a second judgment for {instance_id}", display,
+                problems.add(Problem(f"a second judgment for {instance_id}", display,
                                         number, 1))
             score, scale = float(given[slot]), scales[instance_id]
+            if abs(score) > MAX_JUDGE_SCORE:
+                problems.add(Problem(f"judge score {score:g} for {instance_id} is too large "
+                                     f"(at most {MAX_JUDGE_SCORE:g} either way)", display,
+                                     number, 1))
+                continue
             if scale and not scale[0] <= score <= scale[1]:
-                problems.append(Problem(
+                problems.add(Problem(
                     f"judge score {score:g} for {instance_id} is outside the family's scale "
                     f"{scale[0]:g}..{scale[1]:g}", display, number, 1))
             scores[instance_id] = score
-    if problems:
-        raise SpecError(problems)
+    problems.raise_if_any()
     missing = [request for request, slots in unblind.items()
                if not all(i in scores for i in slots.values())]
     if missing and not allow_missing:

@@ -68,11 +68,24 @@ class Project:
 
     @property
     def manifests(self) -> Path:
-        return self.root / "manifests"
+        """The committed manifests (``own_folder``: never a symlink leaving the project)."""
+        return self.own_folder("manifests")
 
     @property
     def default_dist(self) -> Path:
-        return self.root / "dist"
+        """Where releases are built unless told otherwise (``own_folder``)."""
+        return self.own_folder("dist")
+
+    def own_folder(self, name: str) -> Path:
+        """The project's folder ``name``, refused where it is a symlink (or lies under one)
+        leading out of the project: what memspec reads as trusted there, or writes there,
+        must be the project's, as every spec, template and pool must."""
+        folder = self.root / name
+        if (folder.is_symlink() or folder.exists()) and \
+                not folder.resolve().is_relative_to(self.root.resolve()):
+            raise SpecError.single(f"{name}/ resolves outside the project (a symlink?); it "
+                                   "must be a folder of the project", str(folder))
+        return folder
 
     @cached_property
     def _other_library(self) -> Path | None:

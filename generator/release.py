@@ -62,14 +62,16 @@ from .parallel import (
 from .parquet_export import writer_name
 from .project import LIBRARY_PREFIX, Project
 from .release_checks import ReleaseChecks, card_lines, release_check_problems
+from .release_folders import refuse_writing_inside_release, release_identity
 from .release_stats import ReleaseStats
 from .render import Renderer
 from .spec import FamilySpec, ReleaseFamily, ReleaseSpec
 from .writeback import StreamedFile
+from .yamlsafe import read_digest
 
 TMP_PREFIX = ".memspec-tmp-"
 #: The newest release layout (``manifest_version``): what a first freeze writes.
-LATEST_LAYOUT = 3
+LATEST_LAYOUT = 4
 PLOTS_DIR = "plots"
 Progress = Callable[[str, int], None]
 
@@ -425,7 +427,9 @@ def input_hashes(project: Project, release: ReleaseSpec, families: list[FamilySp
             except ValueError:
                 raise SpecError.single("a release must live inside the project it is built "
                                        f"from ({root})", str(path)) from None
-        hashes[display] = sha256_file(path)
+        # The bytes that were parsed and rendered, read once; a file only another process
+        # read (a worker's include) is hashed here.
+        hashes[display] = read_digest(path) or sha256_file(path)
     return dict(sorted(hashes.items()))
 
 
@@ -514,11 +518,11 @@ def _exchange(first: Path, second: Path) -> bool:
     raise OSError(code, os.strerror(code), str(first), None, str(second))
 
 
-def refuse_to_replace_foreign(final: Path, marker: str, what: str) -> None:
-    """Refuse to build into ``final`` when something other than an earlier ``what`` (a folder
-    holding ``marker``) is there: a build replaces its own output, never a user's files."""
-    if final.is_symlink() or (final.exists() and not (final.is_dir()
-                                                      and (final / marker).is_file())):
+def refuse_to_replace_foreign(final: Path, is_own: Callable[[Path], bool], what: str) -> None:
+    """Refuse to build into ``final`` when something other than an earlier ``what`` (a real
+    folder ``is_own`` recognises) is there: a build replaces its own output, never a user's
+    files."""
+    if final.is_symlink() or (final.exists() and not (final.is_dir() and is_own(final))):
         raise SpecError.single(f"{final} exists and is not {what}; move it away or choose "
                                "another --out")
 
@@ -568,6 +572,7 @@ def atomic_writer(path: Path, *, just_before: Callable[[], None] | None = None
     place, so that it and its manifest appear together)."""
     if path.is_dir():
         raise SpecError.single("is a folder; give a file name", str(path))
+    refuse_writing_inside_release(path)
     if not path.parent.is_dir():
         raise SpecError.single(f"no folder {path.parent} to write into", str(path))
     _remove_stale_siblings(path)
@@ -622,7 +627,11 @@ def freeze(catalog: Catalog, release: ReleaseSpec, out: Path, *, write_manifest:
             f"no committed manifest {catalog.project.display(committed_path)}; run "
             f"`memspec freeze {catalog.project.display(release.path)}` and commit it")
     final = out / release.full_name
-    refuse_to_replace_foreign(final, SUMS_FILE, "a release memspec built")
+    # A release is recognised by its own sealed manifest, naming this release and version.
+    refuse_to_replace_foreign(
+        final, lambda folder: (release_identity(folder) or ())[:2] == (release.name,
+                                                                        release.version),
+        f"a release {release.full_name} memspec built")
     # A committed release was audited when it was first frozen, and its manifest pins both
     # the data and the audit's outcome (the failures it was allowed to keep, if any).
     executor = executor_for(workers, engine, scheduler, catalog) if source is None \

@@ -25,14 +25,6 @@ def load_release_instances(folder: Path, catalog: Catalog | None = None,
     return manifest, [inst for read in sources.values() for inst in read()]
 
 
-def refuse_writing_inside(target: Path, folder: Path) -> None:
-    """A clear error when ``target`` is the release ``folder`` or inside it: a file written
-    there is in no SHA256SUMS, and the release would no longer verify."""
-    if target.resolve().is_relative_to(folder.resolve()):  # the folder itself included
-        raise SpecError.single(f"is inside the release {folder}: the release would no longer "
-                               "verify with it there; write it elsewhere", str(target))
-
-
 def release_sources(folder: Path, catalog: Catalog | None = None, check: bool = True
                     ) -> tuple[dict[str, Any], dict[str, Callable[[], Iterator[dict[str, Any]]]]]:
     """The manifest of a built release and, per data file (one per family, named by it, in

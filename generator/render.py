@@ -32,7 +32,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.visitor import NodeTransformer
 
 from .canonical import SCALARS, copy_data, has_lone_surrogate
-from .code_cache import cached_code, cached_data, fingerprint, module_sources
+from .code_cache import cached_code, cached_data, code_versions, fingerprint
 from .errors import SpecError, lookalike_note
 from .limits import BudgetExceeded, group_megabytes
 from .memo import InputMemo, is_plain
@@ -46,6 +46,23 @@ ROLES = ("system", "user", "assistant", "tool")
 
 #: Control characters no template, pool or slot value may hold (each is refused on loading).
 _RESERVED = ("\x02", "\x03", "\x1f")
+#: The other control characters (C0 but tab, newline and carriage return; DEL; C1): a pool
+#: may not hold them, and neither may a template's text, its string literals ("\x1b") or what
+#: it makes of numbers (``"%c"|format(27)``, ``"{:c}".format(27)``, ``"a".translate({97: 27})``),
+#: as they would act on a terminal or a viewer rather than show.
+_CONTROL_CHARACTER = re.compile("[\x00\x01\x04-\x08\x0b\x0c\x0e-\x1e\x7f-\x9f]")
+#: The str methods and filters that make characters from numbers.
+_MAKES_CHARACTERS = frozenset({"format", "format_map", "translate"})
+
+
+def refuse_control_characters(text: str, what: str) -> str:
+    """``text`` unless it holds a control character (``_CONTROL_CHARACTER``): a
+    SecurityError naming it and ``what`` made it."""
+    found = _CONTROL_CHARACTER.search(text)
+    if found is not None:
+        raise SecurityError(f"{what} produced the control character "
+                            f"U+{ord(found.group()):04X}, which memspec text may not hold")
+    return text
 #: The first of them marks the fields of a rendered message: MARK role MARK name MARK line
 #: MARK body MARK. Splitting a phase's text at it (in C, at memchr speed) gives [outside, role,
 #: name, line, body, outside, role, …], five parts a message and the text after the last.
@@ -340,7 +357,17 @@ class _StrictSandbox(ImmutableSandboxedEnvironment):
                 width = int(match.group(1) or match.group(2))
                 if _too_large(width):
                     raise SecurityError(f"format width {width} is too large")
+            return refuse_control_characters(
+                super().call_binop(context, operator, left, right), "'%' formatting")
         return super().call_binop(context, operator, left, right)
+
+    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+        result = super().call(__context, __obj, *args, **kwargs)
+        # Only what makes characters from numbers needs looking at: every other text comes
+        # from checked pools, slots and template literals.
+        if type(result) is str and getattr(__obj, "__name__", None) in _MAKES_CHARACTERS:
+            refuse_control_characters(result, f"{__obj.__name__}()")
+        return result
 
     def plain_test(self, name: Any) -> Callable[..., Any] | None:
         """The test called ``name`` where it is a plain function (it takes no context,
@@ -375,6 +402,14 @@ class _StrictSandbox(ImmutableSandboxedEnvironment):
 
     def _generate(self, source: nodes.Template, name: str | None, filename: str | None,
                   defer_init: bool = False) -> str:
+        for node in source.find_all((nodes.Const, nodes.TemplateData)):
+            text = node.data if isinstance(node, nodes.TemplateData) else node.value
+            found = _CONTROL_CHARACTER.search(text) if type(text) is str else None
+            if found is not None:
+                character = found.group()
+                raise TemplateSyntaxError(
+                    f"the control character U+{ord(character):04X} is not allowed in template "
+                    "text or string literals", node.lineno or 1, name, filename)
         # Jinja folds constant arithmetic while compiling, but not an operation the sandbox
         # intercepts: ``['user', 'assistant'] * 15`` would be built anew at every render.
         return super()._generate(_FoldCheckedArithmetic(self).visit(source), name, filename,
@@ -721,24 +756,24 @@ def _selected(getitem: Callable[[Any, str], Any], value: Any, attribute: str | N
 
 def _compile_fingerprint(env: jinja2.Environment) -> str:
     """Everything besides a template's own text that decides the code Jinja compiles it to:
-    Jinja's version, the options and extensions, the names of filters and tests (a missing
-    one fails the compile), and the source of this package's modules that configure them
-    (constant parts of a template are evaluated while compiling, with these filters)."""
-    own = __name__.rpartition(".")[0]
-    modules = [cls.__module__ for cls in (type(env), *(type(e) for e in
-                                                      env.extensions.values()))]
-    modules += [getattr(f, "__module__", None) or "" for f in (*env.filters.values(),
-                                                                *env.tests.values())]
+    the options and extensions, the names of filters, tests and globals (a missing one fails
+    the compile), and the code of every package that runs while compiling (constant parts of
+    a template are evaluated then, with these filters): Jinja and MarkupSafe by version, the
+    packages of the environment, its extensions, filters, tests and globals, and this
+    package's own source."""
+    modules = ["jinja2", "markupsafe", *(cls.__module__ for cls in type(env).__mro__)]
+    modules += [type(e).__module__ for e in env.extensions.values()]
+    modules += [getattr(f, "__module__", None) or type(f).__module__
+                for f in (*env.filters.values(), *env.tests.values(), *env.globals.values())]
     options = (env.block_start_string, env.block_end_string, env.variable_start_string,
                env.variable_end_string, env.comment_start_string, env.comment_end_string,
                env.line_statement_prefix, env.line_comment_prefix, env.trim_blocks,
                env.lstrip_blocks, env.newline_sequence, env.keep_trailing_newline,
                env.optimized, env.is_async, bool(env.autoescape), env.finalize is not None,
                env.undefined.__name__)
-    return fingerprint([jinja2.__version__, repr(options), *sorted(env.extensions),
-                        *sorted(env.filters), "\0", *sorted(env.tests),
-                        *module_sources(m for m in modules
-                                        if m == own or m.startswith(own + "."))])
+    return fingerprint([repr(options), *sorted(env.extensions), *sorted(env.filters), "\0",
+                        *sorted(env.tests), "\0", *sorted(env.globals), "\0",
+                        *code_versions(modules)])
 
 
 def make_environment(project: Project) -> _StrictSandbox:
@@ -770,11 +805,22 @@ def make_environment(project: Project) -> _StrictSandbox:
         env.globals.pop(name, None)
     env.globals["range"] = _safe_range
     env.filters.pop("random", None)
+    env.filters["format"] = _checked_format(env.filters["format"])
     env.filters["re_escape"] = re.escape
     env.filters["letter"] = _letter
     env.filters["add_days"] = _add_days
     env.filters[MESSAGE_FILTER] = _message_block
     return env
+
+
+def _checked_format(format_filter: Callable[..., str]) -> Callable[..., str]:
+    """Jinja's ``format`` filter, refusing a result with a control character
+    (``"%c"|format(27)``)."""
+
+    def checked_format(value: Any, *args: Any, **kwargs: Any) -> str:
+        return refuse_control_characters(format_filter(value, *args, **kwargs), "format")
+
+    return checked_format
 
 
 # ---------------------------------------------------------------- error translation

@@ -8,6 +8,9 @@ import json
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
+
+from .errors import printable
 
 #: Metrics shown as columns, with their interval where they have one.
 COLUMNS = ("n", "answered", "missing", "coverage", "accuracy", "selective_risk",
@@ -20,6 +23,29 @@ NOT_IN_TABLE = ("selective_risk", "abstention_rate")
 WITH_INTERVAL = ("coverage", "accuracy", "reliance", "delta_mem", "hit_rate",
                  "false_alarm_rate", "hit_minus_fa", "d_prime", "judge_score",
                  "judge_score_norm", "influence", "influence_percent")
+
+
+#: First characters that make a spreadsheet read a cell as a formula (and tab and carriage
+#: return, which some read past before looking).
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+class PlainTable(Table):
+    """A rich table whose cells are plain text: a value from a spec or a response (``[red]``,
+    ``[link=…]``) is shown as it is, never read as markup, and its control characters are
+    shown as escapes, never sent to the terminal."""
+
+    def add_row(self, *cells: Any, **options: Any) -> None:  # type: ignore[override]
+        super().add_row(*(Text(printable(c)) if isinstance(c, str) else c for c in cells),
+                        **options)
+
+
+def csv_cell(value: Any) -> Any:
+    """``value`` as a CSV cell a spreadsheet shows rather than runs: text starting with
+    ``= + - @`` (a formula) gets a leading apostrophe, as spreadsheet tools expect."""
+    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+        return "'" + value
+    return value
 
 
 def _rows(report: dict[str, Any]) -> list[tuple[dict[str, str], dict[str, Any]]]:
@@ -52,7 +78,7 @@ UNDEFINED = "–"
 
 def as_table(report: dict[str, Any]) -> Table:
     columns = [c for c in _present(report) if c not in NOT_IN_TABLE]
-    table = Table("group", *columns)
+    table = PlainTable("group", *columns)
     for key, m in _rows(report):
         label = ", ".join(f"{k}={v}" for k, v in key.items()) or "overall"
         cells = []
@@ -96,8 +122,8 @@ def as_tests_table(report: dict[str, Any]) -> Table | None:
     if not rows:
         return None
     correction = report["multiplicity"]["correction"]
-    table = Table("group", "test", "detail", "p", f"p ({correction})",
-                  caption=multiplicity_note(report))
+    table = PlainTable("group", "test", "detail", "p", f"p ({correction})",
+                       caption=multiplicity_note(report))
     for key, test in rows:
         label = ", ".join(f"{k}={v}" for k, v in key.items()) or "overall"
         if test["test"] == "mcnemar_exact":
@@ -123,8 +149,8 @@ def as_contrasts_table(report: dict[str, Any]) -> Table | None:
     if not contrasts:
         return None
     correction = report["multiplicity"]["correction"]
-    table = Table("contrast", "kind", "metric", "groups", "estimate", "p", f"p ({correction})",
-                  caption=multiplicity_note(report))
+    table = PlainTable("contrast", "kind", "metric", "groups", "estimate", "p",
+                       f"p ({correction})", caption=multiplicity_note(report))
     for c in contrasts:
         estimate = format_value(c["estimate"], UNDEFINED)
         if c["ci"]:
@@ -139,7 +165,7 @@ def as_summaries_table(report: dict[str, Any]) -> Table | None:
     summaries = report.get("summaries") or []
     if not summaries:
         return None
-    table = Table("summary", "part", "metric", "percent")
+    table = PlainTable("summary", "part", "metric", "percent")
     for summary in summaries:
         for value, part in summary["parts"].items():
             table.add_row(summary["name"], f"{summary['over']}={value}", part["metric"],
@@ -165,7 +191,7 @@ def as_csv(report: dict[str, Any]) -> str:
             header += [f"{column}_ci_low", f"{column}_ci_high"]
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(header)
+    writer.writerow([csv_cell(name) for name in header])
     for key, m in _rows(report):
         row: list[Any] = [key.get(k, "(all)" if not key else "") for k in keys]
         for column in columns:
@@ -173,13 +199,13 @@ def as_csv(report: dict[str, Any]) -> str:
             if f"{column}_ci_low" in header:
                 ci = m.get(f"{column}_ci") or [None, None]
                 row += ci
-        writer.writerow(["" if v is None else v for v in row])
+        writer.writerow(["" if v is None else csv_cell(v) for v in row])
     return buffer.getvalue()
 
 
 def audit_table(report: Any) -> Table:
     """The audit as a table: one row per adversary and family."""
-    table = Table("check", "family", "hits", "accuracy", "chance", "p", "p (Holm)", "result")
+    table = PlainTable("check", "family", "hits", "accuracy", "chance", "p", "p (Holm)", "result")
     for row in report.rows:
         table.add_row(row.check, row.family, f"{row.hits}/{row.trials}", format_value(row.accuracy),
                       format_value(row.chance), format_p(row.p_value), format_p(row.p_holm),
@@ -196,7 +222,7 @@ def audit_table(report: Any) -> Table:
 
 def findings_table(report: Any) -> Table:
     """The exact audits as a table: one row per check and family."""
-    table = Table("check", "family", "measured", "result", "detail")
+    table = PlainTable("check", "family", "measured", "result", "detail")
     for f in report.findings:
         table.add_row(f.check, f.family, f.measured, "ok" if f.passed else "FAIL", f.detail)
     return table

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from .errors import Problem, SpecError, lookalike_note
-from .yamlsafe import read_text
+from .errors import Problem, ProblemCollector, SpecError, lookalike_note
+
+#: Environment variable: the largest responses or judgments file read, in bytes.
+RESPONSES_BYTES_VARIABLE = "MEMSPEC_RESPONSES_BYTES"
+#: Its default: a gigabyte and more, where a spec file may have 4 MiB. A model's answers to
+#: a large release, a sentence of rationale each, run to tens of megabytes; the file is read
+#: a line at a time, so the limit bounds time, not memory.
+DEFAULT_RESPONSES_BYTES = 1 << 30
 
 
 class _LineError(ValueError):
@@ -32,6 +39,56 @@ def _refuse_repeated_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
             raise _LineError(f"key {key!r} is given twice")
         record[key] = value
     return record
+
+
+def responses_limit() -> int:
+    """The largest responses or judgments file read: ``$MEMSPEC_RESPONSES_BYTES``, else
+    ``DEFAULT_RESPONSES_BYTES``."""
+    text = os.environ.get(RESPONSES_BYTES_VARIABLE, "").strip()
+    if not text:
+        return DEFAULT_RESPONSES_BYTES
+    if not text.isdigit() or not 0 < int(text) <= 1 << 50:
+        raise SpecError.single(f"${RESPONSES_BYTES_VARIABLE} must be a whole number of bytes "
+                               f"above 0, not {text[:40]!r}")
+    return int(text)
+
+
+def jsonl_lines(path: Path, display: str) -> Iterator[tuple[int, str]]:
+    """The non-blank lines of a JSONL file a model or a judge wrote, with their numbers, read
+    one at a time (memory holds a line, not the file) under ``responses_limit``: a file
+    over it, a byte-order mark, a NUL or bytes that are not UTF-8 are errors at their line
+    and column."""
+    limit = responses_limit()
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        raise SpecError.single("file not found", display) from None
+    except OSError as exc:
+        raise SpecError.single(f"cannot read file: {exc.strerror}", display) from None
+    with handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > limit:
+            raise SpecError.single(f"file is {size:,} bytes, over the {limit:,}-byte limit "
+                                   f"(${RESPONSES_BYTES_VARIABLE} sets it)", display, 1, 1)
+        read = 0
+        for number, raw in enumerate(handle, start=1):
+            read += len(raw)
+            if read > limit:  # grew while being read
+                raise SpecError.single(f"file is over the {limit:,}-byte limit", display,
+                                       number, 1)
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raise SpecError.single("file starts with a byte-order mark; save it as UTF-8 "
+                                       "without BOM", display, 1, 1)
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise SpecError.single(f"file is not valid UTF-8 (byte 0x{raw[exc.start]:02x})",
+                                       display, number, exc.start + 1) from None
+            if "\x00" in line:
+                raise SpecError.single("line contains a NUL character", display, number,
+                                       line.index("\x00") + 1)
+            if line.strip():
+                yield number, line
 
 
 def parse_strict_json(text: str, display: str, line: int = 1) -> object:
@@ -78,42 +135,38 @@ def load_responses(path: Path, known_ids: Iterable[str]) -> dict[str, str]:
     """Responses by instance id. Invalid lines, unknown ids and duplicates are errors naming
     their line, all reported at once."""
     display = str(path)
-    text = read_text(path, display) if path.exists() else None
-    if text is None:
+    if not path.exists():
         raise SpecError.single("responses file not found", display)
     known = set(known_ids)
     responses: dict[str, str] = {}
     first_line: dict[str, int] = {}
-    problems: list[Problem] = []
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
+    problems = ProblemCollector()  # a flood of bad lines is counted, not kept
+    for number, line in jsonl_lines(path, display):
         try:
             record = parse_strict_json(line, display, number)
         except SpecError as err:
-            problems += err.problems
+            problems.extend(err)
             continue
         wrong = _shape_problem(record)
         if wrong is not None:
-            problems.append(Problem('each line must be {"id": string, "response": string}: '
+            problems.add(Problem('each line must be {"id": string, "response": string}: '
                                     + wrong, display, number, 1))
             continue
         try:
             record["response"].encode("utf-8")
         except UnicodeEncodeError:
-            problems.append(Problem("response holds a lone surrogate (\\ud800-\\udfff), which "
+            problems.add(Problem("response holds a lone surrogate (\\ud800-\\udfff), which "
                                     "is not text", display, number, 1))
             continue
         instance_id = record["id"]
         if instance_id not in known:
-            problems.append(Problem(f"unknown instance id {instance_id!r}"
+            problems.add(Problem(f"unknown instance id {instance_id!r}"
                                     f"{lookalike_note(instance_id)}", display, number, 1))
         elif instance_id in responses:
-            problems.append(Problem(f"duplicate response for {instance_id!r} (first on line "
+            problems.add(Problem(f"duplicate response for {instance_id!r} (first on line "
                                     f"{first_line[instance_id]})", display, number, 1))
         else:
             responses[instance_id] = record["response"]
             first_line[instance_id] = number
-    if problems:
-        raise SpecError(problems)
+    problems.raise_if_any()
     return responses

@@ -165,7 +165,8 @@ def freeze_shard(catalog: Catalog, release: ReleaseSpec, shard: tuple[int, int],
     from .release import _move_into_place, _staging, refuse_to_replace_foreign
 
     name = shard_folder_name(release.full_name, shard)
-    refuse_to_replace_foreign(out / name, SHARD_FILE, "a shard memspec built")
+    refuse_to_replace_foreign(out / name, lambda folder: (folder / SHARD_FILE).is_file(),
+                              "a shard memspec built")
     with _staging(out, name) as staged:
         write_shard(catalog, release, shard, staged / "shard", executor)
         _move_into_place(staged / "shard", out / name)

@@ -5,9 +5,12 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
+from .errors import printable
+
 
 def format_group(instances: list[dict[str, Any]], width: int = 100) -> str:
-    """Plain text of one group's instances (the CLI adds colour on a terminal)."""
+    """Plain text of one group's instances (the CLI adds colour on a terminal); every line
+    ``printable``, so no text of a spec or pool sends an escape sequence to the terminal."""
     out: list[str] = []
     for inst in instances:
         axes = ", ".join(f"{k}={v}" for k, v in inst["axes"].items()) or "no axes"
@@ -29,4 +32,4 @@ def format_group(instances: list[dict[str, Any]], width: int = 100) -> str:
         if inst["fields"]:
             out.append(f"--- fields: {inst['fields']}")
         out.append("")
-    return "\n".join(out)
+    return "\n".join(map(printable, out))

@@ -8,6 +8,7 @@ import json
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .catalog import Catalog
 from .errors import MemspecError, Problem, SpecError
@@ -46,11 +47,12 @@ class VerifyReport:
         self.problems.append(Problem(message, file))
 
 
-def _recorded_hashes(folder: Path) -> dict[str, str]:
-    """The per-file hashes manifest.json records, or nothing if it cannot be read."""
+def _recorded(folder: Path, key: str) -> dict[str, Any]:
+    """What manifest.json records of each file under ``key`` (``sha256``, ``bytes``,
+    ``writer``) where it records it, or nothing if the manifest cannot be read."""
     try:
         manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
-        return {name: info["sha256"] for name, info in manifest["files"].items()}
+        return {name: info[key] for name, info in manifest["files"].items() if key in info}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}
 
@@ -139,18 +141,29 @@ def verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool = 
         # manifest.json lists every other file; only SHA256SUMS itself lists manifest.json.
         report.fail(f"{MANIFEST_FILE} is not listed (the file was edited)", SUMS_FILE)
     to_hash: list[str] = []
+    # Sizes first: a file of another size than the manifest says (a sparse terabyte) is
+    # refused at once, without reading it. A Parquet copy another pyarrow may have written
+    # (its entry names its writer) may differ in size and is checked by its rows below.
+    sizes = _recorded(folder, "bytes")
+    writers = _recorded(folder, "writer") if sizes else {}
     for name in sorted(listed):
         path = folder / name
         if name not in present:
             report.fail("file listed in SHA256SUMS is missing", name)
         elif path.is_symlink() or not path.is_file():
             report.fail("not a regular file", name)
+        elif isinstance(sizes.get(name), int) and name not in writers and \
+                path.stat().st_size != sizes[name]:
+            report.fail(f"file is {path.stat().st_size:,} bytes; manifest.json says "
+                        f"{sizes[name]:,} (file changed)", name)
+        elif sizes and name != MANIFEST_FILE and name not in sizes:
+            report.fail("listed in SHA256SUMS but not in manifest.json (added?)", name)
         else:
             to_hash.append(name)
         report.checked_files += 1
     digests = sha256_files([folder / name for name in to_hash], available_cores())
     actual = dict(zip(to_hash, digests, strict=True))
-    recorded = _recorded_hashes(folder)
+    recorded = _recorded(folder, "sha256")
     for name, digest in sorted(actual.items()):
         if digest == listed[name]:
             continue
@@ -176,7 +189,7 @@ def verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool = 
                     MANIFEST_FILE)
         return report
     expected = set(manifest["files"]) | {MANIFEST_FILE}
-    for name in sorted(set(listed) - expected):
+    for name in sorted(set(listed) - expected) if not sizes else ():  # else said above
         report.fail("listed in SHA256SUMS but not in manifest.json (added?)", name)
     rewritten = 0
     for name, info in sorted(manifest["files"].items()):

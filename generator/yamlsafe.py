@@ -9,7 +9,9 @@ value means the same thing whichever YAML habits its author has.
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +21,7 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from .canonical import has_lone_surrogate
-from .code_cache import cached_data, fingerprint, module_sources
+from .code_cache import cached_data, code_versions, fingerprint
 from .errors import PathPart, SpecError
 
 #: Largest spec, pool or release file accepted, in bytes.
@@ -186,6 +188,21 @@ class Located:
         return SpecError.single(message, self.file, line, column, tuple(path) or None)
 
 
+#: The SHA-256 of the bytes of every file ``read_text`` read in this process, by absolute path.
+_read_digests: dict[str, str] = {}
+
+
+def _remember_digest(path: Path, raw: bytes) -> None:
+    """Keep the digest of the bytes read from ``path``: what a manifest pins is what was
+    parsed and rendered, never a later read of a file someone edited meanwhile."""
+    _read_digests[os.path.abspath(path)] = hashlib.sha256(raw).hexdigest()
+
+
+def read_digest(path: Path) -> str | None:
+    """The SHA-256 of the bytes ``read_text`` read from ``path`` in this process, if it did."""
+    return _read_digests.get(os.path.abspath(path))
+
+
 def read_text(path: Path, display: str) -> str:
     """Read a UTF-8 text file under the size cap, refusing a BOM, NUL bytes and bad bytes."""
     try:
@@ -197,6 +214,7 @@ def read_text(path: Path, display: str) -> str:
             f"file is {size} bytes, over the {MAX_FILE_BYTES}-byte limit", display, 1, 1
         )
     raw = path.read_bytes()
+    _remember_digest(path, raw)
     if raw.startswith(b"\xef\xbb\xbf"):
         raise SpecError.single("file starts with a byte-order mark; save it as UTF-8 without BOM",
                                display, 1, 1)
@@ -237,9 +255,8 @@ def load_yaml_text(text: str, display: str) -> Located:
 @functools.cache
 def _parser_fingerprint() -> str:
     """What, besides the text and the parser in use, decides what a parse gives: PyYAML's
-    version, this module and the one whose checks it uses."""
-    return fingerprint([yaml.__version__,
-                        *module_sources([__name__, has_lone_surrogate.__module__])])
+    version and this package's source (this module and the checks it uses)."""
+    return fingerprint(code_versions(["yaml", __name__, has_lone_surrogate.__module__]))
 
 
 def _position(mark: Any) -> tuple[int, int]:

@@ -8,6 +8,7 @@ Every test starts from the small valid project the ``project`` fixture writes in
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -663,13 +664,15 @@ def test_a_bad_budget_setting_is_refused_before_anything_is_written(
     assert_nothing_written(project, out)
 
 
-@pytest.mark.parametrize("foreign", ["folder", "file", "symlink"])
+@pytest.mark.parametrize("foreign", ["folder", "sums", "file", "symlink"])
 def test_freeze_never_replaces_what_is_not_a_release_it_built(project: Path, out: Path,
                                                               foreign: str) -> None:
     target = out / "demo-v1"
-    if foreign == "folder":
+    if foreign in ("folder", "sums"):
         target.mkdir()
         (target / "notes.txt").write_text("mine\n")
+        if foreign == "sums":  # a SHA256SUMS alone does not make a release of a folder
+            (target / "SHA256SUMS").write_text("0" * 64 + "  notes.txt\n")
     elif foreign == "file":
         target.write_text("mine\n")
     else:
@@ -678,12 +681,11 @@ def test_freeze_never_replaces_what_is_not_a_release_it_built(project: Path, out
     before = sorted(p.relative_to(out).as_posix() for p in out.rglob("*"))
     result = freeze(project, out)
     assert_refused(result)
-    assert f"{target} exists and is not a release memspec built" in result.stderr
+    assert f"{target} exists and is not a release demo-v1 memspec built" in result.stderr
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == before
     assert not list((project / "manifests").iterdir())
-    if foreign == "folder":
-        (target / "notes.txt").unlink()
-        target.rmdir()
+    if foreign in ("folder", "sums"):
+        shutil.rmtree(target)
     else:
         target.unlink()
     assert freeze(project, out).returncode == 0

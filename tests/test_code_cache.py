@@ -3,18 +3,22 @@ the same byte for byte, and a damaged, missing or unwritable cache only means co
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import marshal
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import jinja2.defaults
 import jinja2.environment
+import markupsafe
 import pytest
 
 from conftest import REPO, run_cli
-from generator import schemas, yamlsafe
-from generator.code_cache import CACHE_DIR_VARIABLE
+from generator import code_cache, schemas, yamlsafe
+from generator.code_cache import CACHE_DIR_VARIABLE, KEY_FILE
 from generator.errors import SpecError
 from generator.project import Project
 from generator.render import Renderer, _compile_fingerprint, make_environment
@@ -25,8 +29,9 @@ FAMILY = "trustgap.memory_trust.airline"
 
 
 def _entries(folder: Path) -> dict[str, bytes]:
+    """The cache's entries (its secret left out)."""
     return {p.relative_to(folder).as_posix(): p.read_bytes()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+            for p in sorted(folder.rglob("*")) if p.is_file() and p.name != KEY_FILE}
 
 
 def _render_everything(renderer: Renderer) -> list[object]:
@@ -103,10 +108,8 @@ def test_a_damaged_or_unwritable_cache_only_means_compiling_again(
     assert _render_everything(Renderer(Project(REPO))) == expected
 
 
-def test_a_cache_others_may_write_to_is_not_read(tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(CACHE_DIR_VARIABLE, str(tmp_path / "filled"))
-    expected = _render_everything(Renderer(Project(REPO)))
+def _counting_compiles(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """A list that grows by one for each template Jinja compiles from now on."""
     compiled: list[object] = []
     generate = jinja2.environment.generate
 
@@ -115,14 +118,139 @@ def test_a_cache_others_may_write_to_is_not_read(tmp_path: Path,
         return generate(*args, **kwargs)
 
     monkeypatch.setattr(jinja2.environment, "generate", counting)
-    for mode, compiles in ((0o700, False), (0o777, True), (0o720, True)):
-        copy = tmp_path / f"copy-{mode:o}"
-        shutil.copytree(tmp_path / "filled", copy)
-        (copy / "jinja").chmod(mode)
-        monkeypatch.setenv(CACHE_DIR_VARIABLE, str(copy))
+    return compiled
+
+
+def test_a_cache_others_may_write_to_is_not_read(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(CACHE_DIR_VARIABLE, str(tmp_path / "filled"))
+    expected = _render_everything(Renderer(Project(REPO)))
+    compiled = _counting_compiles(monkeypatch)
+    kind = tmp_path / "filled" / "jinja"
+    entry = next(kind.iterdir())
+    for path, mode, compiles in ((kind, 0o700, False), (kind, 0o777, True),
+                                 (kind, 0o720, True), (entry, 0o622, True),
+                                 (entry, 0o606, True)):
+        original = path.stat().st_mode & 0o777
+        path.chmod(mode)
         compiled.clear()
-        assert _render_everything(Renderer(Project(REPO))) == expected
-        assert bool(compiled) == compiles, oct(mode)
+        try:
+            assert _render_everything(Renderer(Project(REPO))) == expected
+        finally:
+            path.chmod(original)
+        assert bool(compiled) == compiles, (path.name, oct(mode))
+
+
+def _planted(code_path: Path, marker: Path) -> bytes:
+    """A payload that, loaded as an entry and run, writes ``marker``: what an attacker who
+    can write into a cache would plant under a real entry's name."""
+    return marshal.dumps(compile(f"open({str(marker)!r}, 'w').write('ran')\n", "<planted>",
+                                 "exec"))
+
+
+def _sign(root: Path, entry: Path, payload: bytes) -> bytes:
+    """``payload`` as an entry at ``entry`` tagged with the key of the cache at ``root``."""
+    key = code_cache._read_secret(root / KEY_FILE)
+    assert key is not None
+    label = entry.relative_to(root).as_posix().encode()
+    return code_cache._tag(key, label, payload) + payload
+
+
+def test_an_entry_tagged_right_runs_so_the_planting_tests_below_can_fail(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache, marker = tmp_path / "cache", tmp_path / "ran"
+    monkeypatch.setenv(CACHE_DIR_VARIABLE, str(cache))
+    _render_everything(Renderer(Project(REPO)))
+    for entry in (cache / "jinja").iterdir():
+        entry.write_bytes(_sign(cache, entry, _planted(entry, marker)))
+    with contextlib.suppress(Exception):
+        _render_everything(Renderer(Project(REPO)))
+    assert marker.exists()  # the key is the cache's own: its entries are trusted
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
+                    reason="giving a file to another user needs root")
+@pytest.mark.parametrize("owned_by_another", ["root", "kind", "entry", "key"])
+def test_an_entry_another_user_could_have_written_never_runs(
+        owned_by_another: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache, marker = tmp_path / "cache", tmp_path / "ran"
+    monkeypatch.setenv(CACHE_DIR_VARIABLE, str(cache))
+    expected = _render_everything(Renderer(Project(REPO)))
+    for entry in (cache / "jinja").iterdir():
+        entry.write_bytes(_sign(cache, entry, _planted(entry, marker)))
+    entry = next((cache / "jinja").iterdir())
+    target = {"root": cache, "kind": cache / "jinja", "entry": entry,
+              "key": cache / KEY_FILE}[owned_by_another]
+    stranger = 4242
+    if owned_by_another == "entry":
+        for each in (cache / "jinja").iterdir():
+            os.chown(each, stranger, stranger)
+    else:
+        os.chown(target, stranger, stranger)
+    code_cache._keys.clear()  # a new process: the root is checked afresh
+    assert _render_everything(Renderer(Project(REPO))) == expected
+    assert not marker.exists()
+
+
+def test_an_entry_only_content_hashed_never_runs(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    cache, marker = tmp_path / "cache", tmp_path / "ran"
+    monkeypatch.setenv(CACHE_DIR_VARIABLE, str(cache))
+    expected = _render_everything(Renderer(Project(REPO)))
+    for entry in (cache / "jinja").iterdir():
+        payload = _planted(entry, marker)
+        entry.write_bytes(hashlib.sha256(payload).digest() + payload)  # the old, unkeyed form
+    assert _render_everything(Renderer(Project(REPO))) == expected
+    assert not marker.exists()
+
+
+def test_a_symlinked_cache_root_or_entry_is_not_followed(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    real, marker = tmp_path / "real", tmp_path / "ran"
+    monkeypatch.setenv(CACHE_DIR_VARIABLE, str(real))
+    expected = _render_everything(Renderer(Project(REPO)))
+    for entry in (real / "jinja").iterdir():
+        entry.write_bytes(_sign(real, entry, _planted(entry, marker)))
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    monkeypatch.setenv(CACHE_DIR_VARIABLE, str(link))
+    compiled = _counting_compiles(monkeypatch)
+    assert _render_everything(Renderer(Project(REPO))) == expected
+    assert compiled and not marker.exists()
+
+
+def test_a_cold_and_a_warm_cache_give_the_same_bytes_across_a_version_change(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Jinja folds ``"<b>"|escape`` into a constant while compiling, with MarkupSafe's code:
+    a cache filled under one MarkupSafe must not hand its constant to another."""
+    source = '{% message "user" %}{{ "<b>" | escape }} {{ "x" | upper }}{% endmessage %}'
+
+    def render() -> object:
+        renderer = Renderer(Project(REPO))
+        return renderer.inline(source, "specs/x.yaml", 1, 1, "a test").render_messages({})
+
+    monkeypatch.setenv(CACHE_DIR_VARIABLE, str(tmp_path / "warm"))
+    before = render()
+    assert "&lt;b&gt;" in str(before)
+
+    # Another MarkupSafe, which escapes otherwise.
+    def other_escape(value: object) -> markupsafe.Markup:
+        return markupsafe.Markup(str(value).replace("<", "[").replace(">", "]"))
+
+    other_escape.__module__ = "markupsafe"
+    monkeypatch.setitem(jinja2.defaults.DEFAULT_FILTERS, "escape", other_escape)
+    monkeypatch.setattr(code_cache, "_distribution_version",
+                        lambda package: "99.0" if package == "markupsafe" else
+                        _real_version(package))
+    warm = render()
+    monkeypatch.setenv(CACHE_DIR_VARIABLE, str(tmp_path / "cold"))
+    cold = render()
+    monkeypatch.setenv(CACHE_DIR_VARIABLE, "")
+    assert warm == cold == render()
+    assert "[b]" in str(cold) and warm != before
+
+
+_real_version = code_cache._distribution_version
 
 
 def test_a_template_that_fails_to_compile_leaves_no_entry(tmp_path: Path,
@@ -187,3 +315,21 @@ def test_a_parse_is_kept_and_each_load_gets_data_of_its_own(tmp_path: Path,
         assert (raised.value.problems[0].file, raised.value.problems[0].line) == \
             ("specs/bad.yaml", 2)
     assert len(_entries(tmp_path / "yaml")) == 1
+
+
+def test_a_poisoned_yaml_parse_never_bypasses_the_yaml_checks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A parse planted under the name of a file's parse (a tag's object, say, which the strict
+    loader refuses) is not taken: unless tagged with this user's key, the file is parsed, and
+    checked, again."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv(CACHE_DIR_VARIABLE, str(cache))
+    text = "a: 1\n"
+    honest = load_yaml_text(text, "specs/a.yaml")
+    (entry,) = (cache / "yaml").iterdir()
+    poisoned = marshal.dumps(({"a": "!!python/object/apply:os.system"}, {}, {}))
+    for forged in (hashlib.sha256(poisoned).digest() + poisoned,  # content-hashed only
+                   bytes(32) + poisoned):  # a guessed tag
+        entry.write_bytes(forged)
+        again = load_yaml_text(text, "specs/a.yaml")
+        assert again.data == honest.data == {"a": 1}

@@ -134,6 +134,10 @@ CASES: dict[str, Case] = {
                                          4, 1),
     "template.symlink_outside.symlink": Case(
         "template 'demo/setup.j2' resolves outside templates/", 8, 3, file=FAMILY),
+    "template.format_control_character.j2": Case(
+        "format produced the control character U+001B", 4, 1),
+    "template.escape_literal.j2": Case(
+        "the control character U+001B is not allowed in template text or string literals", 4, 1),
     "template.bom.j2": Case("file starts with a byte-order mark", 1, 1),
     "template.deep_parentheses.recipe": Case("nested too deeply to compile", 2, 27),
     "template.cyrillic_variable.j2": Case(
@@ -170,6 +174,12 @@ CASES: dict[str, Case] = {
     "responses.deep_nesting.recipe": Case("JSON nested too deeply", 2, 1),
     "responses.cyrillic_id.jsonl": Case("U+043E CYRILLIC SMALL LETTER O at position 16", 2, 1),
     "responses.latin1.jsonl": Case("file is not valid UTF-8 (byte 0xe9)", 2, 57),
+    # An id of 20,000 characters is quoted elided in the middle, within MAX_ERROR_LINE.
+    "responses.long_unknown_id.recipe": Case("characters left out]", 1, 1),
+    # 200,000 bad lines: twenty located lines, then a count (test_hostile_safety checks it).
+    "responses.error_flood.recipe": Case("unknown instance id 'nope'", 1, 1),
+    # An id that would print a forged `ok:` line and an escape sequence is shown escaped.
+    "responses.forged_ok_line.jsonl": Case("unknown instance id 'x\\nok: dist/demo-v1", 1, 1),
 }
 
 

@@ -134,9 +134,11 @@ def test_freeze_writes_manifest_for_a_new_release(project_copy: Path) -> None:
     verify = run_cli("verify", str(project_copy / "dist" / "example-v8"), root=project_copy)
     assert verify.returncode == 0, verify.stderr
     # A first freeze writes the newest layout: the audit summary and the charts (2), the
-    # Parquet copies and the Croissant description (3).
+    # Parquet copies and the Croissant description (3), Markdown in descriptions escaped (4).
     data = json.loads(manifest.read_text())
-    assert data["manifest_version"] == 3 and data["audit"]["summary"]
+    assert data["manifest_version"] == 4 and data["audit"]["summary"]
+    card = (project_copy / "dist" / "example-v8" / "README.md").read_text()
+    assert "copy\\_file takes the destination first" in card
     assert any(name.startswith("plots/") for name in data["files"])
     assert any(name.startswith("parquet/") for name in data["files"])
     assert "croissant.json" in data["files"]
