@@ -9,13 +9,13 @@ run on any release, including one whose specs are not at hand.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .bounded_diff import opcodes
 from .canonical import dumps
 from .checks import mentions
 from .content_index import ContentIndex, content_key
@@ -132,7 +132,21 @@ class _Cells:
         return Finding("balance: cells", family, not count, "; ".join(shown), detail)
 
 
-_OPTION_LINE = re.compile(r"\s*\(?[A-Za-z0-9]{1,2}[).:]\s*(.+?)\s*")
+#: The label that begins a line listing an option ("B) Terrace Room"); the option is the rest
+#: of the line, stripped (not ``\s*(.+?)\s*`` to the end, which tries every split of a long run
+#: of spaces).
+#: Pairs of words the audit's alignment of two arms may compare (``bounded_diff``): arms of
+#: four thousand words each, far longer than any bundled family's, are still aligned word by
+#: word; a longer pair is aligned past its common beginning and end only.
+AUDIT_DIFF_PAIRS = 16_000_000
+
+_OPTION_LABEL = re.compile(r"\s*\(?[A-Za-z0-9]{1,2}[).:]")
+
+
+def option_of_line(line: str) -> str | None:
+    """The option a line lists ("B) Terrace Room" lists "Terrace Room"), or None."""
+    label = _OPTION_LABEL.match(line)
+    return (line[label.end():].strip() or None) if label else None
 
 
 def probe_text(instance: Item) -> str:
@@ -142,7 +156,7 @@ def probe_text(instance: Item) -> str:
     options = set(instance["answer"].get("options", ()))
     lines = [line for m in phase_messages(instance, last) for line in m["content"].splitlines()]
     kept = [line for line in lines
-            if not ((match := _OPTION_LINE.fullmatch(line)) and match.group(1) in options)]
+            if option_of_line(line) not in options]
     return "\n".join(kept)
 
 
@@ -202,9 +216,9 @@ def _own_words(treatment: Item, control: Item) -> tuple[set[str], set[str]]:
                 for w in _WORD.findall(m["content"])]
 
     mine, theirs = words(treatment), words(control)
-    matcher = difflib.SequenceMatcher(a=mine, b=theirs, autojunk=False)
     only_mine, only_theirs = [], []
-    for tag, a0, a1, b0, b1 in matcher.get_opcodes():
+    # Bounded (``bounded_diff``) well above the longest arms of a real release.
+    for tag, a0, a1, b0, b1 in opcodes(mine, theirs, AUDIT_DIFF_PAIRS):
         # A short run in common ("the moored boats") is not framing but the same words.
         if tag != "equal" or a1 - a0 < FRAMING_WORDS:
             only_mine += mine[a0:a1]

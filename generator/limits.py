@@ -225,6 +225,7 @@ class Budget:
         self._groups_to_read = 0  # groups of the session until the address space is read
         self._spent = 0.0  # seconds of the next block's budget taken before it (``after``)
         self._watched = False  # the watchdog keeps this block's time (not the main thread)
+        self._outer: tuple[float, float] | None = None  # an outer alarm put aside: left, since
 
     def _usable(self) -> bool:
         """Whether this thread may set the budget's alarm: the main thread, where setitimer
@@ -265,7 +266,11 @@ class Budget:
             # process's: time is kept by the watchdog, memory by the sandbox's size checks.
             self._watched = _WATCHDOG.arm(seconds)
             return self
-        if hasattr(signal, "setitimer") and signal.getitimer(signal.ITIMER_REAL)[0] == 0:
+        outer = signal.getitimer(signal.ITIMER_REAL)[0] if hasattr(signal, "setitimer") else 0
+        if hasattr(signal, "setitimer") and (outer == 0 or outer > seconds):
+            # An outer budget with more time left (a command's, around a group's) is put
+            # aside for this block and set again, less what the block took, on leaving it.
+            self._outer = (outer, time.monotonic()) if outer else None
             _FIRED.discard(threading.get_ident())
             self._previous_handler = signal.signal(signal.SIGALRM, _alarm)
             try:
@@ -300,6 +305,11 @@ class Budget:
             previous = self._previous_handler
             signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
             self._alarm_set = False
+            if self._outer is not None:
+                outer, since = self._outer
+                self._outer = None
+                signal.setitimer(signal.ITIMER_REAL,
+                                 max(outer - (time.monotonic() - since), 0.001))
         if exc_info[0] is None:
             _raise_if_fired()
 
@@ -376,3 +386,60 @@ class Budget:
             signal.setitimer(signal.ITIMER_REAL, self.seconds)
             raise BudgetExceeded
         signal.setitimer(signal.ITIMER_REAL, left)
+
+
+# ------------------------------------------------------------------ analysis commands
+
+#: Seconds and megabytes an analysis command (score, audit, report, preview, judge-requests,
+#: export) may take in all, by default: far above what the largest bundled release needs, so
+#: that only a hostile input (a pattern that backtracks, a response built to be slow to read)
+#: meets them.
+DEFAULT_COMMAND_SECONDS = 3600.0
+DEFAULT_COMMAND_MEGABYTES = 8192
+
+
+def command_seconds() -> float:
+    """The time budget of an analysis command: ``$MEMSPEC_COMMAND_SECONDS``, else the default."""
+    return float(_setting("MEMSPEC_COMMAND_SECONDS", DEFAULT_COMMAND_SECONDS, float, 10**6))
+
+
+def command_megabytes() -> int:
+    """The memory budget of an analysis command: ``$MEMSPEC_COMMAND_MEGABYTES``, else the
+    default."""
+    return int(_setting("MEMSPEC_COMMAND_MEGABYTES", DEFAULT_COMMAND_MEGABYTES, int, 10**7))
+
+
+class CommandBudget:
+    """The time and memory budget of one analysis command over one input, as a context
+    manager. The command says which item it is working on (``on``: a plain assignment, cheap
+    enough for every response of a release); running out of either budget is an error naming
+    the input and that item."""
+
+    def __init__(self, command: str, source: str) -> None:
+        self.command = command
+        self.source = source
+        self.item = ""
+        self._budget = Budget(command_seconds(), command_megabytes())
+
+    def on(self, item: str) -> None:
+        """What the command works on from now: named by the error if a budget runs out."""
+        self.item = item
+
+    def __enter__(self) -> CommandBudget:
+        self._budget.__enter__()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
+        try:
+            self._budget.__exit__(kind, *rest)
+        except BudgetExceeded:
+            kind = BudgetExceeded
+        where = f" (at {self.item})" if self.item else ""
+        if kind is BudgetExceeded:
+            raise SpecError.single(
+                f"{self.command} took longer than {self._budget.seconds:g} s "
+                f"($MEMSPEC_COMMAND_SECONDS){where}", self.source) from None
+        if kind is MemoryError:
+            raise SpecError.single(
+                f"{self.command} went over its memory budget of {self._budget.megabytes} MB "
+                f"($MEMSPEC_COMMAND_MEGABYTES){where}", self.source) from None

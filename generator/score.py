@@ -9,12 +9,12 @@ own baseline condition.
 from __future__ import annotations
 
 import math
-import re
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from . import safe_regex
 from .errors import SpecError
 from .instances import pair_key
 from .parquet_export import split_of
@@ -58,7 +58,7 @@ def is_abstention(answer: Mapping[str, Any], response: str,
     mentions doubt later, e.g. "C) Terrace. I don't know why the note says B", is an answer)."""
     head = first_line(response) if response.strip() else ""
     patterns = [*DEFAULT_ABSTAIN_PATTERNS, *answer.get("abstain", ()), *extra]
-    return any(re.search(p, head, re.IGNORECASE) for p in patterns)
+    return any(safe_regex.search(p, head, ignore_case=True) for p in patterns)
 
 
 def acts_on_distractor(answer: Mapping[str, Any], response: str) -> bool | None:
