@@ -52,7 +52,7 @@ def regex_seconds() -> float:
     return value
 
 
-@functools.lru_cache(maxsize=512)
+@functools.lru_cache(maxsize=4096)
 def compiled(pattern: str, ignore_case: bool = False) -> regex.Pattern[str]:
     """``pattern`` compiled (kept: the same few patterns are tried on every response)."""
     flags = regex.VERSION0 | (regex.IGNORECASE if ignore_case else 0)
