@@ -271,7 +271,8 @@ class Budget:
             # An outer budget with more time left (a command's, around a group's) is put
             # aside for this block and set again, less what the block took, on leaving it.
             self._outer = (outer, time.monotonic()) if outer else None
-            _FIRED.discard(threading.get_ident())
+            if not outer:  # (an outer block's fired budget stays fired through this one)
+                _FIRED.discard(threading.get_ident())
             self._previous_handler = signal.signal(signal.SIGALRM, _alarm)
             try:
                 signal.setitimer(signal.ITIMER_REAL, seconds)

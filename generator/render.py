@@ -219,8 +219,6 @@ def _named_or_refused_block(collected: list[Message] | None, body: str, role: An
     return f"{_MARK}{role}{_MARK}{name}{_MARK}{lineno}{_MARK}{body}{_MARK}"
 
 
-
-
 #: What a plain dict answers to as attributes: its class's methods and nothing else (a dict has
 #: no attributes of its own).
 _DICT_ATTRIBUTES = frozenset(dir(dict))
@@ -231,8 +229,8 @@ def _too_large(length: int) -> bool:
 
 
 def _folded_size(value: Any) -> int:
-    """How large a folded constant is: the length of a text, list or tuple (nested ones
-    counted), the digits of a number."""
+    """How large a folded constant is: the length of a text, list, tuple or dict, nested ones
+    counted (a number counts for nothing: the sandbox caps how large one may grow)."""
     if isinstance(value, (str, bytes)):
         return len(value)
     if isinstance(value, (list, tuple)):
