@@ -17,7 +17,7 @@ from pathlib import Path
 import jinja2.filters
 import pytest
 from jinja2.sandbox import ImmutableSandboxedEnvironment
-from test_bad_input import FAMILY, FAMILY_YAML, FILES, PARADIGM, TEMPLATE, TEMPLATE_J2
+from test_bad_input import FAMILY, FAMILY_ID, FAMILY_YAML, FILES, PARADIGM, TEMPLATE, TEMPLATE_J2
 
 from generator.bounded_diff import opcodes
 from generator.errors import SpecError
@@ -300,3 +300,30 @@ def test_a_quadratic_probe_line_at_audit_time_is_linear(tmp_path: Path) -> None:
         assert "Traceback" not in audited.stderr
         timings.append(took)
     assert timings[1] < timings[0] + ENDS_WITHIN
+
+
+def test_a_hostile_template_is_refused_on_a_dask_worker_as_fast_as_here(
+        tmp_path: Path, one_second: None) -> None:
+    # A Dask worker renders in a thread of its own, where no alarm reaches: the watchdog ends
+    # the group there as the alarm does here.
+    from distributed import Client
+
+    from generator.catalog import Catalog
+    from generator.parallel import chunk_jobs, render_chunk
+
+    loops = "{% for a in range(9999) %}{% for b in range(9999) %}{% endfor %}{% endfor %}"
+    root = _write_project(tmp_path / "project",
+                          {TEMPLATE: TEMPLATE_J2.replace("Noted.", f"Noted.{loops}")})
+    job = next(iter(chunk_jobs(root, Catalog.load(Project(root)).family(FAMILY_ID), 0, 0, 1)))
+    start = time.monotonic()
+    with pytest.raises(SpecError, match="group 0 took longer than 1 s"):
+        render_chunk(job)
+    here = time.monotonic() - start
+    with Client(processes=False, n_workers=1, threads_per_worker=1,
+                dashboard_address=None) as client:
+        start = time.monotonic()
+        with pytest.raises(SpecError, match="group 0 took longer than 1 s"):
+            client.submit(render_chunk, job, pure=False).result()
+        there = time.monotonic() - start
+    assert here < ENDS_WITHIN
+    assert there < here + ENDS_WITHIN
