@@ -51,6 +51,7 @@ def _number(value: Any) -> int:
 
 #: A %-conversion's width and precision (``%-*.9d``): digits, or ``*`` taken from the values.
 _PERCENT_SPEC = re.compile(r"%(?:\([^)]*\))?[-+ #0]*(\*|\d*)(?:\.(\*|\d*))?")
+_PERCENT_PLAIN = re.compile(r"%[-+ #0]*(\*|\d*)(?:\.(\*|\d*))?")
 #: The spec of a ``{}`` field (``{0:>{1}}``): everything after its colon.
 _BRACE_SPEC = re.compile(r"\{[^{}]*?:([^{}]*(?:\{[^{}]*\}[^{}]*)*)\}")
 _DIGITS = re.compile(r"\d+")
@@ -66,7 +67,13 @@ def format_width(template: str, values: Iterable[Any], braces: bool) -> int:
             widest = max([widest, *map(int, _DIGITS.findall(spec))])
             from_values = from_values or "{" in spec
     else:
-        for match in _PERCENT_SPEC.finditer(template):
+        # A mapping key runs to the first ")" after its "(": past the last ")" of the text no
+        # "%(" has one, and the pattern without the key is used there, so that a text of many
+        # unclosed "%(" is not scanned to its end from each of them.
+        close = template.rfind(")") + 1
+        specs = [*_PERCENT_SPEC.finditer(template, 0, close),
+                 *_PERCENT_PLAIN.finditer(template, close)]
+        for match in specs:
             for part in match.groups():
                 if part == "*":
                     from_values = True
