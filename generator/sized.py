@@ -113,11 +113,20 @@ def _replaced(text: Any, old: Any, new: Any, count: Any = -1) -> int:
     return len(text) + times * (len(new) - len(old))
 
 
+def _total_length(items: Any) -> int:
+    """The lengths of ``items`` added up (an item without one counts 1): at C speed where
+    every item has one, as the texts a template joins do."""
+    try:
+        return sum(map(len, items))
+    except TypeError:
+        return sum(_length(item) for item in items)
+
+
 def _joined(separator: Any, items: Any) -> int:
     if not isinstance(items, (list, tuple)):
         return 0
     separators = len(separator) * max(len(items) - 1, 0) if isinstance(separator, str) else 0
-    return separators + sum(_length(item) for item in items)
+    return separators + _total_length(items)
 
 
 def _sorting_steps(items: Any) -> int:
@@ -126,7 +135,7 @@ def _sorting_steps(items: Any) -> int:
     if not isinstance(items, (list, tuple, dict)):
         return 0
     values = items.values() if isinstance(items, dict) else items
-    return max(len(items), 1).bit_length() * (len(items) + sum(_length(v) for v in values))
+    return max(len(items), 1).bit_length() * (len(items) + _total_length(values))
 
 
 def _padded(value: Any, width: Any = 80, *rest: Any, **kwargs: Any) -> int:
