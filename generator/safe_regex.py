@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import functools
 import os
-
-import regex
+from typing import TYPE_CHECKING, Any
 
 from .errors import SpecError
+
+if TYPE_CHECKING:
+    import regex
 
 #: Seconds of processor time one match of a pattern from a spec or the command line may take
 #: (the ``regex`` package counts processor time, not the clock), by default: a
@@ -52,18 +54,27 @@ def regex_seconds() -> float:
     return value
 
 
+@functools.cache
+def _engine() -> Any:
+    """The ``regex`` package, imported at its first use (a command that matches no pattern
+    from a stranger does not pay for its import)."""
+    import regex  # noqa: PLC0415
+
+    return regex
+
+
 @functools.lru_cache(maxsize=4096)
 def compiled(pattern: str, ignore_case: bool = False) -> regex.Pattern[str]:
     """``pattern`` compiled (kept: the same few patterns are tried on every response)."""
-    flags = regex.VERSION0 | (regex.IGNORECASE if ignore_case else 0)
-    return regex.compile(pattern, flags)
+    engine = _engine()
+    return engine.compile(pattern, engine.VERSION0 | (engine.IGNORECASE if ignore_case else 0))
 
 
 def pattern_error(pattern: str) -> str | None:
     """Why ``pattern`` is not a valid regular expression, or None where it is."""
     try:
         compiled(pattern)
-    except (regex.error, ValueError, OverflowError, RecursionError) as exc:
+    except (_engine().error, ValueError, OverflowError, RecursionError) as exc:
         return str(exc)
     return None
 
