@@ -204,7 +204,10 @@ def _checked(name: str, function: Callable[..., Any], estimate: Estimate, kind: 
     def sized(*args: Any, **kwargs: Any) -> Any:
         if len(args) > skip:
             args = (*args[:skip], _materialised(args[skip]), *args[skip + 1:])
-            cost = estimate(*args[skip:], **kwargs)
+            try:
+                cost = estimate(*args[skip:], **kwargs)
+            except TypeError:  # called wrongly: the filter itself says how
+                return function(*args, **kwargs)
             if kind == "size":
                 refuse_over(cost, f"filter {name!r}")
             else:
