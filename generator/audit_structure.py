@@ -9,7 +9,6 @@ run on any release, including one whose specs are not at hand.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
@@ -26,6 +25,7 @@ from .audit_view import (
     visible_messages,
     visible_phases,
 )
+from .bounded_diff import opcodes
 from .canonical import dumps
 from .checks import mentions
 from .content_index import ContentIndex, content_key
@@ -181,6 +181,12 @@ def _shown_open(item: Item) -> str | None:
     return None
 
 
+#: Pairs of words the audit's alignment of two arms may compare (``bounded_diff``): arms of
+#: four thousand words each, far longer than any bundled family's, are still aligned word by
+#: word; a longer pair is aligned past its common beginning and end only.
+AUDIT_DIFF_PAIRS = 16_000_000
+
+
 class _GoldShown:
     """No visible message (any phase but the memory phases, tool results included) gives
     away the right answer of a memory item."""
@@ -267,9 +273,9 @@ def _own_words(treatment: Item, control: Item) -> tuple[set[str], set[str]]:
                 for w in _WORD.findall(m["content"])]
 
     mine, theirs = words(treatment), words(control)
-    matcher = difflib.SequenceMatcher(a=mine, b=theirs, autojunk=False)
     only_mine, only_theirs = [], []
-    for tag, a0, a1, b0, b1 in matcher.get_opcodes():
+    # Bounded (``bounded_diff``) well above the longest arms of a real release.
+    for tag, a0, a1, b0, b1 in opcodes(mine, theirs, AUDIT_DIFF_PAIRS):
         # A short run in common ("the moored boats") is not framing but the same words.
         if tag != "equal" or a1 - a0 < FRAMING_WORDS:
             only_mine += mine[a0:a1]

@@ -68,7 +68,16 @@ def visible_text(item: Item) -> str:
     return "\n".join(m["content"] for m in visible_messages(item))
 
 
-_OPTION_LINE = re.compile(r"\s*\(?[A-Za-z0-9]{1,2}[).:]\s*(.+?)\s*")
+#: The label that begins a line listing an option ("B) Terrace Room"); the option is the rest
+#: of the line, stripped (not ``\s*(.+?)\s*`` to the end, which tries every split of a long run
+#: of spaces).
+_OPTION_LABEL = re.compile(r"\s*\(?[A-Za-z0-9]{1,2}[).:]")
+
+
+def option_of_line(line: str) -> str | None:
+    """The option a line lists ("B) Terrace Room" lists "Terrace Room"), or None."""
+    label = _OPTION_LABEL.match(line)
+    return (line[label.end():].strip() or None) if label else None
 
 
 def probe_text(instance: Item) -> str:
@@ -78,8 +87,7 @@ def probe_text(instance: Item) -> str:
     options = set(instance["answer"].get("options", ()))
     lines = [line for p in visible_phases(instance) for m in p["messages"]
              for line in m["content"].splitlines()]
-    kept = [line for line in lines
-            if not ((match := _OPTION_LINE.fullmatch(line)) and match.group(1) in options)]
+    kept = [line for line in lines if option_of_line(line) not in options]
     return "\n".join(kept)
 
 

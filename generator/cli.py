@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -29,6 +28,7 @@ from .errors import (
     summarised,
     unknown_name,
 )
+from .limits import CommandBudget
 from .manifest import MANIFEST_FILE
 from .policies import POLICIES
 from .project import Project, find_project
@@ -702,6 +702,7 @@ def score(
         as_tests_table,
     )
     from .responses import load_responses
+    from .safe_regex import PatternTooSlow, pattern_error
     from .score import SCOPES, ScoreOptions, attach_judgments, outcome, score_outcomes
     from .stats import CORRECTIONS
 
@@ -719,10 +720,9 @@ def score(
         if (judgments is None) != (unblind is None):
             raise SpecError.single("--judgments and --unblind go together")
         for pattern in abstain_pattern or []:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise SpecError.single(f"--abstain-pattern {pattern!r}: {exc}") from None
+            problem = pattern_error(pattern)
+            if problem is not None:
+                raise SpecError.single(f"--abstain-pattern {pattern!r}: {problem}")
         _check_seed(seed)
         declarations = (load_analysis_file(analysis_file),) if analysis_file else ()
         _, instances = load_release_instances(release_dir, _catalog_if_any())
@@ -736,18 +736,30 @@ def score(
         if missing:
             err.print(f"warning: {len(missing)} instances have no response; scored as "
                       "unanswered", markup=False)
-        outcomes = [outcome(i, responses.get(i["id"]), abstain_pattern or ())
-                    for i in instances]
-        if judgments is not None and unblind is not None:
-            scales = {i["id"]: i.get("analysis", {}).get("judge_scale") for i in instances}
-            scores = load_judgments(judgments, unblind, scales, allow_missing=allow_missing)
-            outcomes, references = attach_judgments(outcomes, scores, normalize, dataset_key,
-                                                    normalize_within_run)
-        else:
-            references = {}
-        report = score_outcomes(outcomes, _split_keys(by),
-                                ScoreOptions(cluster, resamples, seed, correction,
-                                             correction_scope, analysis=declarations))
+        with CommandBudget("score", str(responses_file)) as budget:
+            outcomes = []
+            for instance in instances:
+                budget.on(f"instance {instance['id']}")
+                try:
+                    outcomes.append(outcome(instance, responses.get(instance["id"]),
+                                            abstain_pattern or ()))
+                except PatternTooSlow as exc:
+                    raise SpecError.single(f"the response to {instance['id']}: {exc}",
+                                           str(responses_file),
+                                           _line_naming(responses_file, instance["id"]),
+                                           1) from None
+            if judgments is not None and unblind is not None:
+                budget.on("judgments")
+                scales = {i["id"]: i.get("analysis", {}).get("judge_scale") for i in instances}
+                scores = load_judgments(judgments, unblind, scales, allow_missing=allow_missing)
+                outcomes, references = attach_judgments(outcomes, scores, normalize,
+                                                        dataset_key, normalize_within_run)
+            else:
+                references = {}
+            budget.on("statistics")
+            report = score_outcomes(outcomes, _split_keys(by),
+                                    ScoreOptions(cluster, resamples, seed, correction,
+                                                 correction_scope, analysis=declarations))
         if references:
             report["normalisation"] = {"method": normalize, "dataset_key": dataset_key,
                                        "reference": references}
@@ -786,7 +798,8 @@ def audit(
         _check_seed(seed)
         catalog = _catalog_if_any()
         manifest, sources = release_sources(release_dir, catalog)
-        report = audit_families(sources, seed, catalog=catalog, manifest=manifest)
+        with CommandBudget("audit", str(release_dir)):
+            report = audit_families(sources, seed, catalog=catalog, manifest=manifest)
         if output_format == "json":
             sys.stdout.write(json.dumps(report.to_json(), indent=2, sort_keys=True) + "\n")
         else:
@@ -827,8 +840,12 @@ def report(
         refuse_writing_inside_release(out_file)
         catalog = _catalog_if_any()
         manifest, instances = load_release_instances(release_dir, catalog)
-        audited = audit_instances(instances, seed, catalog=catalog, manifest=manifest)
-        atomic_write_bytes(out_file, render_report(manifest, instances, audited).encode())
+        with CommandBudget("report", str(release_dir)) as budget:
+            budget.on("the audit")
+            audited = audit_instances(instances, seed, catalog=catalog, manifest=manifest)
+            budget.on("the page")
+            page = render_report(manifest, instances, audited).encode()
+        atomic_write_bytes(out_file, page)
         out.print(f"wrote {out_file}: {len(instances)} instances, audit "
                   f"{'passed' if audited.ok else 'FAILED'}", markup=False)
 
@@ -852,7 +869,9 @@ def preview(
         _check_seed(seed)
         project = _project()
         spec = Catalog.load(project).family(family)
-        html = render_preview(spec, Renderer(project), seed, groups)
+        # Each group renders within a group's budget, as it does for generate.
+        with CommandBudget("preview", project.display(spec.path)):
+            html = render_preview(spec, Renderer(project), seed, groups)
         atomic_write_bytes(out_file, html.encode("utf-8"))
         out.print(f"wrote {out_file}: {groups} groups of {spec.family_id}", markup=False)
 
@@ -879,7 +898,8 @@ def judge_requests(
         _check_seed(seed)
         _, instances = load_release_instances(release_dir, _catalog_if_any())
         responses = load_responses(responses_file, (i["id"] for i in instances))
-        requests, unblind_map = build_requests(instances, responses, seed)
+        with CommandBudget("judge-requests", str(responses_file)):
+            requests, unblind_map = build_requests(instances, responses, seed)
         atomic_write_bytes(out_file, b"".join(dump_bytes(r) for r in requests))
         unblind_path = out_file.with_name(out_file.name + ".unblind.json")
         atomic_write_bytes(unblind_path, dump_pretty_bytes(unblind_map))
@@ -1003,9 +1023,6 @@ def export(
     from .release_folders import refuse_writing_inside_release
 
     def action() -> None:
-        from .export import BUILT_IN_FORMAT, export_release, find_export
-        from .export_inspect import write_inspect
-
         # A release folder and the built-in format need no project: a downloaded release
         # is exported where it lies.
         folder = Path(release)
@@ -1017,6 +1034,14 @@ def export(
                                    + (f" or {folder}" if folder != Path(release) else "")
                                    + "; run `memspec build` first, or give a release folder")
         refuse_writing_inside_release(out_dir)
+        with CommandBudget("export", str(folder)):
+            written = _export(folder, catalog)
+        out.print(f"wrote {len(written)} files under {out_dir}", markup=False)
+
+    def _export(folder: Path, catalog: Catalog | None) -> list[Any]:
+        from .export import BUILT_IN_FORMAT, export_release, find_export
+        from .export_inspect import write_inspect
+
         if export_format == BUILT_IN_FORMAT:
             written = write_inspect(*load_release_instances(folder, catalog), out_dir)
         else:
@@ -1026,9 +1051,20 @@ def export(
             written = export_release(catalog.project, find_export(catalog.project,
                                                                   export_format),
                                      manifest, instances, out_dir)
-        out.print(f"wrote {len(written)} files under {out_dir}", markup=False)
+        return written
 
     _run(action)
+
+
+def _line_naming(path: Path, instance_id: str) -> int:
+    """The first line of the JSONL file at ``path`` that names ``instance_id`` (1 where none
+    does): where an error about its record points. Read again only when there is an error."""
+    needle = json.dumps(instance_id, ensure_ascii=False)
+    with path.open(encoding="utf-8", errors="replace") as lines:
+        for number, line in enumerate(lines, start=1):
+            if needle in line:
+                return number
+    return 1
 
 
 def _catalog_if_any() -> Catalog | None:

@@ -7,12 +7,13 @@ no script.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Mapping, Sequence
 from html import escape
 from itertools import groupby
 from typing import Any
+
+from .bounded_diff import opcodes
 
 _STYLE = """
 body { font-family: sans-serif; margin: 1.5rem; color: #222; max-width: 110rem; }
@@ -87,8 +88,7 @@ def highlight(text: str, reference: str | None) -> str:
         return escape(text)
     mine, theirs = _TOKEN.findall(text), _TOKEN.findall(reference)
     changed = [False] * len(mine)
-    matcher = difflib.SequenceMatcher(a=theirs, b=mine, autojunk=False)
-    for tag, _, _, start, end in matcher.get_opcodes():
+    for tag, _, _, start, end in opcodes(theirs, mine):
         if tag != "equal":
             changed[start:end] = [True] * (end - start)
     for k, token in enumerate(mine):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import threading
@@ -51,11 +52,24 @@ def _setting(name: str, default: float, kind: type, most: int) -> float:
         raise SpecError.single(f"${name} must be {what} above 0 and at most {most:,}, "
                                f"not {text!r}")
     return value
+
+
+def one_group() -> Budget:
+    """A budget of one group (``group_seconds``, ``group_megabytes``), for work that is not a
+    group's but may run a stranger's code as long (compiling a template, which folds its
+    constant expressions by calling filters)."""
+    return Budget(group_seconds(), group_megabytes())
+
+
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
-class BudgetExceeded(Exception):
-    """Work took longer than its time budget."""
+class BudgetExceeded(BaseException):
+    """Work took longer than its time budget.
+
+    Not an ``Exception``: code that catches every ``Exception`` around work it calls (Jinja's
+    constant folding, a filter's fallback) must not swallow it and carry on unbudgeted. Only
+    the code that set the budget catches it, by name."""
 
     #: (file, line, column) of the template line that was running when time ran out, if a
     #: template was: set by the renderer on the way out.
@@ -63,7 +77,76 @@ class BudgetExceeded(Exception):
 
 
 def _alarm(signum: int, frame: object) -> None:
+    _FIRED.add(threading.get_ident())
     raise BudgetExceeded
+
+
+#: Threads whose budget ran out during the block they are in: on leaving it, the block fails
+#: even where something in it caught the exception and went on (the budget stays fired).
+_FIRED: set[int] = set()
+
+
+def _raise_if_fired() -> None:
+    """Raise BudgetExceeded where the running thread's budget fired during its block, whatever
+    became of the exception raised then."""
+    ident = threading.get_ident()
+    if ident in _FIRED:
+        _FIRED.discard(ident)
+        raise BudgetExceeded
+
+
+class _Watchdog:
+    """Time budgets of threads other than the main one, where no signal reaches: one daemon
+    thread raises BudgetExceeded in a thread whose deadline passed
+    (``PyThreadState_SetAsyncExc``), which, like the alarm, interrupts Python code between two
+    of its steps."""
+
+    def __init__(self) -> None:
+        self._deadlines: dict[int, float] = {}
+        self._wake = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def arm(self, seconds: float) -> bool:
+        """Give the running thread ``seconds`` from now; False (nothing done) where a block
+        around this one already keeps its time."""
+        with self._wake:
+            ident = threading.get_ident()
+            if ident in self._deadlines:
+                return False
+            _FIRED.discard(ident)
+            self._deadlines[ident] = time.monotonic() + seconds
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._watch, name="memspec-budget",
+                                                daemon=True)
+                self._thread.start()
+            self._wake.notify()
+            return True
+
+    def disarm(self) -> None:
+        """The running thread's block is over. An exception the watchdog sent that has not
+        arrived yet is withdrawn (it would land in whatever runs next); the block's exit
+        raises it instead (``_raise_if_fired``)."""
+        ident = threading.get_ident()
+        with self._wake:
+            self._deadlines.pop(ident, None)
+            if ident in _FIRED:
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), None)
+
+    def _watch(self) -> None:
+        with self._wake:
+            while True:
+                now = time.monotonic()
+                for ident, deadline in list(self._deadlines.items()):
+                    if deadline <= now:
+                        del self._deadlines[ident]
+                        _FIRED.add(ident)
+                        ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                            ctypes.c_ulong(ident), ctypes.py_object(BudgetExceeded))
+                soonest = min(self._deadlines.values(), default=now + 60.0)
+                self._wake.wait(max(soonest - now, 0.001))
+
+
+_WATCHDOG = _Watchdog()
 
 
 #: /proc/self/statm of this process, opened once (a descriptor). A forked child inherits its
@@ -141,6 +224,8 @@ class Budget:
         self._outer_limit: tuple[int, int] | None = None  # what was in force before it
         self._groups_to_read = 0  # groups of the session until the address space is read
         self._spent = 0.0  # seconds of the next block's budget taken before it (``after``)
+        self._watched = False  # the watchdog keeps this block's time (not the main thread)
+        self._outer: tuple[float, float] | None = None  # an outer alarm put aside: left, since
 
     def _usable(self) -> bool:
         """Whether this thread may set the budget's alarm: the main thread, where setitimer
@@ -177,8 +262,17 @@ class Budget:
         seconds = self._seconds_left()
         self._alarm_set, self._previous_limit = False, None
         if threading.current_thread() is not threading.main_thread():
+            # No signal reaches this thread, and the address-space limit is the whole
+            # process's: time is kept by the watchdog, memory by the sandbox's size checks.
+            self._watched = _WATCHDOG.arm(seconds)
             return self
-        if hasattr(signal, "setitimer") and signal.getitimer(signal.ITIMER_REAL)[0] == 0:
+        outer = signal.getitimer(signal.ITIMER_REAL)[0] if hasattr(signal, "setitimer") else 0
+        if hasattr(signal, "setitimer") and (outer == 0 or outer > seconds):
+            # An outer budget with more time left (a command's, around a group's) is put
+            # aside for this block and set again, less what the block took, on leaving it.
+            self._outer = (outer, time.monotonic()) if outer else None
+            if not outer:  # (an outer block's fired budget stays fired through this one)
+                _FIRED.discard(threading.get_ident())
             self._previous_handler = signal.signal(signal.SIGALRM, _alarm)
             try:
                 signal.setitimer(signal.ITIMER_REAL, seconds)
@@ -198,7 +292,12 @@ class Budget:
     def __exit__(self, *exc_info: object) -> None:
         if self._session:
             self._in_group = False
+            if exc_info[0] is None:
+                _raise_if_fired()
             return
+        if self._watched:
+            _WATCHDOG.disarm()
+            self._watched = False
         if self._previous_limit is not None:
             resource.setrlimit(resource.RLIMIT_AS, self._previous_limit)
             self._previous_limit = None
@@ -207,6 +306,13 @@ class Budget:
             previous = self._previous_handler
             signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
             self._alarm_set = False
+            if self._outer is not None:
+                outer, since = self._outer
+                self._outer = None
+                signal.setitimer(signal.ITIMER_REAL,
+                                 max(outer - (time.monotonic() - since), 0.001))
+        if exc_info[0] is None:
+            _raise_if_fired()
 
     # ------------------------------------------------------------------ sessions
 
@@ -241,6 +347,7 @@ class Budget:
             self._session_limit = self._outer_limit = None
 
     def _enter_in_session(self) -> None:
+        _FIRED.discard(threading.get_ident())
         spent, left = self._spent, self._seconds_left()
         self._deadline = time.monotonic() + left
         self._in_group = True
@@ -274,5 +381,66 @@ class Budget:
             return
         left = self._deadline - time.monotonic()
         if left <= 0:
+            _FIRED.add(threading.get_ident())
+            # Armed again before raising: were the exception swallowed, the next group would
+            # otherwise run with no alarm at all.
+            signal.setitimer(signal.ITIMER_REAL, self.seconds)
             raise BudgetExceeded
         signal.setitimer(signal.ITIMER_REAL, left)
+
+
+# ------------------------------------------------------------------ analysis commands
+
+#: Seconds and megabytes an analysis command (score, audit, report, preview, judge-requests,
+#: export) may take in all, by default: far above what the largest bundled release needs, so
+#: that only a hostile input (a pattern that backtracks, a response built to be slow to read)
+#: meets them.
+DEFAULT_COMMAND_SECONDS = 3600.0
+DEFAULT_COMMAND_MEGABYTES = 8192
+
+
+def command_seconds() -> float:
+    """The time budget of an analysis command: ``$MEMSPEC_COMMAND_SECONDS``, else the default."""
+    return float(_setting("MEMSPEC_COMMAND_SECONDS", DEFAULT_COMMAND_SECONDS, float, 10**6))
+
+
+def command_megabytes() -> int:
+    """The memory budget of an analysis command: ``$MEMSPEC_COMMAND_MEGABYTES``, else the
+    default."""
+    return int(_setting("MEMSPEC_COMMAND_MEGABYTES", DEFAULT_COMMAND_MEGABYTES, int, 10**7))
+
+
+class CommandBudget:
+    """The time and memory budget of one analysis command over one input, as a context
+    manager. The command says which item it is working on (``on``: a plain assignment, cheap
+    enough for every response of a release); running out of either budget is an error naming
+    the input and that item."""
+
+    def __init__(self, command: str, source: str) -> None:
+        self.command = command
+        self.source = source
+        self.item = ""
+        self._budget = Budget(command_seconds(), command_megabytes())
+
+    def on(self, item: str) -> None:
+        """What the command works on from now: named by the error if a budget runs out."""
+        self.item = item
+
+    def __enter__(self) -> CommandBudget:
+        self._budget.__enter__()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
+        try:
+            self._budget.__exit__(kind, *rest)
+        except BudgetExceeded:
+            kind = BudgetExceeded
+        where = f" (at {self.item})" if self.item else ""
+        if kind is BudgetExceeded:
+            raise SpecError.single(
+                f"{self.command} took longer than {self._budget.seconds:g} s "
+                f"($MEMSPEC_COMMAND_SECONDS){where}", self.source) from None
+        if kind is MemoryError:
+            raise SpecError.single(
+                f"{self.command} went over its memory budget of {self._budget.megabytes} MB "
+                f"($MEMSPEC_COMMAND_MEGABYTES){where}", self.source) from None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import logging
 import mmap
 import multiprocessing
 import os
@@ -422,8 +423,11 @@ class DaskCluster(Executor):
         self.cluster = None
         if address is None:
             # No dashboard: it would open a port, and nothing here reads it.
+            # Its workers' logs silenced: a chunk that fails (a template over its budget) is
+            # reported once, as a located error, not also as a worker's traceback.
             self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1,
-                                        processes=True, dashboard_address=None)
+                                        processes=True, dashboard_address=None,
+                                        silence_logs=logging.CRITICAL)
             self.client = Client(self.cluster)
         else:
             self.client = Client(address)

@@ -31,6 +31,7 @@ from .content_index import ContentIndex, content_key, records_from_files
 from .errors import CheckFailed, MemspecError, Problem, ProblemCollector, SpecError, unknown_name
 from .generate import FamilyGenerator
 from .instances import family_sources
+from .limits import CommandBudget
 from .loader_exports import LoaderExports
 from .manifest import (
     CARD_FILE,
@@ -342,7 +343,9 @@ def _audit(catalog: Catalog, release: ReleaseSpec, folder: Path,
            refuse_failures: bool) -> dict[str, Any]:
     """Audit the data files just written, streamed from disk a family at a time; what the
     manifest records of the outcome."""
-    report = audit_families(family_sources(folder, files), catalog=catalog, manifest=manifest)
+    with CommandBudget("the audit of the release", catalog.project.display(release.path)):
+        report = audit_families(family_sources(folder, files), catalog=catalog,
+                                manifest=manifest)
     failures = report.failures()
     if failures and refuse_failures:
         raise CheckFailed([Problem(

@@ -10,6 +10,7 @@ line and column.
 from __future__ import annotations
 
 import datetime
+import functools
 import inspect
 import operator
 import re
@@ -27,6 +28,7 @@ from jinja2 import meta, nodes
 from jinja2.compiler import CodeGenerator
 from jinja2.exceptions import SecurityError, TemplateSyntaxError, UndefinedError
 from jinja2.ext import Extension
+from jinja2.optimizer import Optimizer
 from jinja2.parser import Parser
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.visitor import NodeTransformer
@@ -34,9 +36,10 @@ from jinja2.visitor import NodeTransformer
 from .canonical import SCALARS, copy_data, has_lone_surrogate
 from .code_cache import cached_code, cached_data, code_versions, fingerprint
 from .errors import SpecError, lookalike_note
-from .limits import BudgetExceeded, group_megabytes
+from .limits import BudgetExceeded, group_megabytes, group_seconds, one_group
 from .memo import InputMemo, is_plain
 from .project import LIBRARY_PREFIX, Project
+from .sized import MAX_BUILT, check_method_call, format_width, sized_filters
 from .yamlsafe import read_text
 
 #: What an analysis of a template's tree gives (``_StrictSandbox._kept_analysis``).
@@ -72,7 +75,7 @@ SINGLE_BRACE_RE = re.compile(r"(?<!\{)\{\s*[A-Za-z_][A-Za-z0-9_.]*\s*\}(?!\})")
 #: Largest ``range()`` a template may build.
 MAX_RANGE = 10_000
 #: Largest text a single render may produce, in characters.
-MAX_RENDER_CHARS = 2_000_000
+MAX_RENDER_CHARS = MAX_BUILT
 
 
 #: One role-tagged message of a phase, in the form an instance holds it: ``role``, ``content``
@@ -233,9 +236,6 @@ def _named_or_refused_block(collected: list[Message] | None, body: str, role: An
     return f"{_MARK}{role}{_MARK}{name}{_MARK}{lineno}{_MARK}{body}{_MARK}"
 
 
-_FORMAT_WIDTH = re.compile(r"%[-+ #0]*(\d+)|%[-+ #0]*\d*\.(\d+)")
-
-
 #: What a plain dict answers to as attributes: its class's methods and nothing else (a dict has
 #: no attributes of its own).
 _DICT_ATTRIBUTES = frozenset(dir(dict))
@@ -245,6 +245,38 @@ def _too_large(length: int) -> bool:
     return length > MAX_RENDER_CHARS
 
 
+def _folded_size(value: Any) -> int:
+    """How large a folded constant is: the length of a text, list, tuple or dict, nested ones
+    counted (a number counts for nothing: the sandbox caps how large one may grow)."""
+    if isinstance(value, (str, bytes)):
+        return len(value)
+    if isinstance(value, (list, tuple)):
+        return len(value) + sum(_folded_size(item) for item in value
+                                if isinstance(item, (str, bytes, list, tuple, dict)))
+    if isinstance(value, dict):
+        return len(value) + sum(_folded_size(item) for item in value.values()
+                                if isinstance(item, (str, bytes, list, tuple, dict)))
+    return 0
+
+
+class _CappedOptimizer(Optimizer):
+    """Jinja's constant folding, less any constant larger than a render may be: folded, it
+    would be written into the template's compiled code (and kept with it)."""
+
+    def generic_visit(self, node: nodes.Node, *args: Any, **kwargs: Any) -> nodes.Node:
+        node = NodeTransformer.generic_visit(self, node, *args, **kwargs)
+        if isinstance(node, nodes.Expr):
+            self.environment.folding_line = node.lineno  # type: ignore[union-attr]
+            try:
+                value = node.as_const(args[0] if args else None)
+                if not _too_large(_folded_size(value)):
+                    return nodes.Const.from_untrusted(value, lineno=node.lineno,
+                                                      environment=self.environment)
+            except nodes.Impossible:
+                pass
+        return node
+
+
 class _InlineReads(CodeGenerator):
     """Jinja's code generator, writing inline the three commonest steps of a render where they
     are plain: reading a key of a dict (``item.name``, ``item['name']``), an item of a list at
@@ -252,7 +284,22 @@ class _InlineReads(CodeGenerator):
     sandbox's getattr or getitem, then ``finalize`` and ``str``) that a phase of fifteen turns
     makes a hundred times; anything not plain is left to the call, which gives what it always
     did. The object read from is held in a local of the generated code (``_read``), assigned
-    and read within one expression."""
+    and read within one expression.
+
+    It also folds no constant larger than a render may be (``_CappedOptimizer``): such a value
+    is left to be built where the template runs, whose checks refuse it at its line."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.optimizer is not None:
+            self.optimizer = _CappedOptimizer(self.environment)
+
+    def _output_child_to_const(self, node: nodes.Expr, frame: Any, finalize: Any) -> str:
+        self.environment.folding_line = node.lineno  # type: ignore[attr-defined]
+        const = super()._output_child_to_const(node, frame, finalize)
+        if _too_large(len(const)):
+            raise nodes.Impossible
+        return const
 
     @jinja2.compiler.optimizeconst
     def visit_Getattr(self, node: nodes.Getattr, frame: Any) -> None:
@@ -311,6 +358,9 @@ class _StrictSandbox(ImmutableSandboxedEnvironment):
     #: The tests that are plain functions, by name (made at the first test called by name).
     _plain_tests: dict[str, Callable[..., Any]] | None = None
     _compile_fingerprint: str | None = None
+    #: The line of the constant expression being folded by the compile under way, if any:
+    #: where a compile that runs out of budget points.
+    folding_line: int | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -353,15 +403,30 @@ class _StrictSandbox(ImmutableSandboxedEnvironment):
                     raise SecurityError("repetition would build a value over "
                                         f"{MAX_RENDER_CHARS} items")
         if operator == "%" and isinstance(left, str):
-            for match in _FORMAT_WIDTH.finditer(left):
-                width = int(match.group(1) or match.group(2))
-                if _too_large(width):
-                    raise SecurityError(f"format width {width} is too large")
+            values = right if isinstance(right, tuple) else (right,)
+            width = format_width(left, values, braces=False)
+            if _too_large(width):
+                raise SecurityError(f"format width {width} is too large")
             return refuse_control_characters(
                 super().call_binop(context, operator, left, right), "'%' formatting")
         return super().call_binop(context, operator, left, right)
 
+    def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
+        # ``"{:>{}}".format(x, 10**9)``: the sandbox's str.format, its widths checked first.
+        wrapper = super().wrap_str_format(value)
+        if wrapper is None:
+            return None
+
+        def sized(*args: Any, **kwargs: Any) -> str:
+            check_method_call(value, args, kwargs)
+            return wrapper(*args, **kwargs)
+
+        return functools.update_wrapper(sized, value)
+
     def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+        # A str method that pads or repeats (``center``, ``replace``, ``join`` …) runs in C,
+        # beyond the alarm: its size is checked before it runs (``sized``).
+        check_method_call(__obj, args, kwargs)
         result = super().call(__context, __obj, *args, **kwargs)
         # Only what makes characters from numbers needs looking at: every other text comes
         # from checked pools, slots and template literals.
@@ -421,7 +486,8 @@ class _StrictSandbox(ImmutableSandboxedEnvironment):
         # code is kept between runs, where a short command spent a quarter of its time.
         # Errors are never kept.
         if raw or defer_init or not isinstance(source, str):
-            return super().compile(source, name, filename, raw, defer_init)
+            with one_group():
+                return super().compile(source, name, filename, raw, defer_init)
         return self.cached_compile(
             ("template", name or "", filename or "", source),
             lambda: super(_StrictSandbox, self).compile(source, name, filename))
@@ -435,8 +501,15 @@ class _StrictSandbox(ImmutableSandboxedEnvironment):
 
     def cached_compile(self, parts: tuple[str, ...], build: Callable[[], CodeType]) -> CodeType:
         """The code ``build`` compiles, kept between runs under ``parts`` (which, with this
-        environment's configuration, must decide the code)."""
-        return cached_code("jinja", (self.compile_fingerprint(), *parts), build)
+        environment's configuration, must decide the code). Compiling runs under the budget
+        of a group: Jinja folds constant expressions as it compiles, calling filters on
+        literals, which is a render by another name."""
+
+        def budgeted() -> CodeType:
+            with one_group():
+                return build()
+
+        return cached_code("jinja", (self.compile_fingerprint(), *parts), budgeted)
 
     def compile_fingerprint(self) -> str:
         """``_compile_fingerprint`` of this environment, worked out once."""
@@ -810,6 +883,7 @@ def make_environment(project: Project) -> _StrictSandbox:
     env.filters["letter"] = _letter
     env.filters["add_days"] = _add_days
     env.filters[MESSAGE_FILTER] = _message_block
+    sized_filters(env.filters)
     return env
 
 
@@ -926,6 +1000,17 @@ def _deepest_bracket(env: jinja2.Environment, source: str) -> tuple[int, int]:
     return 1, 1
 
 
+def _compile_budget_message(what: str, exc: BaseException) -> str:
+    """Why compiling a template or expression was given up: its constant expressions, which
+    Jinja works out while compiling, took longer or more memory than a group may."""
+    if isinstance(exc, MemoryError):
+        spent = f"more than the memory budget of {group_megabytes()} MB " \
+                "($MEMSPEC_GROUP_MEGABYTES)"
+    else:
+        spent = f"longer than {group_seconds():g} s ($MEMSPEC_GROUP_SECONDS)"
+    return f"{what} took {spent} to compile (its constant expressions are worked out then)"
+
+
 @dataclass(frozen=True)
 class TemplateOrigin:
     """Where a template's text came from, for error messages."""
@@ -995,7 +1080,7 @@ class CompiledTemplate:
             if blocks is not None:
                 local.message_blocks = blocks
             return list(template.root_render_func(local))
-        except Exception:
+        except (Exception, BudgetExceeded):
             template.environment.handle_exception()  # raised again, at the template's lines
 
     def render_text(self, context: Mapping[str, Any]) -> str:
@@ -1271,6 +1356,7 @@ class Renderer:
     def _compile(self, source: str, filename: str, origin: TemplateOrigin) -> CompiledTemplate:
         if any(c in source for c in _RESERVED):
             raise origin.error("template contains reserved control characters", 1)
+        self.env.folding_line = None
         try:
             code = self._codes.get((source, filename))
             if code is None:
@@ -1282,6 +1368,9 @@ class Renderer:
             line, column = _deepest_bracket(self.env, source)
             raise origin.error("template is nested too deeply to compile (brackets or "
                                "blocks hundreds deep)", line, column) from None
+        except (BudgetExceeded, MemoryError) as exc:
+            raise origin.error(_compile_budget_message("template", exc),
+                               self.env.folding_line or 1) from None
         return CompiledTemplate(self._template(code), source, origin, filename,
                                 self.env.loader.names,  # type: ignore[union-attr]
                                 self.project)
@@ -1298,6 +1387,8 @@ class Renderer:
                 raise origin.error(f"expression syntax error: {exc.message}", 1) from None
             except RecursionError:
                 raise origin.error("expression is nested too deeply to compile", 1) from None
+            except (BudgetExceeded, MemoryError) as exc:
+                raise origin.error(_compile_budget_message("expression", exc), 1) from None
             self._compiled_expressions[source] = self._template(code)
         return self._compiled_expressions[source]
 

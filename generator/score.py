@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from . import safe_regex
 from .contrasts import Contrast, unit_values
 from .contrasts import declared as declared_contrasts
 from .contrasts import derived as derived_contrasts
@@ -76,17 +76,17 @@ def is_abstention(answer: Mapping[str, Any], response: str,
     mentions doubt later, e.g. "C) Terrace. I don't know why the note says B", is an answer)."""
     head = first_line(response) if response.strip() else ""
     patterns = (*DEFAULT_ABSTAIN_PATTERNS, *answer.get("abstain", ()), *extra)
-    return any(r.search(head) for r in _abstain_regexes(patterns))
+    return any(safe_regex.search(p, head, ignore_case=True) for p in _abstain_searches(patterns))
 
 
 @functools.lru_cache(maxsize=256)
-def _abstain_regexes(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
-    """The patterns compiled once, not once per response: as one alternation where none has
-    a group of its own (a backreference or a named group would change meaning in one)."""
-    compiled = tuple(re.compile(p, re.IGNORECASE) for p in patterns)
-    if any(r.groups for r in compiled):
-        return compiled
-    return (re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE),)
+def _abstain_searches(patterns: tuple[str, ...]) -> tuple[str, ...]:
+    """The patterns as one alternation, searched once per response rather than once per
+    pattern, where none has a group of its own (a backreference or a named group would change
+    meaning in one); each under the regex time limit either way."""
+    if any(safe_regex.compiled(p, True).groups for p in patterns):
+        return patterns
+    return ("|".join(f"(?:{p})" for p in patterns),)
 
 
 def acts_on_distractor(answer: Mapping[str, Any], response: str) -> bool | None:

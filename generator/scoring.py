@@ -21,15 +21,22 @@ import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
+from . import safe_regex
+
 DEFAULT_FIRST = {"exact": "line", "canonical": "line", "regex": "line", "choice": "label"}
 
 _FENCE = re.compile(r"^\s*```[\w-]*\s*$")
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
-_CALL_START = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\s*\(")
+#: A run of the characters a dotted name is made of, and what may follow a name that is called.
+_NAME_RUN = re.compile(r"[A-Za-z0-9_.]+")
+_OPEN_CALL = re.compile(r"\s*\(")
+_NAME_START = re.compile(r"[A-Za-z_]")
 # A label is an upper-case letter that stands alone: "B", "B)", "(B)", "B.", "B:", "Option B".
-_LABEL = re.compile(r"^\s*(?:(?:option|answer|choice)\s*[:\-]?\s*)?\(?([A-Z])(?:[).:\]]|\s*$)",
+# (``\s*(?:[:\-]\s*)?``, not ``\s*[:\-]?\s*``: two runs of spaces side by side split a long
+# run every way, quadratic in its length.)
+_LABEL = re.compile(r"^\s*(?:(?:option|answer|choice)\s*(?:[:\-]\s*)?)?\(?([A-Z])(?:[).:\]]|\s*$)",
                     re.I)
-_BARE_LABEL = re.compile(r"^\s*(?:option|answer|choice)\s*[:\-]?\s*([A-Z])\b", re.I)
+_BARE_LABEL = re.compile(r"^\s*(?:option|answer|choice)\s*(?:[:\-]\s*)?([A-Z])\b", re.I)
 #: Markdown emphasis a model wraps a label in ("**B**", "**Answer:** B"), read past.
 _EMPHASIS = re.compile(r"\*+|__")
 _QUOTES = str.maketrans({q: "'" for q in "\u2018\u2019\u201c\u201d`\""})
@@ -43,13 +50,30 @@ def first_line(response: str) -> str:
     return ""
 
 
+def _call_start(response: str) -> tuple[int, int] | None:
+    r"""Where the first ``name(`` begins and where its parenthesis is, or None: what
+    ``[A-Za-z_][A-Za-z0-9_.]*\s*\(`` finds, in one pass. That pattern, searched, is tried
+    again from every letter of a long name not followed by ``(``, quadratic in its length;
+    here each run of name characters is read once, and its name starts at its first letter or
+    underscore (a leading digit or dot is no part of a name)."""
+    for run in _NAME_RUN.finditer(response):
+        start = _NAME_START.search(response, run.start(), run.end())
+        if start is None:
+            continue
+        opening = _OPEN_CALL.match(response, run.end())
+        if opening is not None:
+            return start.start(), opening.end()
+    return None
+
+
 def first_call(response: str) -> str:
     """The first ``name(...)`` span, parentheses balanced and quoted strings respected."""
-    match = _CALL_START.search(response)
-    if not match:
+    found = _call_start(response)
+    if found is None:
         return ""
+    begin, end = found
     depth, quote, escaped = 0, None, False
-    for index in range(match.end() - 1, len(response)):
+    for index in range(end - 1, len(response)):
         char = response[index]
         if quote:
             if escaped:
@@ -65,7 +89,7 @@ def first_call(response: str) -> str:
         elif char == ")":
             depth -= 1
             if depth == 0:
-                return response[match.start() : index + 1]
+                return response[begin : index + 1]
     return ""
 
 
@@ -145,8 +169,8 @@ def is_correct(answer: Mapping[str, Any], response: str) -> bool | None:
         if first_mode(answer) == "call":
             # The call's name is part of what the pattern tests: matched from the start, so
             # that `not_copy_file(...)` is not taken for `copy_file(...)`.
-            return re.match(answer["gold"], attempt) is not None
-        return re.search(answer["gold"], attempt) is not None
+            return safe_regex.match(answer["gold"], attempt)
+        return safe_regex.search(answer["gold"], attempt)
     unordered = bool(answer.get("unordered_args"))
     return canonical_text(attempt, unordered) == canonical_text(answer["gold"], unordered)
 
@@ -158,10 +182,18 @@ def answer_problems(answer: Mapping[str, Any]) -> list[str]:
     if scorer == "judge":
         return []
     if scorer == "regex":
-        try:
-            re.compile(answer["gold"])
-        except re.error as exc:
-            return [f"gold is not a valid regular expression: {exc}"]
+        error = safe_regex.pattern_error(answer["gold"])
+        if error is not None:
+            return [f"gold is not a valid regular expression: {error}"]
+    try:
+        return _scored_problems(answer, scorer)
+    except safe_regex.PatternTooSlow as exc:
+        # Refused here, on the family's own example and distractors: at score time it would
+        # meet every response.
+        return [f"gold {exc} on the family's own example or distractors"]
+
+
+def _scored_problems(answer: Mapping[str, Any], scorer: str) -> list[str]:
     problems = []
     example = answer.get("example", answer.get("gold"))
     what = "example" if "example" in answer else "gold"

@@ -120,9 +120,11 @@ def test_runaway_or_unstable_templates_are_refused(project: Path,  # noqa: F811
 
 
 def test_a_catastrophic_regex_gold_is_stopped(project: Path) -> None:  # noqa: F811
+    # ``^(a|aa)+$`` backtracks exponentially in the regex package too (which reads
+    # ``^(a+)+$`` in linear time).
     edit(project, FAMILY, '  scorer: exact\n  gold: "{{ colour }}"',
-         '  scorer: regex\n  gold: "^(a+)+$"\n  distractors:\n    slow: "'
-         + "a" * 40 + '!"')
+         '  scorer: regex\n  gold: "^(a|aa)+$"\n  distractors:\n    slow: "'
+         + "a" * 5000 + '!"')
     (project / "specs/paradigms/recall.yaml").write_text(
         (project / "specs/paradigms/recall.yaml").read_text().replace("[exact]", "[regex]"))
     result = subprocess.run(

@@ -67,6 +67,11 @@ class Case:
     #: the point, long elsewhere so that a loaded machine cannot turn another refusal into a
     #: timeout (a memory bomb must be stopped by the memory budget, however slow the copies).
     seconds: float = 30
+    #: Changes to the rest of the fixture project the input needs (FILE, OLD, NEW): a
+    #: paradigm that allows the scorer a hostile family uses …
+    edits: tuple[tuple[str, str, str], ...] = ()
+    #: Extra command-line arguments (an engine …).
+    args: tuple[str, ...] = ()
 
 
 UNSAFE = "is not allowed in memspec templates"
@@ -102,6 +107,11 @@ CASES: dict[str, Case] = {
     "family.cyrillic_slot.yaml": Case("(it holds U+043E CYRILLIC SMALL LETTER O at position 2)",
                                       7, 3),
     "family.rtl_override.yaml": Case("U+202E RIGHT-TO-LEFT OVERRIDE at position 6", 4, 1),
+    # A regex gold from a stranger, matched with a time limit: refused at validate where it
+    # backtracks on the family's own distractor.
+    "family.regex_gold_backtracks.yaml": Case(
+        "gold pattern '^(a|aa)+$' took longer than 1 s to match", 13, 1,
+        edits=((PARADIGM, "scorers: [exact]", "scorers: [exact, regex]"),)),
     # --------------------------------------------------------------------- templates (Jinja)
     "template.format_escape.j2": Case(f"attribute '__class__' of a str {UNSAFE}", 4, 8),
     "template.format_map_escape.j2": Case(f"attribute '__init__' of a str {UNSAFE}", 4, 8),
@@ -127,7 +137,29 @@ CASES: dict[str, Case] = {
                                      seconds=1),
     "template.string_multiplication.j2": Case("repetition would build a value over 2000000", 4, 1),
     "template.string_doubling.j2": Case(MEMORY, 4, 1),
-    "template.filter_width.j2": Case(MEMORY, 4, 1),
+    "template.filter_width.j2": Case(
+        "filter 'center' would build a value of 1,000,000,000 characters", 4, 1),
+    # Budgets (issue 32): folding while compiling is a render, under the same budget.
+    "template.folded_constant.j2": Case(
+        "filter 'center' would build a value of 1,500,000,000 characters", 4, 1, seconds=1),
+    "template.slow_folding.j2": Case("template took longer than 1 s ($MEMSPEC_GROUP_SECONDS) "
+                                     "to compile", 4, 1, seconds=1),
+    # Work in C, beyond the alarm: sized before it runs.
+    "template.sum_of_lists.j2": Case("filter 'sum' would build a value of 3,000,000", 4, 1,
+                                     seconds=1),
+    "template.sort_long_texts.j2": Case("filter 'sort' would take 10,000,010,000 steps", 4, 1,
+                                        seconds=1),
+    "template.replace_growth.j2": Case("replace() would build a value of 7,000,006", 4, 1,
+                                       seconds=1),
+    "template.star_width.j2": Case("filter 'format' would build a value of 1,000,000,003", 4, 1,
+                                   seconds=1),
+    "template.nested_brace_width.j2": Case("format() would build a value of 1,000,000,00", 4, 1,
+                                           seconds=1),
+    "template.join_repeated.j2": Case("filter 'join' would build a value of 300,000,598", 4, 1,
+                                      seconds=1),
+    # Every engine: Dask renders in worker threads, where no alarm reaches.
+    "template.nested_loops_dask.j2": Case("group 0 took longer than 1 s to render", 4, 1,
+                                          seconds=1, args=("--engine", "dask", "--workers", "1")),
     "template.include_traversal.j2": Case(
         "template path '../../../../../../etc/passwd' must stay inside templates/", 4, 1),
     "template.include_absolute.j2": Case("template path '/etc/passwd' must stay inside templates/",
@@ -291,6 +323,10 @@ def test_hostile_input_is_refused(name: str, tmp_path: Path,
     else:
         root = tmp_path / "project"
         _write_project(root)
+        for relative, old, new in case.edits:
+            text = (root / relative).read_text(encoding="utf-8")
+            assert old in text, f"{relative} has no {old!r} to edit"
+            (root / relative).write_text(text.replace(old, new), encoding="utf-8")
         target = case.target or TARGETS[kind]
         _materialise(CORPUS / name, root / target, tmp_path / "outside")
         watched = [root]
@@ -300,7 +336,7 @@ def test_hostile_input_is_refused(name: str, tmp_path: Path,
             "generate": ["generate", FAMILY_ID, "--groups", 2, "--out", out / "gen.jsonl"],
             "freeze": ["freeze", "demo-v1", "--out", out / "dist"],
             "new": ["new", "mine.area.name", "--paradigm", "demo.evil"],
-        }[command]
+        }[command] + list(case.args)
     before = [_snapshot(folder) for folder in watched]
 
     result = _memspec(root, *args, seconds=case.seconds)
