@@ -258,7 +258,10 @@ def test_a_hostile_regex_gold_at_score_time_is_ended(tmp_path: Path) -> None:
         PARADIGM: FILES[PARADIGM].replace("scorers: [exact]", "scorers: [exact, regex]")})
     env = {"MEMSPEC_REGEX_SECONDS": "1", "MEMSPEC_GROUP_SECONDS": "1",
            "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    built, _ = _cli(root, "freeze", "demo-v1", "--out", tmp_path / "dist", env=env)
+    # The fixture's one-colour gold is passable without memory (the audit says so); what is
+    # tested here is the gold's matching at score time.
+    built, _ = _cli(root, "freeze", "demo-v1", "--out", tmp_path / "dist",
+                    "--allow-audit-failures", env=env)
     assert built.returncode == 0, built.stderr
     release = tmp_path / "dist" / "demo-v1"
     ids = [json.loads(line)["id"] for line in
