@@ -140,7 +140,8 @@ def bench_floor(groups: int, rounds: int, family_id: str = PROCEDURAL,
     def run_floor(first: int) -> tuple[int, float]:
         start = time.perf_counter()
         for context in contexts[first]:
-            json.dumps(_floor_render(context, phases, texts), sort_keys=True, ensure_ascii=False)
+            json.dumps(_floor_render(context, phases, texts, generator.phrasing),
+                       sort_keys=True, ensure_ascii=False)
         return len(contexts[first]), time.perf_counter() - start
 
     run_floor(1)
@@ -205,17 +206,21 @@ def _stage_turn(generator: Any, numbers: range, phases: dict[str, Any],
     timed("canonical JSON", lambda: [dump_instance_bytes(r.instance,
                                                          checked=generator.json_checked)
                                      for r in rendered])
-    out = timed("floor: render", lambda: [_floor_render(c, phases, texts) for c in contexts])
+    out = timed("floor: render", lambda: [
+        _floor_render(c, phases, texts, generator.phrasing) for c in contexts])
     timed("floor: json.dumps", lambda: [json.dumps(r, sort_keys=True, ensure_ascii=False)
                                         for r in out])
     return seconds
 
 
-def _floor_render(context: dict[str, Any], phases: dict[str, Any], texts: dict[str, Any]
-                  ) -> dict[str, Any]:
-    """The floor's work on one instance, up to its JSON: the same templates, rendered."""
+def _floor_render(context: dict[str, Any], phases: dict[str, Any], texts: dict[str, Any],
+                  phrasing: Callable[[str, int], int]) -> dict[str, Any]:
+    """The floor's work on one instance, up to its JSON: the same templates (the phrasing of
+    each phase that the instance's group renders), rendered."""
     rendered: dict[str, Any] = {"phases": [], "id": context["family"], "group": context["group"]}
-    for name, template in phases.items():
+    for name, phrasings in phases.items():
+        template = phrasings[0] if len(phrasings) == 1 else \
+            phrasings[phrasing(name, context["group"])]
         if isinstance(template, list):
             messages = [{"role": role, "content": compiled.template.render(context)}
                         for role, _, compiled in template]

@@ -611,7 +611,10 @@ def test_overlap_between_splits_is_refused_and_nothing_written(project: Path,
            "occurs in demo.recall.colour-00000-base (train)" in result.stderr
     assert_nothing_written(project, out)
     edit(project, RELEASE, "disjoint: [setup]", "disjoint: [probe]")
-    assert freeze(project, out).returncode == 0
+    # One colour for every group is passable without memory (the audit says so); the split
+    # check is what is tested here.
+    frozen = memspec(project, "freeze", project / RELEASE, "--out", out, "--allow-audit-failures")
+    assert frozen.returncode == 0, shown(frozen)
     lines = (out / "demo-v1" / "data" / f"{FAMILY_ID}.jsonl").read_text().splitlines()
     assert [json.loads(line)["fields"]["split"] for line in lines] == ["train", "test"]
 

@@ -189,6 +189,7 @@ def _commands(rel: str, resp: str, scores: str) -> list[tuple[list[str], list[st
         (["rho-star", f"a={scores}", "--where", "family=example.choice.meeting_room"], []),
         (["export", rel, "--format", "inspect", "--out", "o/inspect"], ["o/inspect"]),
         (["init", "o/project"], ["o/project"]),
+        (["check-answer", "example.choice.meeting_room", "B"], []),
     ]
 
 
@@ -209,7 +210,7 @@ def test_no_command_writes_outside_its_project_or_out(tmp_path: Path,
     bundled = _bundled()
     env = {**NO_CACHE, "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache")}
     needs_project = {"validate", "new", "generate", "show", "preview", "freeze", "merge",
-                     "build", "pool"}
+                     "build", "pool", "check-answer"}
     ran = set()
     for args, outputs in _commands(f"downloaded/{built_example.name}", "responses.jsonl",
                                    "scores.json"):

@@ -99,7 +99,10 @@ def test_the_wheel_runs_a_benchmark_of_ones_own(installed: Path, tmp_path: Path)
         "name: bench\nversion: v1\nseed: 5\ndescription: every bundled paradigm\n"
         "license: CC-BY-4.0\nfamilies:\n"
         + "".join(f"  - {{family: {f}, groups: 4}}\n" for f in families))
-    run("freeze", "specs/releases/bench-v1.yaml")
+    # The scaffolds of two bundled paradigms (a paired design with no memoryless adversary,
+    # a feedback family whose placeholder answer is the same in every group) are refused by
+    # the audit as written; the freeze records that.
+    run("freeze", "specs/releases/bench-v1.yaml", "--allow-audit-failures")
     manifest = json.loads((user / "bench/manifests/bench-v1.json").read_text())
     # The library's paradigm of every family is recorded, by hash.
     assert sum(name.startswith("memspec:specs/paradigms/") for name in manifest["inputs"]) \
