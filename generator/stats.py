@@ -1,7 +1,8 @@
 """The statistics the bundled designs use: percentile bootstrap over groups (optionally
 clustered), exact McNemar, exact binomial against chance, the exact sign-flip test of group
-means against chance, Holm and Bonferroni corrections, judge-score normalisation, and the
-first level at which stale memory hurts (ρ*)."""
+means against chance (the binomial one where every group's mean is 0 or 1), Holm and
+Bonferroni corrections, judge-score normalisation, and the first level at which stale memory
+hurts (ρ*)."""
 
 from __future__ import annotations
 
@@ -158,6 +159,19 @@ def sign_flip_test(deviations: Sequence[float]) -> float | None:
     # A sum as extreme as the one observed, up to the rounding the sums went through.
     tolerance = 10.0 ** -(_SIGN_FLIP_DECIMALS - 3)
     return float(min(1.0, probs[np.abs(support) >= observed - tolerance].sum()))
+
+
+def chance_test(means: Sequence[float], chance: float) -> float | None:
+    """Exact two-sided p-value of the units' (groups' or clusters') mean correctness against
+    ``chance``: where every unit's mean is 0 or 1 (one item a unit, or a policy that answers
+    every rotation of a group alike), the exact binomial test of the units right against
+    ``chance``, since those means are Bernoulli(chance) under the null and, unless chance is
+    1/2, skewed, which the sign flips assume they are not (a random policy at chance 1/10
+    over 20 groups would otherwise be significant 13% of the time at 5%); else the exact
+    sign-flip test of the means less ``chance``. None without units."""
+    if len(means) and all(m in (0.0, 1.0) for m in means):
+        return binomial_test(int(sum(means)), len(means), chance)
+    return sign_flip_test([m - chance for m in means])
 
 
 #: Corrections for multiple tests that `adjust` knows.

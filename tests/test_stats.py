@@ -132,3 +132,23 @@ def test_adjust_matches_statsmodels(method: str) -> None:
     expected = multitest.multipletests(p_values, method=method)[1]
     assert adjust(p_values, method) == pytest.approx(list(expected))
     assert adjust([0.3, None], "none") == [0.3, None]
+
+
+@pytest.mark.parametrize(("groups", "chance"), [(20, 0.1), (150, 0.1), (30, 0.2)])
+def test_chance_test_of_one_item_a_group_is_wrong_at_most_alpha_of_the_time(
+        groups: int, chance: float) -> None:
+    # A memoryless policy right with probability `chance` in each group of one item: the
+    # group means are 0 or 1, a skewed law the sign flips do not hold, so the test of a
+    # report must be the exact binomial one. Its size is summed exactly over every count.
+    from generator.group_tests import ChanceTest, run_test
+
+    plan = ChanceTest(None, chance, np.arange(groups), np.arange(groups))
+    answered = np.ones(groups, dtype=bool)
+    size = 0.0
+    for right in range(groups + 1):
+        correct = np.arange(groups) < right
+        p = run_test(plan, answered, correct)["p_value"]
+        assert p == pytest.approx(scipy_stats.binomtest(right, groups, chance).pvalue)
+        if p <= 0.05:
+            size += scipy_stats.binom.pmf(right, groups, chance)
+    assert size <= 0.05
