@@ -152,3 +152,17 @@ def test_chance_test_of_one_item_a_group_is_wrong_at_most_alpha_of_the_time(
         if p <= 0.05:
             size += scipy_stats.binom.pmf(right, groups, chance)
     assert size <= 0.05
+
+
+def test_sign_flip_test_too_large_to_enumerate_is_estimated_not_refused() -> None:
+    # 600 groups over three rotations against a declared chance of 0.3333: the deviations
+    # share no small lattice and their sums are too many to enumerate exactly, yet a score
+    # report must still carry the test (from seeded random sign flips), not stop.
+    rng = np.random.default_rng(3)
+    deviations = rng.binomial(3, 1 / 3, size=600) / 3 - 0.3333
+    ours = sign_flip_test(deviations)
+    theirs = scipy_stats.permutation_test(
+        (deviations,), lambda x, axis: np.sum(x, axis=axis), permutation_type="samples",
+        n_resamples=20_000, random_state=0).pvalue
+    assert ours is not None and ours == pytest.approx(theirs, abs=0.02)
+    assert sign_flip_test(deviations) == ours  # seeded: the same on every run
