@@ -78,15 +78,25 @@ def _best(scores: Sequence[float], item: Item) -> int:
     return tied[0] if len(tied) == 1 else KeyedRandom(0, ("audit-tie", item["id"])).choice(tied)
 
 
-def _others(items: Sequence[Item], item: Item) -> list[Item]:
-    """The family's other sampled items: what an adversary may learn from (leave one out, so
-    that an item never teaches the adversary its own answer)."""
-    return [i for i in items if i is not item]
+def _leave_out(items: Sequence[Item], item: Item, key: str) -> Counter[Any]:
+    """How often each value of ``answer[key]`` occurs in the family's other sampled items:
+    what an adversary may learn from (leave one out, so that an item never teaches the
+    adversary its own answer). The family is counted once and the item's own value taken
+    out, not the others recounted for each item, which made a large family quadratic."""
+    cache = _COUNTS.get(key)
+    if cache is None or cache[0] is not items or cache[1] != len(items):
+        cache = (items, len(items), Counter(i["answer"][key] for i in items))
+        _COUNTS[key] = cache
+    return cache[2] - Counter([item["answer"][key]])
+
+
+#: The last family counted by ``_leave_out``, per key (adversaries walk a family in turn).
+_COUNTS: dict[str, tuple[Sequence[Item], int, Counter[Any]]] = {}
 
 
 def position_prior(items: Sequence[Item], item: Item) -> int:
     """Always the position that holds the gold most often in the family's other items."""
-    counts = Counter(i["answer"]["gold_index"] for i in _others(items, item))
+    counts = _leave_out(items, item, "gold_index")
     if not counts:
         return 0
     best = max(sorted(counts), key=lambda k: counts[k])
@@ -96,7 +106,7 @@ def position_prior(items: Sequence[Item], item: Item) -> int:
 def majority_gold(items: Sequence[Item], item: Item) -> int:
     """The option equal to the most frequent gold among the family's other items (none where
     no option is one)."""
-    counts = Counter(i["answer"]["gold"] for i in _others(items, item))
+    counts = _leave_out(items, item, "gold")
     options = item["answer"]["options"]
     present = sorted((g for g in counts if g in options), key=lambda g: (-counts[g], g))
     return options.index(present[0]) if present else NO_PICK

@@ -53,17 +53,23 @@ def _levels(instances: Sequence[Mapping[str, Any]], axis: str) -> list[str]:
 
 
 def _reorders_options(instances: Sequence[Mapping[str, Any]], axis: str) -> bool:
-    """Whether ``axis`` changes the order of the options within a group (a rotation that
-    counterbalances positions, not a factor of the design)."""
+    """Whether ``axis`` changes the order of the options within a group, and only their order
+    (a rotation that counterbalances positions, not a factor of the design): a factor whose
+    levels show other options, e.g. a framing that words them otherwise, is no rotation."""
     orders: dict[tuple[Any, str], set[tuple[str, ...]]] = defaultdict(set)
+    contents: dict[tuple[Any, str], set[tuple[str, ...]]] = defaultdict(set)
     for i in instances:
         if axis in i["axes"] and i["answer"].get("options"):
-            orders[((i["family"], i["group"]), i["axes"][axis])].add(
-                tuple(i["answer"]["options"]))
-    per_group: dict[Any, list[set[tuple[str, ...]]]] = defaultdict(list)
-    for (unit, _), seen in orders.items():
-        per_group[unit].append(seen)
-    return any(any(s != sets[0] for s in sets) for sets in per_group.values())
+            cell = ((i["family"], i["group"]), i["axes"][axis])
+            orders[cell].add(tuple(i["answer"]["options"]))
+            contents[cell].add(tuple(sorted(i["answer"]["options"])))
+    per_group: dict[Any, list[tuple[set[tuple[str, ...]], set[tuple[str, ...]]]]] = \
+        defaultdict(list)
+    for cell, seen in orders.items():
+        per_group[cell[0]].append((seen, contents[cell]))
+    return any(any(o != levels[0][0] for o, _ in levels)
+               and all(c == levels[0][1] for _, c in levels)
+               for levels in per_group.values())
 
 
 def _factorial(name: str, axes: Sequence[str], levels: Mapping[str, list[str]], metric: str,

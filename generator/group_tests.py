@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .stats import mcnemar_exact, sign_flip_test
+from .stats import chance_test, mcnemar_exact
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,7 @@ def run_test(plan: TestPlan, answered: np.ndarray, correct: np.ndarray) -> dict[
                 "chance": plan.chance, "groups": groups,
                 **({**clustered, "clusters": int(means.size)} if clustered else {}),
                 "items": int(answered[plan.items].sum()), "mean": mean,
-                "p_value": sign_flip_test(means - plan.chance)}
+                "p_value": chance_test([float(m) for m in means], plan.chance)}
     units_a, means_a = group_means(plan.items_a, plan.units_a, answered, correct)
     units_b, means_b = group_means(plan.items_b, plan.units_b, answered, correct)
     _, in_a, in_b = np.intersect1d(units_a, units_b, return_indices=True)

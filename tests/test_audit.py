@@ -469,3 +469,29 @@ def test_an_audit_that_differs_from_the_frozen_one_says_where(built_dist: Path) 
     unchecked = audit_instances(instances, manifest=altered)
     assert unchecked.specs_skipped and unchecked.frozen_differences == []
     assert frozen_differences(report.summary(), {"audit": {"summary": report.summary()}}) == []
+
+
+def test_the_learnt_priors_read_a_large_family_once_not_once_an_item() -> None:
+    # 20,000 groups of one family: each item's leave-one-out prior (the gold position and
+    # the gold most often seen in the other items) from one count, not a rescan of all.
+    import time
+
+    from generator.audit import majority_gold, position_prior
+
+    def item(g: int) -> dict:
+        return {"id": f"f-{g:05d}", "answer": {"gold_index": int(g % 5 == 0),
+                                               "gold": f"v{g % 7}", "options": [
+                                                   f"v{g % 7}", f"v{(g + 1) % 7}", "z"]}}
+
+    items = [item(g) for g in range(20_000)]
+    start = time.perf_counter()
+    positions = [position_prior(items, i) for i in items]
+    golds = [majority_gold(items, i) for i in items]
+    assert time.perf_counter() - start < 10
+    assert set(positions) == {0}
+    # v0 is the gold of 2858 items, every other value of 2857: an item whose gold is v0
+    # leaves a tie at 2857 among all seven, broken by name towards v0, its own gold.
+    assert golds[0] == 0 and golds[1] == 1
+    small = items[:12]
+    assert [position_prior(small, i) for i in small] == [0] * 12
+    assert majority_gold(small, small[0]) == 1  # v1 twice among the others, v0 once

@@ -303,3 +303,24 @@ def test_a_paradigm_declares_abstention_patterns_for_its_families(project_copy: 
     result = run_cli("validate", root=project_copy)
     assert result.returncode == 2
     assert "choice.yaml:" in result.stderr and "abstain pattern is not a valid" in result.stderr
+
+
+def test_a_factor_whose_levels_word_the_options_otherwise_is_no_rotation() -> None:
+    # Each group crosses a framing (memory, document) whose levels show other option texts
+    # with three rotations of them: the framing is a factor and gets its contrast; only the
+    # rotation, which reorders the same options, is no factor.
+    from generator.contrasts import derived
+
+    def inst(group: int, framing: str, rotation: int) -> dict:
+        base = ["x", "y", "z"] if framing == "memory" else ["x'", "y'", "z'"]
+        options = base[rotation:] + base[:rotation]
+        return {"id": f"f-{group:05d}-{framing}-r{rotation}", "family": "f", "group": group,
+                "design": "main", "axes": {"framing": framing, "rotation": f"r{rotation}"},
+                "answer": {"scorer": "choice", "gold": base[0],
+                           "gold_index": options.index(base[0]), "options": options}}
+
+    instances = [inst(g, f, r) for g in range(4) for f in ("memory", "document")
+                 for r in range(3)]
+    assert [c.name for c in derived(instances)] == ["main: framing (memory - document)"]
+    two_rotations = [i for i in instances if i["axes"]["rotation"] != "r2"]
+    assert [c.name for c in derived(two_rotations)] == ["main: framing (memory - document)"]

@@ -490,7 +490,8 @@ def test_a_table_into_a_pipe_is_drawn_at_its_own_width(built_example: Path,
 
 def test_with_clusters_the_tests_take_the_cluster_as_unit() -> None:
     # Six groups in three clusters; every group right in all three rotations: by group the
-    # chance test sees 6 units at +2/3 (p = 2/64), by cluster 3 units (p = 2/8).
+    # chance test sees 6 units right against chance 1/3 (the exact binomial p = 1/3^6), by
+    # cluster 3 units (p = 1/3^3).
     def inst(group: int, rotation: str) -> dict:
         return {"id": f"f-{group:05d}-{rotation}", "family": "f", "group": group,
                 "design": "main", "axes": {"rotation": rotation},
@@ -501,6 +502,6 @@ def test_with_clusters_the_tests_take_the_cluster_as_unit() -> None:
     by_group = score_outcomes(outcomes, [], ScoreOptions())["overall"]["tests"][0]
     by_cluster = score_outcomes(outcomes, [], ScoreOptions(cluster="template"))
     test = by_cluster["overall"]["tests"][0]
-    assert by_group["p_value"] == pytest.approx(2 / 64) and "clusters" not in by_group
+    assert by_group["p_value"] == pytest.approx(1 / 3**6) and "clusters" not in by_group
     assert (test["groups"], test["clusters"], test["unit"]) == (6, 3, "cluster")
-    assert test["p_value"] == pytest.approx(2 / 8)
+    assert test["p_value"] == pytest.approx(1 / 3**3)

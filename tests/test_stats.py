@@ -132,3 +132,37 @@ def test_adjust_matches_statsmodels(method: str) -> None:
     expected = multitest.multipletests(p_values, method=method)[1]
     assert adjust(p_values, method) == pytest.approx(list(expected))
     assert adjust([0.3, None], "none") == [0.3, None]
+
+
+@pytest.mark.parametrize(("groups", "chance"), [(20, 0.1), (150, 0.1), (30, 0.2)])
+def test_chance_test_of_one_item_a_group_is_wrong_at_most_alpha_of_the_time(
+        groups: int, chance: float) -> None:
+    # A memoryless policy right with probability `chance` in each group of one item: the
+    # group means are 0 or 1, a skewed law the sign flips do not hold, so the test of a
+    # report must be the exact binomial one. Its size is summed exactly over every count.
+    from generator.group_tests import ChanceTest, run_test
+
+    plan = ChanceTest(None, chance, np.arange(groups), np.arange(groups))
+    answered = np.ones(groups, dtype=bool)
+    size = 0.0
+    for right in range(groups + 1):
+        correct = np.arange(groups) < right
+        p = run_test(plan, answered, correct)["p_value"]
+        assert p == pytest.approx(scipy_stats.binomtest(right, groups, chance).pvalue)
+        if p <= 0.05:
+            size += scipy_stats.binom.pmf(right, groups, chance)
+    assert size <= 0.05
+
+
+def test_sign_flip_test_too_large_to_enumerate_is_estimated_not_refused() -> None:
+    # 600 groups over three rotations against a declared chance of 0.3333: the deviations
+    # share no small lattice and their sums are too many to enumerate exactly, yet a score
+    # report must still carry the test (from seeded random sign flips), not stop.
+    rng = np.random.default_rng(3)
+    deviations = rng.binomial(3, 1 / 3, size=600) / 3 - 0.3333
+    ours = sign_flip_test(deviations)
+    theirs = scipy_stats.permutation_test(
+        (deviations,), lambda x, axis: np.sum(x, axis=axis), permutation_type="samples",
+        n_resamples=20_000, random_state=0).pvalue
+    assert ours is not None and ours == pytest.approx(theirs, abs=0.02)
+    assert sign_flip_test(deviations) == ours  # seeded: the same on every run
