@@ -22,11 +22,11 @@ SOURCES = ("generator", "specs", "templates", "manifests", "pyproject.toml", "RE
            "memspec.yaml")
 
 
-def _run(command: list[str], cwd: Path, env: dict[str, str], timeout: float = 600
-         ) -> subprocess.CompletedProcess[str]:
+def _run(command: list[str], cwd: Path, env: dict[str, str], timeout: float = 600,
+         expect: int = 0) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True,
                             stdin=subprocess.DEVNULL, timeout=timeout)
-    assert result.returncode == 0, (command, result.stdout[-2000:], result.stderr[-4000:])
+    assert result.returncode == expect, (command, result.stdout[-2000:], result.stderr[-4000:])
     return result
 
 
@@ -82,8 +82,9 @@ def test_the_wheel_runs_a_benchmark_of_ones_own(installed: Path, tmp_path: Path)
     user.mkdir()
     memspec = str(installed / "memspec")
 
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return _run([memspec, *args], user / "bench" if args[0] != "init" else user, env)
+    def run(*args: str, expect: int = 0) -> subprocess.CompletedProcess[str]:
+        return _run([memspec, *args], user / "bench" if args[0] != "init" else user, env,
+                    expect=expect)
 
     run("init", "bench")
     paradigms = _bundled_paradigms()
@@ -112,7 +113,9 @@ def test_the_wheel_runs_a_benchmark_of_ones_own(installed: Path, tmp_path: Path)
     run("respond", "dist/bench-v1", "--policy", "oracle", "--out", "oracle.jsonl")
     scores = json.loads(run("score", "dist/bench-v1", "oracle.jsonl", "--format", "json").stdout)
     assert scores["overall"]["n"] == manifest["counts"]["instances"]
-    run("audit", "dist/bench-v1")
+    # The audit finds again the two scaffolds' failures that the freeze recorded.
+    audited = run("audit", "dist/bench-v1", expect=1)
+    assert "bench.mine.feedback_session" in audited.stdout + audited.stderr
     run("export", "dist/bench-v1", "--format", "inspect", "--out", "inspect")
     run("report", "dist/bench-v1", "--out", "report.html")
     assert (user / "bench/report.html").stat().st_size > 0
