@@ -31,11 +31,14 @@ _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 _NAME_RUN = re.compile(r"[A-Za-z0-9_.]+")
 _OPEN_CALL = re.compile(r"\s*\(")
 _NAME_START = re.compile(r"[A-Za-z_]")
-# A label is an upper-case letter that stands alone: "B", "B)", "(B)", "B.", "B:", "Option B".
-# (``\s*(?:[:\-]\s*)?``, not ``\s*[:\-]?\s*``: two runs of spaces side by side split a long
-# run every way, quadratic in its length.)
-_LABEL = re.compile(r"^\s*(?:(?:option|answer|choice)\s*(?:[:\-]\s*)?)?\(?([A-Z])(?:[).:\]]|\s*$)",
+# A label is an upper-case letter that stands alone: "B", "B)", "(B)", "B.", "B:", "B, because",
+# "Option B". (``\s*(?:[:\-]\s*)?``, not ``\s*[:\-]?\s*``: two runs of spaces side by side
+# split a long run every way, quadratic in its length.)
+_LABEL = re.compile(r"^\s*(?:(?:option|answer|choice)\s*(?:[:\-]\s*)?)?\(?([A-Z])(?:[).:\],]|\s*$)",
                     re.I)
+#: A letter a model set apart by emphasis before going on ("**B** is the one", "*(C)* —"): a
+#: label, where a bare "A quick look" is an article.
+_EMPHASIZED_LABEL = re.compile(r"^\s*(?:\*+|__)\s*\(?([A-Z])[).:]?\s*(?:\*+|__)", re.I)
 _BARE_LABEL = re.compile(r"^\s*(?:option|answer|choice)\s*(?:[:\-]\s*)?([A-Z])\b", re.I)
 #: Markdown emphasis a model wraps a label in ("**B**", "**Answer:** B"), read past.
 _EMPHASIS = re.compile(r"\*+|__")
@@ -95,8 +98,9 @@ def first_call(response: str) -> str:
 
 def first_choice(response: str, options: list[str]) -> int | None:
     """Index of the first option chosen: a leading label, else the earliest option text."""
-    head = _EMPHASIS.sub("", first_line(response) or response)
-    label = _LABEL.match(head) or _BARE_LABEL.match(head)
+    line = first_line(response) or response
+    head = _EMPHASIS.sub("", line)
+    label = _EMPHASIZED_LABEL.match(line) or _LABEL.match(head) or _BARE_LABEL.match(head)
     if label:
         index = ord(label.group(1).upper()) - ord("A")
         if 0 <= index < len(options):

@@ -145,6 +145,14 @@ def test_first_attempt_extraction() -> None:
     # An article is not a label; a later label or option text is what counts.
     assert first_choice("A quick look settles it: C) Poplar Room", options) == 2
     assert first_choice("Answer: B", options) == 1
+    # A label followed by a comma, or set apart by emphasis, is a label.
+    assert first_choice("B, because the tool shows it this morning.", options) == 1
+    assert first_choice("**B** is the one the tool shows, not Maple Room", options) == 1
+    assert first_choice("*(c)* Poplar Room", options) == 2
+    assert first_choice("__A__", options) == 0
+    # Emphasis on a word is not a label; the option text named first counts.
+    assert first_choice("**Always** Poplar Room", options) == 2
+    assert first_choice("I, for one, take the Poplar Room", options) == 2
 
 
 def test_canonical_scoring_ignores_case_space_quotes_and_optionally_order() -> None:
