@@ -10,9 +10,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-from scipy import sparse
-
 from .errors import CheckFailed, Problem
 from .spec import FamilySpec, ReleaseSpec
 
@@ -53,6 +50,11 @@ def mean_pairwise_jaccard(word_sets: Sequence[set[str]]
     empty sets count as identical), and the most alike two (indices and similarity; the
     first such pair in order). Every similarity is one IEEE division and they are summed
     exactly (``math.fsum``), so the mean is the same on every machine."""
+    # Imported here: every command that loads a release file imports this module, and only a
+    # release that declares a variety check needs them (they cost a quarter second to import).
+    import numpy as np
+    from scipy import sparse
+
     n = len(word_sets)
     if n < 2:
         return 0.0, None

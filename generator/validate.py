@@ -34,7 +34,7 @@ VALIDATION_SEED = 0
 #: item of its pools; and most instances rendered for the pools' sake (a family of many
 #: variants a group stops sooner).
 VALIDATION_MAX_GROUPS = 64
-VALIDATION_MAX_INSTANCES = 150
+VALIDATION_MAX_INSTANCES = 80
 #: Most items a note on a family's undrawn pool items names, and most families noted one by
 #: one (more are summed up in one line).
 _NOTE_ITEMS = 3
