@@ -12,7 +12,7 @@ import functools
 import os
 from typing import TYPE_CHECKING, Any
 
-from .errors import SpecError
+from .errors import SpecError, elide
 
 if TYPE_CHECKING:
     import regex
@@ -35,8 +35,7 @@ class PatternTooSlow(Exception):
 
 def _shown(pattern: str) -> str:
     """The pattern quoted for an error line, its middle elided where it is long."""
-    text = repr(pattern)
-    return text if len(text) <= 80 else f"{text[:38]}…{text[-38:]}"
+    return elide(repr(pattern), 120)
 
 
 def regex_seconds() -> float:

@@ -16,16 +16,17 @@ hit and false-alarm rates of one resample drawn from the same groups.
 from __future__ import annotations
 
 import math
-import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from . import safe_regex
 from .scoring import first_attempt
 
 
 def _performed(instance: Mapping[str, Any], response: str, pattern: str) -> bool:
-    return re.search(pattern, first_attempt(instance["answer"], response)) is not None
+    # A pattern from a spec: matched under the regex time limit like a gold.
+    return safe_regex.search(pattern, first_attempt(instance["answer"], response))
 
 
 def group_rates(items: Sequence[tuple[Mapping[str, Any], str]]

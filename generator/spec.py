@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -216,14 +215,10 @@ def _load_checked(path: Path, project: Project, schema: str,
 
 
 def _bad_patterns(patterns: list[str]) -> list[tuple[int, str]]:
-    """(index, reason) of each pattern that does not compile as a regular expression."""
-    bad = []
-    for index, pattern in enumerate(patterns):
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            bad.append((index, str(exc)))
-    return bad
+    """(index, reason) of each pattern that does not compile in the engine that matches it."""
+    from .safe_regex import pattern_error
+    return [(index, why) for index, pattern in enumerate(patterns)
+            if (why := pattern_error(pattern)) is not None]
 
 
 def _refuse_repeats(located: Located, key: str, names: list[str], what: str) -> None:
@@ -528,10 +523,8 @@ class FamilyLoader:
         if "signal" in analysis:
             for axis, value in analysis["signal"]["act"].items():
                 refs.append((("analysis", "signal", "act", axis), axis, [value]))
-            try:
-                re.compile(analysis["signal"]["performed"])
-            except re.error as exc:
-                problem(f"signal 'performed' is not a valid regular expression: {exc}",
+            for _, why in _bad_patterns([analysis["signal"]["performed"]]):
+                problem(f"signal 'performed' is not a valid regular expression: {why}",
                         ("analysis", "signal", "performed"))
         for where, axis, wanted in refs:
             if axis not in values:
