@@ -52,7 +52,7 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 #: into 80 columns, cutting the names that tell their rows apart.
 out = Console(highlight=False, soft_wrap=True,
               width=None if sys.stdout.isatty() else PIPE_WIDTH)
-_state: dict[str, Path | None] = {"root": None}
+_state: dict[str, Any] = {"root": None, "marker_read": False}
 T = TypeVar("T")
 
 if TYPE_CHECKING:
@@ -73,7 +73,19 @@ def _root(
 
 
 def _project() -> Project:
-    return find_project(_state["root"])
+    """The project this command works on; its cache of compiled code is kept inside it."""
+    from .code_cache import use_project
+    from .new_project import memspec_version
+    from .project import newer_marker_warning
+
+    project = find_project(_state["root"])
+    use_project(project.root)
+    if not _state.get("marker_read"):  # said once, however often a command asks
+        _state["marker_read"] = True
+        warning = newer_marker_warning(project, memspec_version())
+        if warning:
+            print(warning, file=sys.stderr)
+    return project
 
 
 def _run(action: Callable[[], T]) -> T:

@@ -21,8 +21,11 @@ secret kept in the root (mode 0600) and of that secret file's identity on disk, 
 cache shipped in a checkout or an archive, key file included, is never trusted
 (``_entry_key``).
 
-The cache lives in ``$MEMSPEC_CACHE_DIR`` if that is set (empty turns it off), else in
-``$XDG_CACHE_HOME/memspec`` or ``~/.cache/memspec``. It is safe to delete at any time.
+The cache lives in ``$MEMSPEC_CACHE_DIR`` if that is set (empty turns it off), else in the
+folder ``.memspec_cache`` of the project a command works on (as ``.ruff_cache`` or
+``.pytest_cache``): a command writes nothing outside its project and its ``--out``. A command
+that works on no project (``verify``, ``score`` of a downloaded release) keeps no cache. It is
+safe to delete at any time.
 
 Parsing YAML is kept the same way (``cached_data``): a strict parse that remembers every
 value's place costs ten times what loading its result costs.
@@ -47,14 +50,26 @@ from typing import Any, TypeVar
 
 #: Environment variable naming the cache folder; set to the empty string to turn caching off.
 CACHE_DIR_VARIABLE = "MEMSPEC_CACHE_DIR"
+#: The cache's folder inside a project, beside its specs/ (``memspec init`` ignores it in git).
+PROJECT_CACHE = ".memspec_cache"
 #: Bumped when the layout of an entry changes.
 _FORMAT = b"memspec-code-cache-2"
 _HEADER = len(hashlib.sha256().digest())
 
-_directory: tuple[str | None, Path | None] | None = None
+#: The project folder's cache set by ``use_project`` (None: no project, no cache).
+_project_folder: Path | None = None
+#: The folder found for the last (variable, project) pair asked about.
+_directory: tuple[tuple[str | None, Path | None], Path | None] | None = None
 #: What ``_read`` returns for no usable entry (None is a value a parse may give).
 _MISSING = object()
 T = TypeVar("T")
+
+
+def use_project(root: Path | None) -> None:
+    """Keep this process's cache (and its forked workers') in the project at ``root``, or
+    none when ``root`` is None; ``$MEMSPEC_CACHE_DIR``, where set, still decides."""
+    global _project_folder
+    _project_folder = None if root is None else root / PROJECT_CACHE
 
 
 def cache_directory() -> Path | None:
@@ -62,17 +77,11 @@ def cache_directory() -> Path | None:
     global _directory
     setting = os.environ.get(CACHE_DIR_VARIABLE)
     # Looked up once per setting: tests and embedding programs may change the variable.
-    if _directory is not None and _directory[0] == setting:
+    if _directory is not None and _directory[0] == (setting, _project_folder):
         return _directory[1]
-    if setting is not None:
-        folder = Path(setting) if setting else None
-    else:
-        # A relative XDG_CACHE_HOME is to be ignored, as its specification says.
-        base = os.environ.get("XDG_CACHE_HOME", "")
-        if not os.path.isabs(base):
-            base = os.path.join(os.path.expanduser("~"), ".cache")
-        folder = Path(base, "memspec") if os.path.isabs(base) else None
-    _directory = (setting, folder)
+    # Set but empty: caching is off.
+    folder = _project_folder if setting is None else (Path(setting) if setting else None)
+    _directory = ((setting, _project_folder), folder)
     return folder
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from .catalog import yaml_files
 from .errors import Problem, SpecError
 from .instances import phase_messages
-from .project import Project
+from .project import LIBRARY_PREFIX, Project, library_root
 from .release import TMP_PREFIX
 from .release_folders import refuse_writing_inside_release
 from .render import Renderer, TemplateOrigin
@@ -39,19 +39,26 @@ BUILT_IN_FORMAT = "inspect"
 
 
 def find_export(project: Project, name: str) -> ExportFormat:
-    """The export format declared as ``export: NAME`` under specs/exports/."""
+    """The export format declared as ``export: NAME`` under the project's specs/exports/, or,
+    named ``memspec:NAME``, under the library's (the formats that ship with memspec)."""
     problems: list[Problem] = []
     known = []
-    for path in yaml_files(project.specs / "exports", problems, project.display):
-        located = load_yaml_file(path, project.display(path))
-        if not isinstance(located.data, dict):
-            continue
-        known.append(str(located.data.get("export")))
-        if located.data.get("export") == name:
-            found = schema_problems("export", located)
-            if found:
-                raise SpecError(found)
-            return ExportFormat(name, located.data["paradigms"], located)
+    sources = [("", project, project.specs / "exports")]
+    library = library_root()
+    if library is not None and library != project.root:
+        sources.append((LIBRARY_PREFIX, project, library / "specs" / "exports"))
+    for prefix, owner, folder in sources:
+        for path in yaml_files(folder, problems, owner.display):
+            located = load_yaml_file(path, owner.display(path))
+            if not isinstance(located.data, dict):
+                continue
+            declared = f"{prefix}{located.data.get('export')}"
+            known.append(declared)
+            if declared == name:
+                found = schema_problems("export", located)
+                if found:
+                    raise SpecError(found)
+                return ExportFormat(name, located.data["paradigms"], located)
     raise SpecError(problems or [Problem(f"unknown export format {name!r}; known: "
                                          f"{', '.join(sorted([*known, BUILT_IN_FORMAT]))}")])
 

@@ -85,7 +85,9 @@ def project_files(folder: Path) -> dict[Path, str]:
               + dump_yaml({"project": name, "memspec_version": memspec_version()}, MARKER))
     files = {folder / MARKER: marker,
              folder / ".gitignore": "# Built releases: rebuilt byte for byte from the specs "
-                                    "and manifests/.\n/dist/\n",
+                                    "and manifests/.\n/dist/\n"
+                                    "# Compiled templates kept between runs (safe to delete).\n"
+                                    "/.memspec_cache/\n",
              folder / "README.md": _readme(name, _library_paradigms())}
     for sub in PROJECT_FOLDERS:
         files[folder / sub / ".gitkeep"] = ""

@@ -161,6 +161,45 @@ class Project:
         return candidate
 
 
+def newer_marker_warning(project: Project, installed: str) -> str | None:
+    """A warning when the project's marker says it was made with a newer memspec than the
+    ``installed`` one (its specs may use what this version does not know), else None. A
+    marker that is not a mapping of strings is refused, located."""
+    from .yamlsafe import load_yaml_file
+
+    path = project.root / MARKER
+    if not path.is_file():
+        return None  # a root named with --root may have no marker
+    located = load_yaml_file(path, project.display(path))
+    if not isinstance(located.data, dict):
+        raise located.error(f"{MARKER} must be a mapping (project, memspec_version)")
+    made_with = located.data.get("memspec_version")
+    if made_with is None:
+        return None
+    if not isinstance(made_with, str) or not made_with[:1].isdigit():
+        raise located.error("memspec_version must be a version such as '0.1.0'",
+                            ("memspec_version",))
+    if installed[:1].isdigit() and _version_key(made_with) > _version_key(installed):
+        return (f"warning: this project was made with memspec {made_with}, newer than the "
+                f"memspec {installed} running it; upgrade memspec if a spec is refused")
+    return None
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    """The leading numbers of a version, trailing zeros dropped ('0.10.2rc1' -> (0, 10, 2))."""
+    numbers = []
+    for part in version.split("."):
+        digits = len(part) - len(part.lstrip("0123456789"))
+        if not digits:
+            break
+        numbers.append(int(part[:digits]))
+        if digits < len(part):
+            break
+    while numbers and numbers[-1] == 0:  # 1.0 is 1.0.0
+        numbers.pop()
+    return tuple(numbers)
+
+
 def _looks_like_project(path: Path) -> bool:
     return (path / "specs").is_dir() and (path / "templates").is_dir()
 

@@ -51,7 +51,7 @@ def one_second(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     own (nothing written outside it)."""
     for name in ("MEMSPEC_GROUP_SECONDS", "MEMSPEC_COMMAND_SECONDS", "MEMSPEC_REGEX_SECONDS"):
         monkeypatch.setenv(name, "1")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("MEMSPEC_CACHE_DIR", str(tmp_path / "cache"))
 
 
 # ------------------------------------------------------------------ the budget itself
@@ -257,7 +257,7 @@ def test_a_hostile_regex_gold_at_score_time_is_ended(tmp_path: Path) -> None:
         FAMILY: REGEX_FAMILY,
         PARADIGM: FILES[PARADIGM].replace("scorers: [exact]", "scorers: [exact, regex]")})
     env = {"MEMSPEC_REGEX_SECONDS": "1", "MEMSPEC_GROUP_SECONDS": "1",
-           "XDG_CACHE_HOME": str(tmp_path / "cache")}
+           "MEMSPEC_CACHE_DIR": str(tmp_path / "cache")}
     # The fixture's one-colour gold is passable without memory (the audit says so); what is
     # tested here is the gold's matching at score time.
     built, _ = _cli(root, "freeze", "demo-v1", "--out", tmp_path / "dist",
@@ -288,7 +288,7 @@ def test_a_hostile_regex_gold_at_score_time_is_ended(tmp_path: Path) -> None:
 
 def test_a_quadratic_probe_line_at_audit_time_is_linear(tmp_path: Path) -> None:
     env = {"MEMSPEC_GROUP_SECONDS": "1", "MEMSPEC_COMMAND_SECONDS": "60",
-           "XDG_CACHE_HOME": str(tmp_path / "cache")}
+           "MEMSPEC_CACHE_DIR": str(tmp_path / "cache")}
     timings = []
     for name, probe in (("plain", "Which colour did I say I like?"),
                         ("hostile", "A) x" + " " * 200_000 + "y")):

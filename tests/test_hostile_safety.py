@@ -18,7 +18,7 @@ from test_hostile import MAX_ERROR_LINE, _memspec, _snapshot, _write_project
 
 from conftest import bundled_release, run_cli
 from generator import code_cache
-from generator.code_cache import CACHE_DIR_VARIABLE, KEY_FILE
+from generator.code_cache import CACHE_DIR_VARIABLE, KEY_FILE, PROJECT_CACHE
 
 
 @pytest.fixture
@@ -76,26 +76,27 @@ def _plant(cache: Path, marker: Path) -> int:
 
 
 def test_a_cache_shipped_inside_a_checkout_never_runs(tmp_path: Path, project: Path) -> None:
-    """``XDG_CACHE_HOME=$PWD/.cache``: a cache that came with the checkout, key file and
-    entries tagged with it, is not trusted; the one this user's runs made is."""
+    """The project's own cache (``.memspec_cache``, the default) as a checkout or an archive
+    brings it, key file and entries tagged with it, is not trusted; the one this user's runs
+    made is."""
     args = ("generate", FAMILY_ID, "--groups", 2, "--seed", 3)
     marker = tmp_path / "escaped-cache-ran"
-    first = _env_run(project, {"XDG_CACHE_HOME": str(project / ".cache")}, *args)
+    first = _env_run(project, {}, *args)
     assert first.returncode == 0, first.stderr  # type: ignore[attr-defined]
-    cache = project / ".cache" / "memspec"
+    cache = project / PROJECT_CACHE
     assert _plant(cache, marker)
     # The planted entries are well formed: in the cache that made the key, they run.
-    _env_run(project, {"XDG_CACHE_HOME": str(project / ".cache")}, *args)
+    _env_run(project, {}, *args)
     assert marker.exists()
     marker.unlink()
 
     # The same files as a checkout brings them (new files, the key file 0600 included).
     checkout = tmp_path / "checkout"
     shutil.copytree(project, checkout)
-    shipped = checkout / ".cache" / "memspec"
+    shipped = checkout / PROJECT_CACHE
     assert (shipped / KEY_FILE).stat().st_mode & 0o777 == 0o600
     before = _snapshot(checkout / "specs")
-    result = _env_run(checkout, {"XDG_CACHE_HOME": str(checkout / ".cache")}, *args)
+    result = _env_run(checkout, {}, *args)
     assert result.returncode == 0, result.stderr  # type: ignore[attr-defined]
     assert result.stdout == first.stdout  # type: ignore[attr-defined]
     assert not marker.exists(), "a shipped cache entry ran"

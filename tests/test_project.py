@@ -41,7 +41,7 @@ def test_init_makes_a_project_and_never_overwrites(tmp_path: Path) -> None:
         assert (root / folder).is_dir(), folder
     marker = (root / "memspec.yaml").read_text()
     assert "project: my_bench" in marker and "memspec_version:" in marker
-    assert (root / ".gitignore").read_text().splitlines()[-1] == "/dist/"
+    assert {"/dist/", "/.memspec_cache/"} <= set((root / ".gitignore").read_text().splitlines())
     readme = (root / "README.md").read_text()
     assert "memspec build" in readme and "memspec verify" in readme
     # Every bundled paradigm is listed by its library name (read from the library's files).
@@ -193,10 +193,11 @@ def _commands(rel: str, resp: str, scores: str) -> list[tuple[list[str], list[st
     ]
 
 
-def test_no_command_writes_outside_its_project_or_out(tmp_path: Path,
-                                                      built_example: Path) -> None:
+def test_no_command_writes_outside_its_project_or_out(tmp_path: Path, built_example: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     # Run from a folder that is no project: a command that needs one refuses (exit 2) and
-    # writes nothing; one that reads a release folder writes only its --out.
+    # writes nothing; one that reads a release folder writes only its --out. No cache folder
+    # is named, so the default is what is tested: no project, no cache.
     work = tmp_path / "work"
     home = tmp_path / "home"
     home.mkdir()
@@ -208,7 +209,8 @@ def test_no_command_writes_outside_its_project_or_out(tmp_path: Path,
                      "--by", "family", cwd=tmp_path, env=NO_CACHE)
     (work / "scores.json").write_text(scores.stdout)
     bundled = _bundled()
-    env = {**NO_CACHE, "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache")}
+    monkeypatch.delenv("MEMSPEC_CACHE_DIR", raising=False)
+    env = {"HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache")}
     needs_project = {"validate", "new", "generate", "show", "preview", "freeze", "merge",
                      "build", "pool", "check-answer"}
     ran = set()
@@ -274,3 +276,82 @@ def test_library_names_stay_inside_the_library(tmp_path: Path) -> None:
     assert env.join_path("mine/a.j2", "templates/mine/b.j2") == "mine/a.j2"
     assert env.join_path("memspec:implicitmem/qa_turns.j2", "templates/mine/b.j2") \
         == "memspec:implicitmem/qa_turns.j2"
+
+
+def test_a_projects_code_cache_is_kept_inside_it(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # By default compiled templates are kept in the project (as .ruff_cache is), private to
+    # this user, and ignored by the project's git; nothing is written to the home folder.
+    monkeypatch.delenv("MEMSPEC_CACHE_DIR", raising=False)
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache")}
+    root = tmp_path / "bench"
+    assert run_cli("init", str(root), cwd=tmp_path, env=env).returncode == 0
+    assert "/.memspec_cache/" in (root / ".gitignore").read_text().splitlines()
+    made = run_cli("new", "bench.area.x", "--paradigm", "memspec:example.procedural",
+                   cwd=root, env=env)
+    assert made.returncode == 0, made.stderr
+    first = run_cli("show", "bench.area.x", "--group", "0", cwd=root, env=env)
+    assert first.returncode == 0, first.stderr
+    cache = root / ".memspec_cache"
+    entries = [p for p in cache.rglob("*") if p.is_file() and p.name != "key"]
+    assert entries, "nothing was cached"
+    assert cache.stat().st_mode & 0o777 == 0o700
+    assert (cache / "key").stat().st_mode & 0o777 == 0o600
+    assert list(home.iterdir()) == []
+    # The cache changes no output, and a second run adds no entry.
+    again = run_cli("show", "bench.area.x", "--group", "0", cwd=root, env=env)
+    assert again.stdout == first.stdout
+    assert sorted(p for p in cache.rglob("*") if p.is_file() and p.name != "key") == \
+        sorted(entries)
+
+
+@pytest.mark.parametrize(("made_with", "warned"), [
+    ("0.0.1", False), ("0.1", False), ("999.0.0", True), ("0.1.0rc1", False)])
+def test_a_project_made_with_a_newer_memspec_is_said_once(tmp_path: Path, made_with: str,
+                                                         warned: bool) -> None:
+    root = _user_project(tmp_path)
+    marker = root / "memspec.yaml"
+    marker.write_text(f"project: bench\nmemspec_version: '{made_with}'\n")
+    result = run_cli("validate", cwd=root, env=NO_CACHE)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count(f"made with memspec {made_with}, newer") == int(warned)
+
+
+@pytest.mark.parametrize(("text", "where"), [
+    ("project: bench\nmemspec_version: [1]\n", ":2:"), ("- a list\n", ":1:"),
+    ("project: bench\nmemspec_version: 'latest'\n", ":2:")])
+def test_a_malformed_project_marker_is_refused_where_it_is(tmp_path: Path, text: str,
+                                                          where: str) -> None:
+    root = _user_project(tmp_path)
+    (root / "memspec.yaml").write_text(text)
+    result = run_cli("validate", cwd=root, env=NO_CACHE)
+    assert result.returncode == 2
+    assert f"memspec.yaml{where}" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_an_export_format_of_the_library_is_named_memspec(tmp_path: Path,
+                                                          built_dist: Path) -> None:
+    # A project of one's own exports into the layouts that ship with memspec by their
+    # library names; a bare name means the project's own formats only.
+    root = _user_project(tmp_path)
+    built_example = built_dist / "example-v1"
+    feedback = built_dist / "feedback-v3"
+    exported = run_cli("export", str(feedback), "--format", "memspec:memorybench", "--out",
+                       str(tmp_path / "mb"), cwd=root, env=NO_CACHE)
+    assert exported.returncode == 0, exported.stderr
+    written = "\n".join(p.relative_to(tmp_path / "mb").as_posix()
+                        for p in (tmp_path / "mb").rglob("*") if p.is_file())
+    families = json.loads((feedback / "manifest.json").read_text())["counts"]["families"]
+    assert all(family.rsplit(".", 1)[1] in written for family in families), written
+    bare = run_cli("export", str(feedback), "--format", "memorybench", "--out",
+                   str(tmp_path / "bare"), cwd=root, env=NO_CACHE)
+    assert bare.returncode == 2 and not (tmp_path / "bare").exists()
+    unknown = run_cli("export", str(built_example), "--format", "nothing", "--out",
+                      str(tmp_path / "x"), cwd=root, env=NO_CACHE)
+    assert unknown.returncode == 2
+    assert "memspec:memorybench" in unknown.stderr and "memspec:implicitmembench" in \
+        unknown.stderr
+    assert not (tmp_path / "x").exists()
