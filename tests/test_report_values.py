@@ -1,0 +1,223 @@
+"""The numbers a score report publishes, each against an independent computation (scipy,
+statsmodels or by hand): interval bounds on both sides, the cluster bootstrap, the chance
+rate a test is run against, Holm's adjustment, accuracy over answered items, reliance, and a
+judged pair with an arm missing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats as scipy_stats
+
+from generator.errors import SpecError
+from generator.score import ScoreOptions, attach_judgments, outcome, score_outcomes
+from generator.stats import adjust, bootstrap_ci, holm
+
+
+def _choice(group: int, right: bool, *, family: str = "f", options: int = 3,
+            chance: float | None = None, axes: dict | None = None, fields: dict | None = None,
+            distractor: bool = True, answer: str | None = None) -> tuple[dict, str]:
+    """A choice instance whose gold is the first option, and a response right or wrong (the
+    second option, the declared distractor where there is one)."""
+    labels = [f"option {k}" for k in range(options)]
+    instance = {"id": f"{family}-{group:05d}-{'.'.join((axes or {}).values()) or 'x'}",
+                "family": family, "group": group, "design": "main", "axes": axes or {},
+                "fields": fields or {},
+                "answer": {"scorer": "choice", "options": labels, "gold": labels[0],
+                           "gold_index": 0,
+                           **({"distractors": {"stale": labels[1]}} if distractor else {})},
+                "analysis": {"chance": chance} if chance else {}}
+    return instance, answer if answer is not None else ("A" if right else "B")
+
+
+def _report(pairs: list[tuple[dict, str | None]], by: list[str] | None = None,
+            **options: object) -> dict:
+    outcomes = [outcome(instance, response) for instance, response in pairs]
+    return score_outcomes(outcomes, by or [], ScoreOptions(**options))
+
+
+def _scipy_percentile(values: list[float], resamples: int = 40_000) -> tuple[float, float]:
+    found = scipy_stats.bootstrap((np.asarray(values),), np.mean, method="percentile",
+                                  n_resamples=resamples,
+                                  random_state=np.random.default_rng(5)).confidence_interval
+    return found.low, found.high
+
+
+def test_accuracy_interval_has_both_bounds_of_a_percentile_bootstrap() -> None:
+    # 5 groups of 12 right: an estimate of 5/12 whose interval reaches well above it.
+    rights = [True] * 5 + [False] * 7
+    overall = _report([_choice(g, r) for g, r in enumerate(rights)])["overall"]
+    low, high = _scipy_percentile([float(r) for r in rights])
+    assert overall["accuracy"] == pytest.approx(5 / 12)
+    assert overall["accuracy_ci"][0] == pytest.approx(low, abs=0.03)
+    assert overall["accuracy_ci"][1] == pytest.approx(high, abs=0.03)
+    assert overall["accuracy_ci"][1] - overall["accuracy"] > 0.2
+    # Coverage is 1 everywhere: its interval is the point.
+    assert overall["coverage"] == 1.0 and overall["coverage_ci"] == [1.0, 1.0]
+    assert overall["selective_risk"] == pytest.approx(7 / 12)
+
+
+def test_delta_mem_interval_has_both_bounds_and_rho_star_needs_the_upper() -> None:
+    # Per group: stale right or wrong against a baseline always right; Δmem per group is 0
+    # or -1, its interval a percentile bootstrap of those values.
+    pairs, per_group = [], []
+    for g, stale_right in enumerate([True, False, True, True, False, True, True, False]):
+        base = _choice(g, True, axes={"condition": "none"})
+        stale = _choice(g, stale_right, axes={"condition": "stale"})
+        for instance, _ in (base, stale):
+            instance["analysis"]["baseline"] = {"axis": "condition", "value": "none"}
+        pairs += [base, stale]
+        per_group.append(0.0 if stale_right else -1.0)
+    report = _report(pairs, ["condition"], correction="none")
+    stale = next(g["metrics"] for g in report["groups"] if g["key"] == {"condition": "stale"})
+    low, high = _scipy_percentile(per_group)
+    assert stale["delta_mem"] == pytest.approx(-3 / 8)
+    assert stale["delta_mem_pairs"] == 8
+    assert stale["delta_mem_ci"][0] == pytest.approx(low, abs=0.05)
+    assert stale["delta_mem_ci"][1] == pytest.approx(high, abs=0.05)
+    assert stale["delta_mem_ci"][1] < 0  # every bootstrap Δmem here is negative ...
+    assert stale["delta_mem_ci"][1] > stale["delta_mem"] + 0.1  # ... but the bound is not Δmem
+
+
+def test_a_cluster_bootstrap_of_one_group_a_cluster_is_the_ordinary_one() -> None:
+    values = [0.0, 1.0, 1.0, 0.5, 0.25, 1.0, 0.0, 0.75]
+    assert bootstrap_ci(values, [f"c{k}" for k in range(8)], seed=3) == \
+        bootstrap_ci(values, seed=3)
+
+
+def test_the_cluster_bootstrap_draws_every_cluster_alike() -> None:
+    # Ten clusters of unequal size; the resampled statistic is the pooled mean of the drawn
+    # clusters (sum of values over number of groups), as scipy's paired bootstrap of the
+    # (sum, size) of each cluster computes it.
+    rng = np.random.default_rng(8)
+    sizes = [1, 2, 3, 4, 1, 2, 5, 1, 3, 2]
+    values, clusters = [], []
+    for index, size in enumerate(sizes):
+        level = rng.uniform(0, 1)
+        values += list(np.clip(level + rng.normal(0, 0.1, size), 0, 1))
+        clusters += [f"c{index}"] * size
+    sums = np.array([sum(v for v, c in zip(values, clusters, strict=True) if c == f"c{i}")
+                     for i in range(len(sizes))])
+    theirs = scipy_stats.bootstrap(
+        (sums, np.array(sizes, dtype=float)), lambda s, n, axis: s.sum(axis) / n.sum(axis),
+        paired=True, vectorized=True, method="percentile", n_resamples=40_000,
+        random_state=np.random.default_rng(1)).confidence_interval
+    ours = bootstrap_ci(values, clusters, resamples=40_000, seed=2)
+    assert ours is not None
+    assert ours[0] == pytest.approx(theirs.low, abs=0.02)
+    assert ours[1] == pytest.approx(theirs.high, abs=0.02)
+
+
+def test_cluster_with_exactly_two_clusters_is_scored_and_one_is_refused() -> None:
+    pairs = [_choice(g, g % 3 != 0, fields={"template": f"t{g % 2}"}) for g in range(8)]
+    report = _report(pairs, cluster="template")
+    (test,) = report["overall"]["tests"]
+    assert (test["unit"], test["clusters"], test["groups"]) == ("cluster", 2, 8)
+    assert report["overall"]["accuracy"] == pytest.approx(5 / 8)
+    one = [_choice(g, True, fields={"template": "t"}) for g in range(4)]
+    with pytest.raises(SpecError, match="puts every group in one cluster"):
+        _report(one, cluster="template")
+    varying = [_choice(0, True, fields={"template": "a"}, axes={"r": "0"}),
+               _choice(0, True, fields={"template": "b"}, axes={"r": "1"})]
+    with pytest.raises(SpecError, match="varies within group 0"):
+        _report(varying, cluster="template")
+    with pytest.raises(SpecError, match="no instance has a key 'nothing'"):
+        _report(pairs, ["nothing"])
+
+
+@pytest.mark.parametrize(("options", "right"), [(4, 3), (2, 7), (5, 9)])
+def test_chance_is_one_over_the_options_where_none_is_declared(options: int, right: int) -> None:
+    pairs = [_choice(g, g < right, options=options) for g in range(10)]
+    (test,) = _report(pairs)["overall"]["tests"]
+    assert test["chance"] == pytest.approx(1 / options)
+    assert test["p_value"] == pytest.approx(
+        scipy_stats.binomtest(right, 10, 1 / options).pvalue)
+
+
+def test_a_declared_chance_overrides_the_options() -> None:
+    pairs = [_choice(g, g < 6, options=4, chance=0.5) for g in range(10)]
+    (test,) = _report(pairs)["overall"]["tests"]
+    assert test["chance"] == 0.5
+    assert test["p_value"] == pytest.approx(scipy_stats.binomtest(6, 10, 0.5).pvalue)
+
+
+def test_holm_never_exceeds_one_and_matches_statsmodels() -> None:
+    multitest = pytest.importorskip("statsmodels.stats.multitest")
+    for p_values in ([0.9, 0.8, 0.7], [0.4, 0.6, 0.35, 0.02], [1.0, 0.5]):
+        expected = list(multitest.multipletests(p_values, method="holm")[1])
+        assert holm(p_values) == pytest.approx(expected)
+        assert max(holm(p_values)) <= 1.0
+        assert adjust(p_values, "bonferroni") == pytest.approx(
+            list(multitest.multipletests(p_values, method="bonferroni")[1]))
+    assert adjust([0.2, None, 0.3], "bonferroni") == [pytest.approx(0.4), None,
+                                                      pytest.approx(0.6)]
+    with pytest.raises(ValueError, match="unknown correction"):
+        adjust([0.1], "sidak")
+
+
+def test_accuracy_counts_answered_items_and_accuracy_all_every_item() -> None:
+    # Four groups, two rotations each. Group 0: right, right; group 1: right, abstains;
+    # group 2: wrong, abstains; group 3: abstains twice.
+    plan = [("A", "A"), ("A", "I don't know"), ("B", "I don't know"),
+            ("I don't know", "I don't know")]
+    pairs = [_choice(g, True, axes={"rotation": str(r)}, answer=response)
+             for g, responses in enumerate(plan) for r, response in enumerate(responses)]
+    overall = _report(pairs)["overall"]
+    assert (overall["n"], overall["answered"], overall["missing"]) == (8, 4, 0)
+    # Group means over answered items: 1, 1, 0 (group 3 has none) -> 2/3.
+    assert overall["accuracy"] == pytest.approx(2 / 3)
+    # Over every item, an abstention wrong: 1, 1/2, 0, 0 -> 3/8.
+    assert overall["accuracy_all"] == pytest.approx(3 / 8)
+    # Coverage per group: 1, 1/2, 1/2, 0 -> 1/2.
+    assert overall["coverage"] == pytest.approx(0.5)
+    assert overall["abstention_rate"] == pytest.approx(0.5)
+    # Reliance over answered items: group 0 none, 1 none, 2 relied -> 1/3.
+    assert overall["reliance"] == pytest.approx(1 / 3)
+
+
+def test_reliance_reads_only_items_that_declare_a_distractor() -> None:
+    with_one = [_choice(g, g == 0, family="d") for g in range(2)]  # 0 right, 1 relies
+    without = [_choice(g, False, family="n", distractor=False) for g in range(2)]
+    report = _report([*with_one, *without], ["family"])
+    assert report["overall"]["reliance"] == pytest.approx(0.5)
+    rows = {g["key"]["family"]: g["metrics"] for g in report["groups"]}
+    assert rows["d"]["reliance"] == pytest.approx(0.5)
+    assert "reliance" not in rows["n"]
+    assert rows["n"]["accuracy"] == 0.0
+
+
+def _judged(group: int, arm: str) -> dict:
+    return {"id": f"j-{group:05d}-{arm}", "family": "j", "group": group, "design": "main",
+            "axes": {"arm": arm}, "fields": {}, "answer": {"scorer": "judge"},
+            "analysis": {"judge_pairs": {"axis": "arm", "treatment": "t", "control": "c"},
+                         "judge_scale": [1, 5]}}
+
+
+def test_judge_influence_pairs_arms_and_skips_a_pair_with_one_arm_missing() -> None:
+    instances = [_judged(g, arm) for g in range(3) for arm in ("t", "c")]
+    scores = {"j-00000-t": 5, "j-00000-c": 3, "j-00001-t": 2, "j-00001-c": 4,
+              "j-00002-t": 4}  # group 2's control was never judged
+    outcomes, _ = attach_judgments([outcome(i, "text") for i in instances], scores, None,
+                                   "family")
+    overall = score_outcomes(outcomes, [], ScoreOptions())["overall"]
+    # Influence per group with both arms: +2, -2 -> 0; group 2 has no pair.
+    assert overall["influence"] == pytest.approx(0.0)
+    assert overall["influence_percent"] == pytest.approx(0.0)
+    # Judge score per group over its judged items: 4, 3, 4.
+    assert overall["judge_score"] == pytest.approx(11 / 3)
+    assert overall["accuracy"] is None and "tests" not in overall
+    only_treatment = {k: v for k, v in scores.items() if k.endswith("-t")}
+    outcomes, _ = attach_judgments([outcome(i, "text") for i in instances], only_treatment,
+                                   None, "family")
+    overall = score_outcomes(outcomes, [], ScoreOptions())["overall"]
+    assert "influence" not in overall and overall["judge_score"] == pytest.approx(11 / 3)
+
+
+def test_influence_as_a_percentage_of_the_judge_scale() -> None:
+    instances = [_judged(g, arm) for g in range(2) for arm in ("t", "c")]
+    scores = {"j-00000-t": 5, "j-00000-c": 3, "j-00001-t": 4, "j-00001-c": 3}
+    outcomes, _ = attach_judgments([outcome(i, "text") for i in instances], scores, None,
+                                   "family")
+    overall = score_outcomes(outcomes, [], ScoreOptions())["overall"]
+    assert overall["influence"] == pytest.approx(1.5)
+    assert overall["influence_percent"] == pytest.approx(100 * 1.5 / 4)
