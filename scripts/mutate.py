@@ -239,7 +239,8 @@ def run_module(module: str, tests: list[str], mutants: list[Mutant],
         # both must be the copy for the mutant to be what runs.
         copy_root = Path(tmp) / "project"
         shutil.copytree(ROOT, copy_root, symlinks=True, ignore=shutil.ignore_patterns(
-            ".git", "__pycache__", "*.egg-info", "dist", "build", ".ruff_cache"))
+            ".git", "__pycache__", "*.egg-info", "dist", "build", ".ruff_cache", ".venv",
+            ".pytest_cache", ".hypothesis"))
         target = copy_root / module
         status, baseline = _run_tests(copy_root, tests, timeout=1800)
         if status != "passed":
