@@ -114,6 +114,9 @@ def test_cluster_with_exactly_two_clusters_is_scored_and_one_is_refused() -> Non
     (test,) = report["overall"]["tests"]
     assert (test["unit"], test["clusters"], test["groups"]) == ("cluster", 2, 8)
     assert report["overall"]["accuracy"] == pytest.approx(5 / 8)
+    # Two clusters (means 3/4 and 1/2, four groups each): every resample is a mix of them.
+    low, high = report["overall"]["accuracy_ci"]
+    assert (low, high) == (pytest.approx(0.5), pytest.approx(0.75))
     one = [_choice(g, True, fields={"template": "t"}) for g in range(4)]
     with pytest.raises(SpecError, match="puts every group in one cluster"):
         _report(one, cluster="template")
