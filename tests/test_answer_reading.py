@@ -11,7 +11,14 @@ import pytest
 from test_bad_input import FAMILY, PARADIGM, edit, memspec, project  # noqa: F401
 
 from generator.score import acts_on_distractor, outcome
-from generator.scoring import answer_problems, first_call, first_choice, first_line, is_correct
+from generator.scoring import (
+    answer_problems,
+    canonical_text,
+    first_call,
+    first_choice,
+    first_line,
+    is_correct,
+)
 
 BOOK = {"scorer": "canonical", "gold": "book(room='B12', day='friday', guests=g(n=2))",
         "unordered_args": True}
@@ -38,6 +45,11 @@ def test_reordered_keywords_still_match(response: str) -> None:
 ])
 def test_unordered_keywords_refuse_every_other_call(response: str) -> None:
     assert is_correct(BOOK, response) is False
+
+
+def test_canonical_text_keeps_the_argument_order_unless_asked() -> None:
+    assert canonical_text("F( y = 2, x=“1” );") == "f(y=2,x='1')"
+    assert canonical_text("F( y = 2, x=“1” );", True) == "f(x='1',y=2)"
 
 
 def test_positional_arguments_keep_their_meaning_under_unordered_args() -> None:
@@ -67,6 +79,8 @@ OPTIONS = ["Terrace Room", "Garden Room", "Library"]
     ("C", 2),  # the last label is one of the options
     ("B\nThe Terrace Room would have been the old answer.", 1),
     ("B) Garden Room, not the Terrace Room the note mentions", 1),
+    ("Library, I think", 2),  # an option's text at the very start
+    ("Terrace Room. Not the Library.", 0),
     ("```", None),
     ("```\n```", None),
     ("", None),
