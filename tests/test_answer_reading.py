@@ -162,3 +162,12 @@ def test_an_invalid_regex_gold_is_refused_when_generated(project: Path,  # noqa:
     assert "gold is not a valid regular expression" in result.stderr
     assert "colour.yaml:" in result.stderr and "Traceback" not in result.stderr
     assert not out.exists()
+
+
+def test_a_gold_too_slow_on_its_own_distractor_is_a_problem_not_a_pass(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMSPEC_REGEX_SECONDS", "0.2")
+    problems = answer_problems({"scorer": "regex", "gold": "^(a|aa)+$",
+                                "distractors": {"slow": "a" * 5000 + "!"}})
+    assert problems == ["gold pattern '^(a|aa)+$' took longer than 0.2 s to match "
+                        "($MEMSPEC_REGEX_SECONDS) on the family's own example or distractors"]
