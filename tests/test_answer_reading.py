@@ -136,6 +136,10 @@ def test_an_answer_that_cannot_work_is_named() -> None:
     assert answer_problems({"scorer": "regex", "gold": "^bl", "example": "blue",
                             "distractors": {"near": "black"}}) == [
         "the scorer accepts distractor 'near' ('black')"]
+    # A gold its own scorer rejects (the option named is not at the gold's index).
+    assert answer_problems({"scorer": "choice", "options": ["Library", "Lobby"],
+                            "gold": "Library", "gold_index": 1}) == [
+        "the scorer rejects the gold response 'Library'"]
     assert answer_problems({"scorer": "judge", "gold": "(("}) == []
     assert answer_problems({"scorer": "exact", "gold": "blue",
                             "distractors": {"stale": "red"}}) == []
