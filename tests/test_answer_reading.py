@@ -140,6 +140,10 @@ def test_an_answer_that_cannot_work_is_named() -> None:
     assert answer_problems({"scorer": "choice", "options": ["Library", "Lobby"],
                             "gold": "Library", "gold_index": 1}) == [
         "the scorer rejects the gold response 'Library'"]
+    # A regex gold is a pattern, not a response: only its example is scored.
+    assert answer_problems({"scorer": "regex", "gold": "^bl(ue)?$"}) == []
+    assert answer_problems({"scorer": "regex", "gold": "^bl", "example": "red"}) == [
+        "the scorer rejects the example response 'red'"]
     assert answer_problems({"scorer": "judge", "gold": "(("}) == []
     assert answer_problems({"scorer": "exact", "gold": "blue",
                             "distractors": {"stale": "red"}}) == []
