@@ -224,3 +224,83 @@ def test_influence_as_a_percentage_of_the_judge_scale() -> None:
     overall = score_outcomes(outcomes, [], ScoreOptions())["overall"]
     assert overall["influence"] == pytest.approx(1.5)
     assert overall["influence_percent"] == pytest.approx(100 * 1.5 / 4)
+
+
+def test_groups_all_alike_have_the_estimate_as_their_interval() -> None:
+    # Six groups, each right in one of three rotations: every group mean is 1/3, and so is
+    # every resample's; the interval is the estimate itself, not a few ulps beside it.
+    pairs = [_choice(g, r == 0, axes={"rotation": str(r)}) for g in range(6) for r in range(3)]
+    overall = _report(pairs)["overall"]
+    assert overall["accuracy"] == 1 / 3
+    assert overall["accuracy_ci"] == [overall["accuracy"], overall["accuracy"]]
+    (test,) = overall["tests"]
+    assert (test["mean"], test["groups"], test["items"], test["p_value"]) == \
+        (pytest.approx(1 / 3), 6, 18, 1.0)
+
+
+def test_a_missing_response_is_counted_and_not_answered() -> None:
+    pairs = [_choice(0, True), (_choice(1, True)[0], None), _choice(2, False)]
+    overall = _report(pairs)["overall"]
+    assert (overall["n"], overall["answered"], overall["missing"]) == (3, 2, 1)
+    assert overall["coverage"] == pytest.approx(2 / 3)
+    assert overall["accuracy"] == pytest.approx(1 / 2)
+    assert overall["accuracy_all"] == pytest.approx(1 / 3)
+
+
+def test_rows_follow_the_keys_in_sorted_order_and_a_missing_key_reads_none() -> None:
+    pairs = [_choice(g, g % 2 == 0, family=family, fields={"split": split} if split else {})
+             for g, (family, split) in enumerate([("b", "dev"), ("a", None), ("b", None),
+                                                   ("a", "dev")])]
+    report = _report(pairs, ["family", "split"])
+    assert [g["key"] for g in report["groups"]] == [
+        {"family": "a", "split": "dev"}, {"family": "a", "split": "test"},
+        {"family": "b", "split": "dev"}, {"family": "b", "split": "test"}]
+    assert [g["metrics"]["n"] for g in report["groups"]] == [1, 1, 1, 1]
+    by_group = _report(pairs, ["group"])
+    assert [g["key"]["group"] for g in by_group["groups"]] == ["a#1", "a#3", "b#0", "b#2"]
+
+
+def test_a_headline_summary_is_the_unweighted_mean_of_its_parts() -> None:
+    # Family a: 3 of 4 groups right (75%); family b: 1 of 2 (50%); headline 62.5, not the
+    # 4 of 6 (66.7) pooled over items.
+    pairs = [_choice(g, g < 3, family="a") for g in range(4)] + \
+        [_choice(g, g < 1, family="b") for g in range(2)]
+    summary = {"name": "headline", "over": "family", "metric": "accuracy",
+               "metrics": {"b": "coverage"}}
+    report = _report(pairs, analysis=({"summaries": [summary]},))
+    (found,) = report["summaries"]
+    assert found["parts"] == {"a": {"metric": "accuracy", "percent": pytest.approx(75.0)},
+                              "b": {"metric": "coverage", "percent": pytest.approx(100.0)}}
+    assert found["score"] == pytest.approx(87.5)
+    plain = _report(pairs, analysis=({"summaries": [{**summary, "metrics": {}}]},))
+    assert plain["summaries"][0]["score"] == pytest.approx(62.5)
+    # A part with nothing to score leaves the headline undefined, never 0.
+    nothing = [*pairs[:4], (_choice(0, True, family="b")[0], "I don't know")]
+    undefined = _report(nothing, analysis=({"summaries": [{**summary, "metrics": {}}]},))
+    assert undefined["summaries"][0]["parts"]["b"]["percent"] is None
+    assert undefined["summaries"][0]["score"] is None
+
+
+@pytest.mark.parametrize("scope", ["report", "row"])
+def test_every_test_of_a_scope_is_corrected_together(scope: str) -> None:
+    multitest = pytest.importorskip("statsmodels.stats.multitest")
+    pairs = [_choice(g, g % 4 != 0, family=family) for family in ("a", "b")
+             for g in range(12)]
+    report = _report(pairs, ["family"], scope=scope)
+    rows = [report["overall"]["tests"], *(g["metrics"]["tests"] for g in report["groups"])]
+    families = [[t for row in rows for t in row]] if scope == "report" else rows
+    for family in families:
+        expected = multitest.multipletests([t["p_value"] for t in family], method="holm")[1]
+        assert [t["p_adjusted"] for t in family] == pytest.approx(list(expected))
+    assert report["multiplicity"]["tests"] == (3 if scope == "report" else 1)
+
+
+def test_abstentions_read_the_first_line_and_declared_patterns() -> None:
+    instance, _ = _choice(0, True)
+    assert outcome(instance, "A) option 0. I don't know why the note says B").answered is True
+    assert outcome(instance, "\n\nI'm not sure.").answered is False
+    assert outcome(instance, "Pass.").answered is True
+    declared = {**instance, "answer": {**instance["answer"], "abstain": [r"^pass\b"]}}
+    assert outcome(declared, "Pass.").answered is False
+    assert outcome(instance, "Pass.", (r"^(p)ass",)).answered is False  # a group of its own
+    assert outcome(instance, "   ").answered is False
