@@ -304,3 +304,28 @@ def test_abstentions_read_the_first_line_and_declared_patterns() -> None:
     assert outcome(declared, "Pass.").answered is False
     assert outcome(instance, "Pass.", (r"^(p)ass",)).answered is False  # a group of its own
     assert outcome(instance, "   ").answered is False
+
+
+def test_a_row_holding_one_arm_of_a_pair_has_one_chance_test_and_no_paired_one() -> None:
+    def inst(group: int, document: str) -> tuple[dict, str]:
+        instance = {"id": f"f-{group:05d}-{document}", "family": "f", "group": group,
+                    "design": "main", "axes": {"document": document}, "fields": {},
+                    "answer": {"scorer": "exact", "gold": "yes"},
+                    "analysis": {"paired": [{"axis": "document", "a": "real", "b": "fake"}],
+                                 "chance": 0.5}}
+        return instance, "yes" if document == "real" or group < 2 else "no"
+
+    pairs = [inst(g, d) for g in range(6) for d in ("real", "fake")]
+    report = _report(pairs, ["document"])
+    overall = {(t["test"], t.get("arm", {}).get("document")): t
+               for t in report["overall"]["tests"]}
+    assert set(overall) == {("sign_flip_vs_chance", "fake"), ("sign_flip_vs_chance", "real"),
+                            ("mcnemar_exact", None)}
+    paired = overall[("mcnemar_exact", None)]
+    assert (paired["pairs"], paired["only_a"], paired["only_b"]) == (6, 4, 0)
+    assert paired["p_value"] == pytest.approx(
+        scipy_stats.binomtest(4, 4, 0.5).pvalue)
+    for row in report["groups"]:
+        (test,) = row["metrics"]["tests"]
+        assert test["test"] == "sign_flip_vs_chance" and "arm" not in test
+        assert test["groups"] == 6
