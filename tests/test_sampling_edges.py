@@ -121,3 +121,52 @@ def test_shuffles_of_fewer_than_two_items_and_of_two() -> None:
     stream, fresh = KeyedRandom(1, ("t",)), KeyedRandom(1, ("t",))
     stream.shuffled(["x"])
     assert stream.next_u64() == fresh.next_u64()
+
+
+TABLE = """\
+  rounds:
+    table:
+      rows: 5
+      columns:
+        name: {from: pools/colours.yaml}
+        again: {from: pools/colours.yaml, distinct: false}
+        size: {range: [1, 3]}
+        level: {range: [1, 5], balanced: true}
+        side: {balanced: [left, right]}
+        tag: {value: fixed}
+        pick: {choice: [only]}
+        label: {expr: "row.name ~ '#' ~ index"}
+"""
+
+
+def test_a_table_draws_each_column_across_its_rows(project: Path) -> None:  # noqa: F811
+    values = _slots(project, SLOTS + TABLE, 8)
+    for v in values:
+        rows = v["rounds"]
+        assert len(rows) == 5
+        names = [r["name"] for r in rows]
+        assert len(set(names)) == 5 and set(names) <= set(COLOURS)  # distinct across rows
+        assert all(r["again"] in COLOURS for r in rows)
+        assert all(1 <= r["size"] <= 3 for r in rows)
+        assert sorted(r["level"] for r in rows) == [1, 2, 3, 4, 5]  # one block of five
+        assert sorted(Counter(r["side"] for r in rows).values()) == [2, 3]
+        assert [r["tag"] for r in rows] == ["fixed"] * 5
+        assert [r["pick"] for r in rows] == ["only"] * 5
+        assert [r["label"] for r in rows] == [f"{n}#{i}" for i, n in enumerate(names)]
+    assert {r["size"] for v in values for r in v["rounds"]} == {1, 2, 3}
+    assert any(len({r["again"] for r in v["rounds"]}) < 5 for v in values)  # repeats allowed
+
+
+def test_a_column_with_too_few_distinct_values_names_itself(project: Path) -> None:  # noqa: F811
+    table = TABLE.replace("rows: 5", "rows: 7")
+    with pytest.raises(SpecError, match="column 'name' needs 7 distinct values .one per row. "
+                                        "and has 6; say 'distinct: false' to allow repeats"):
+        _slots(project, SLOTS + table, 1)
+
+
+def test_a_crossed_slot_takes_every_combination_once_a_block(project: Path) -> None:  # noqa: F811
+    values = _slots(project, SLOTS + "  cell:\n    crossed:\n      tone: [warm, cold]\n"
+                                     "      size: {range: [1, 3]}\n", 12)
+    cells = [(v["cell"]["tone"], v["cell"]["size"]) for v in values]
+    every = [(t, s) for t in ("warm", "cold") for s in (1, 2, 3)]
+    assert sorted(cells[:6]) == sorted(every) and sorted(cells[6:]) == sorted(every)
