@@ -7,11 +7,13 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import pytest
 from test_tamper import RELEASE, catalog, copy, frozen  # noqa: F401
 
 from conftest import run_cli
 from generator.catalog import Catalog
-from generator.verify import verify_release
+from generator.errors import SpecError
+from generator.verify import check_trusted_manifest, verify_release
 
 
 def _edit_entry(release: Path, name: str) -> None:
@@ -85,3 +87,39 @@ def test_regenerate_compares_and_writes_nothing_into_the_project(
     assert "byte-identical to a rebuild" in result.stdout
     assert "warning" not in result.stderr.lower()
     assert sorted(p.relative_to(root) for p in (root / "manifests").rglob("*")) == before
+
+
+def test_a_trusted_manifest_anchors_an_intact_release(copy: Path, frozen: Path) -> None:  # noqa: F811
+    committed = frozen.parent.parent / "manifests" / f"{RELEASE}.json"
+    report = verify_release(copy, None, trusted=committed)
+    assert report.ok and report.anchored and report.notes == []
+    check_trusted_manifest(committed)
+    with pytest.raises(SpecError, match="trusted manifest not found"):
+        check_trusted_manifest(copy / "no-such.json")
+    with pytest.raises(SpecError):
+        check_trusted_manifest(copy / "SHA256SUMS")
+
+
+def test_a_listed_file_replaced_by_a_link_is_not_a_regular_file(copy: Path,  # noqa: F811
+                                                                catalog: Catalog) -> None:  # noqa: F811
+    name = "data/demo.recall.colour.jsonl"
+    moved = copy.parent / f"{copy.name}-data.jsonl"
+    (copy / name).rename(moved)
+    try:
+        (copy / name).symlink_to(moved)
+        assert ("data/demo.recall.colour.jsonl", "not a regular file") in \
+            _problems(verify_release(copy, catalog))
+    finally:
+        moved.unlink()
+
+
+def test_a_manifest_that_is_json_but_no_manifest_is_named(copy: Path,  # noqa: F811
+                                                          catalog: Catalog) -> None:  # noqa: F811
+    (copy / "manifest.json").write_text("{}\n", encoding="utf-8")
+    digest = hashlib.sha256(b"{}\n").hexdigest()
+    sums = copy / "SHA256SUMS"
+    sums.write_text("".join(digest + line[64:] if line.endswith("  manifest.json\n") else line
+                            for line in sums.read_text().splitlines(keepends=True)))
+    found = _problems(verify_release(copy, catalog))
+    assert found[-1][0] == "manifest.json"
+    assert found[-1][1].startswith("manifest.json does not match its schema: ")
