@@ -5,13 +5,15 @@ judged pair with an arm missing."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
 from generator.errors import SpecError
 from generator.score import ScoreOptions, attach_judgments, outcome, score_outcomes
-from generator.stats import adjust, bootstrap_ci, holm
+from generator.stats import adjust, bootstrap_ci, holm, rho_star, sign_flip_test
 
 
 def _choice(group: int, right: bool, *, family: str = "f", options: int = 3,
@@ -209,6 +211,7 @@ def test_judge_influence_pairs_arms_and_skips_a_pair_with_one_arm_missing() -> N
     # Judge score per group over its judged items: 4, 3, 4.
     assert overall["judge_score"] == pytest.approx(11 / 3)
     assert overall["accuracy"] is None and "tests" not in overall
+    assert score_outcomes(outcomes, [], ScoreOptions())["multiplicity"]["tests"] == 0
     only_treatment = {k: v for k, v in scores.items() if k.endswith("-t")}
     outcomes, _ = attach_judgments([outcome(i, "text") for i in instances], only_treatment,
                                    None, "family")
@@ -329,3 +332,43 @@ def test_a_row_holding_one_arm_of_a_pair_has_one_chance_test_and_no_paired_one()
         (test,) = row["metrics"]["tests"]
         assert test["test"] == "sign_flip_vs_chance" and "arm" not in test
         assert test["groups"] == 6
+
+
+def test_a_simultaneous_interval_is_estimated_from_enough_resamples() -> None:
+    # Three intervals at a family-wise 5%: each is a (1 - 0.05/3) percentile interval, read
+    # from at least 2 x 20 / (0.05/3) resamples so that 20 fall beyond each bound, whatever
+    # --resamples says.
+    pairs, per_group = [], []
+    for g, stale_right in enumerate([True, False, True, True, False, True, True, False,
+                                     True, True]):
+        base = _choice(g, g % 4 != 0, axes={"condition": "none"})
+        stale = _choice(g, stale_right, axes={"condition": "stale"})
+        for instance, _ in (base, stale):
+            instance["analysis"]["baseline"] = {"axis": "condition", "value": "none"}
+        pairs += [base, stale]
+        per_group.append(float(stale_right) - float(g % 4 != 0))
+    report = _report(pairs, ["condition"], resamples=50, seed=4)
+    intervals = report["multiplicity"]["intervals"]
+    assert intervals["count"] == 3 and intervals["simultaneous"] is True
+    level = intervals["level"]
+    assert level == pytest.approx(1 - 0.05 / 3)
+    stale = next(g["metrics"] for g in report["groups"] if g["key"] == {"condition": "stale"})
+    expected = bootstrap_ci(per_group, resamples=math.ceil(20 * 2 / (1 - level)), seed=4,
+                            level=level)
+    assert stale["delta_mem_ci"] == list(expected)
+    assert report["overall"]["delta_mem_ci"] == list(expected)
+
+
+def test_rho_star_needs_an_upper_bound_below_zero_not_at_it() -> None:
+    assert rho_star([("a", {"delta_mem_ci": [-0.5, 0.0]}),
+                     ("b", {"delta_mem_ci": [-0.5, -1e-9]})]) == "b"
+    assert rho_star([("a", {"delta_mem_ci": None}), ("b", {"delta_mem_ci": [-0.4, None]}),
+                     ("c", {})]) is None
+
+
+def test_an_estimated_sign_flip_p_value_is_one_when_nothing_deviates_overall() -> None:
+    # Deviations on no shared lattice, each met once with each sign: too many sums to
+    # enumerate, so the p-value is estimated, and every assignment is at least as extreme as
+    # a sum of zero: (1 + B) / (1 + B) = 1, never above.
+    values = [math.sqrt(k + 2) / 100 for k in range(40)]
+    assert sign_flip_test([*values, *(-v for v in values)]) == 1.0
