@@ -372,3 +372,16 @@ def test_an_estimated_sign_flip_p_value_is_one_when_nothing_deviates_overall() -
     # a sum of zero: (1 + B) / (1 + B) = 1, never above.
     values = [math.sqrt(k + 2) / 100 for k in range(40)]
     assert sign_flip_test([*values, *(-v for v in values)]) == 1.0
+
+
+def test_the_library_defaults_are_the_command_lines() -> None:
+    # `memspec score` defaults: 2000 resamples, seed 0, Holm over the report, alpha 0.05.
+    pairs = [_choice(g, g % 3 != 0, options=4) for g in range(9)]
+    explicit = ScoreOptions(cluster=None, resamples=2000, seed=0, correction="holm",
+                            scope="report", alpha=0.05)
+    outcomes = [outcome(instance, response) for instance, response in pairs]
+    assert score_outcomes(outcomes, [], ScoreOptions()) == \
+        score_outcomes(outcomes, [], explicit)
+    values = [float(g % 3 != 0) for g in range(9)]
+    assert score_outcomes(outcomes, [], ScoreOptions())["overall"]["accuracy_ci"] == \
+        list(bootstrap_ci(values, resamples=2000, seed=0))
