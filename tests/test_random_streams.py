@@ -21,6 +21,9 @@ def test_every_draw_is_the_hash_of_its_key_and_counter(seed: int) -> None:
     path = ("fam", 3, "slot")
     rng = KeyedRandom(seed, path)
     assert [rng.next_u64() for _ in range(70)] == [_draw(seed, path, n) for n in range(70)]
+    bounded = KeyedRandom(seed, path)
+    assert [bounded.randbelow(2**64) for _ in range(70)] == \
+        [_draw(seed, path, n) for n in range(70)]
     # Draws past the first 64 counters go on the same way, bounded or not.
     assert rng.randbelow(2**32) == _draw(seed, path, 70) % 2**32
     assert rng.randbelow(2**64) == _draw(seed, path, 71)
