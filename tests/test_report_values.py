@@ -385,3 +385,15 @@ def test_the_library_defaults_are_the_command_lines() -> None:
     values = [float(g % 3 != 0) for g in range(9)]
     assert score_outcomes(outcomes, [], ScoreOptions())["overall"]["accuracy_ci"] == \
         list(bootstrap_ci(values, resamples=2000, seed=0))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_sign_flips_off_any_lattice_are_still_exact(seed: int) -> None:
+    # Against a chance rate of 1/pi the deviations share no small lattice: the exact law is
+    # built on their own values, and must equal scipy's enumeration of all 2^n assignments.
+    rng = np.random.default_rng(seed)
+    deviations = rng.binomial(3, 0.4, size=12) / 3 - 1 / math.pi
+    theirs = scipy_stats.permutation_test(
+        (deviations,), lambda x, axis: np.sum(x, axis=axis), permutation_type="samples",
+        n_resamples=10**6).pvalue
+    assert sign_flip_test(deviations) == pytest.approx(theirs)
