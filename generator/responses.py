@@ -88,7 +88,9 @@ def jsonl_lines(path: Path, display: str) -> Iterator[tuple[int, str]]:
                 raise SpecError.single("line contains a NUL character", display, number,
                                        line.index("\x00") + 1)
             if line.strip():
-                yield number, line
+                # Without its line ending: an error at the end of a cut-off line is placed
+                # at the end of that line, not at column 1 of a line after it.
+                yield number, line.rstrip("\r\n")
 
 
 def parse_strict_json(text: str, display: str, line: int = 1) -> object:

@@ -42,6 +42,8 @@ _EMPHASIZED_LABEL = re.compile(r"^\s*(?:\*+|__)\s*\(?([A-Z])[).:]?\s*(?:\*+|__)"
 _BARE_LABEL = re.compile(r"^\s*(?:option|answer|choice)\s*(?:[:\-]\s*)?([A-Z])\b", re.I)
 #: Markdown emphasis a model wraps a label in ("**B**", "**Answer:** B"), read past.
 _EMPHASIS = re.compile(r"\*+|__")
+#: A keyword argument (``name=value``, not ``==``), as canonical text writes it.
+_KEYWORD = re.compile(r"[^\W\d]\w*=(?!=)")
 _QUOTES = str.maketrans({q: "'" for q in "\u2018\u2019\u201c\u201d`\""})
 
 
@@ -112,15 +114,20 @@ def first_choice(response: str, options: list[str]) -> int | None:
 
 
 def canonical_text(text: str, unordered_args: bool = False) -> str:
-    """Whitespace, case, quote style and (optionally) call-argument order normalised away."""
+    """Whitespace, case, quote style and (optionally) the order of a call's keyword arguments
+    normalised away."""
     text = unicodedata.normalize("NFKC", text).translate(_QUOTES).casefold()
     text = re.sub(r"\s+", " ", text).strip().rstrip(".;")
     text = re.sub(r"\s*([(),=])\s*", r"\1", text)
     if unordered_args:
         call = re.fullmatch(r"([^(]*)\((.*)\)", text)
         if call:
-            args = sorted(a for a in _split_args(call.group(2)) if a)
-            text = f"{call.group(1)}({','.join(args)})"
+            args = [a for a in _split_args(call.group(2)) if a]
+            # Keywords may come in any order; positional arguments mean what their place
+            # says (``copy(src, dst)`` swapped is another call), so they keep it.
+            positional = [a for a in args if not _KEYWORD.match(a)]
+            keywords = sorted(a for a in args if _KEYWORD.match(a))
+            text = f"{call.group(1)}({','.join([*positional, *keywords])})"
     return text
 
 

@@ -1,0 +1,115 @@
+"""Contrasts and factorial effects of a crossed design, each estimate and p-value against a
+hand computation and scipy's exact permutation test of the groups' values."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy import stats as scipy_stats
+from test_report_values import _choice, _report
+
+from generator.errors import SpecError
+
+#: Per group, whether each cell (memory, source) was answered right.
+RIGHT = [
+    {("on", "tool"): 1, ("on", "note"): 1, ("off", "tool"): 0, ("off", "note"): 1},
+    {("on", "tool"): 1, ("on", "note"): 0, ("off", "tool"): 0, ("off", "note"): 0},
+    {("on", "tool"): 1, ("on", "note"): 1, ("off", "tool"): 1, ("off", "note"): 0},
+    {("on", "tool"): 0, ("on", "note"): 1, ("off", "tool"): 0, ("off", "note"): 1},
+    {("on", "tool"): 1, ("on", "note"): 1, ("off", "tool"): 0, ("off", "note"): 0},
+    {("on", "tool"): 1, ("on", "note"): 0, ("off", "tool"): 1, ("off", "note"): 0},
+    {("on", "tool"): 1, ("on", "note"): 1, ("off", "tool"): 0, ("off", "note"): 0},
+]
+
+
+def _pairs() -> list:
+    return [_choice(g, bool(cells[(memory, source)]), distractor=False,
+                    axes={"memory": memory, "source": source})
+            for g, cells in enumerate(RIGHT)
+            for memory, source in itertools.product(("on", "off"), ("tool", "note"))]
+
+
+def _exact_sign_flip(values: list[float]) -> float:
+    return scipy_stats.permutation_test(
+        (np.asarray(values),), lambda x, axis: np.sum(x, axis=axis),
+        permutation_type="samples", n_resamples=10**6).pvalue
+
+
+def _effects() -> dict[str, list[float]]:
+    def mean(cells: dict, chosen: list[tuple[str, str]]) -> float:
+        return sum(cells[c] for c in chosen) / len(chosen)
+
+    return {
+        "main: memory (on - off)": [mean(c, [("on", "tool"), ("on", "note")])
+                                    - mean(c, [("off", "tool"), ("off", "note")]) for c in RIGHT],
+        "main: source (tool - note)": [mean(c, [("on", "tool"), ("off", "tool")])
+                                       - mean(c, [("on", "note"), ("off", "note")])
+                                       for c in RIGHT],
+        "main: memory (on - off) x source (tool - note)": [
+            mean(c, [("on", "tool"), ("off", "note")]) - mean(c, [("on", "note"), ("off", "tool")])
+            for c in RIGHT],
+    }
+
+
+def test_a_crossed_design_gives_its_main_effects_and_interaction() -> None:
+    report = _report(_pairs())
+    found = {c["name"]: c for c in report["contrasts"]}
+    assert set(found) == set(_effects())
+    for name, values in _effects().items():
+        contrast = found[name]
+        assert contrast["kind"] == ("interaction" if " x " in name else "main_effect")
+        assert (contrast["metric"], contrast["source"], contrast["groups"]) == \
+            ("accuracy", "derived", 7)
+        assert contrast["estimate"] == pytest.approx(np.mean(values))
+        assert contrast["p_value"] == pytest.approx(_exact_sign_flip(values))
+        low, high = contrast["ci"]
+        assert low <= contrast["estimate"] <= high
+    # Three intervals (the contrasts), simultaneous; their tests corrected together with the
+    # chance test of the overall row.
+    assert report["multiplicity"]["intervals"]["count"] == 3
+    assert report["multiplicity"]["tests"] == 4
+
+
+def test_declared_contrasts_and_factorials_are_estimated_as_declared() -> None:
+    declared = {"contrasts": [{"name": "tool_vs_note", "a": {"source": "tool"},
+                               "b": {"source": "note"}}],
+                "factorials": [{"name": "only_main", "axes": ["memory", "source"],
+                                "order": 1, "metric": "accuracy"}]}
+    report = _report(_pairs(), analysis=(declared,))
+    found = {c["name"]: c for c in report["contrasts"]}
+    pairwise = found["tool_vs_note"]
+    assert (pairwise["kind"], pairwise["source"], pairwise["a"], pairwise["b"]) == \
+        ("pairwise", "declared", {"source": "tool"}, {"source": "note"})
+    values = _effects()["main: source (tool - note)"]
+    assert pairwise["estimate"] == pytest.approx(np.mean(values))
+    assert pairwise["p_value"] == pytest.approx(_exact_sign_flip(values))
+    main = [n for n, c in found.items() if c["source"] == "declared" and n != "tool_vs_note"]
+    assert sorted(main) == ["only_main: memory (on - off)", "only_main: source (tool - note)"]
+    assert found["only_main: memory (on - off)"]["estimate"] == \
+        pytest.approx(np.mean(_effects()["main: memory (on - off)"]))
+
+
+def test_a_group_missing_a_cell_is_left_out_of_a_contrast() -> None:
+    pairs = [(i, r) for i, r in _pairs()
+             if not (i["group"] == 0 and i["axes"] == {"memory": "off", "source": "note"})]
+    pairs = [(i, r if i["group"] != 1 else "I don't know") if i["axes"]["memory"] == "off"
+             else (i, r) for i, r in pairs]
+    declared = {"contrasts": [{"name": "memory_on_off", "a": {"memory": "on"},
+                               "b": {"memory": "off"}}]}
+    found = {c["name"]: c for c in _report(pairs, analysis=(declared,))["contrasts"]}
+    # Group 1 answered nothing with memory off: it has no value; group 0 has one off cell.
+    values = [1.0 - 0.0] + [v for g, v in enumerate(_effects()["main: memory (on - off)"])
+                            if g > 1]
+    assert found["memory_on_off"]["groups"] == 6
+    assert found["memory_on_off"]["estimate"] == pytest.approx(np.mean(values))
+
+
+def test_a_declared_factorial_over_an_axis_of_three_levels_is_refused() -> None:
+    pairs = _pairs() + [_choice(0, True, distractor=False,
+                                axes={"memory": "partial", "source": "tool"})]
+    declared = {"factorials": [{"name": "bad", "axes": ["memory", "source"]}]}
+    with pytest.raises(SpecError, match="factorial 'bad': axis 'memory' has 3 levels in the "
+                                        "data, not 2"):
+        _report(pairs, analysis=(declared,))

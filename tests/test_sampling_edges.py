@@ -1,0 +1,172 @@
+"""Slot sampling at its edges, as a family author sees it: the values each group draws (or the
+error that names the slot) for balanced draws over short lists, `of:` and `distinct_from:`,
+a one-item pool, repeats allowed, a choice of one, and shuffles of fewer than two items."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from test_bad_input import FAMILY, FAMILY_ID, edit, project  # noqa: F401
+
+from generator.catalog import Catalog
+from generator.errors import SpecError
+from generator.generate import FamilyGenerator
+from generator.project import Project
+from generator.render import Renderer
+from generator.rng import KeyedRandom
+
+COLOURS = ["red", "green", "blue", "yellow", "purple", "orange"]
+SLOTS = "  colour: {from: pools/colours.yaml}\n"
+
+
+def _slots(root: Path, slots: str, groups: int) -> list[dict]:
+    """The slot values of ``groups`` groups of the fixture family with ``slots`` declared."""
+    edit(root, FAMILY, SLOTS, slots)
+    catalog = Catalog.load(Project(root))
+    generator = FamilyGenerator(catalog.family(FAMILY_ID), Renderer(catalog.project), 7)
+    return [generator.slots(group) for group in range(groups)]
+
+
+@pytest.mark.parametrize("groups", [5, 6, 7, 13])
+def test_balanced_counts_differ_by_at_most_one(project: Path, groups: int) -> None:  # noqa: F811
+    values = _slots(project, SLOTS + "  side: {balanced: [left, right, up]}\n", groups)
+    counts = Counter(v["side"] for v in values)
+    assert set(counts) == {"left", "right", "up"}
+    assert max(counts.values()) - min(counts.values()) == (0 if groups % 3 == 0 else 1)
+    # Every block of three consecutive groups takes each value once.
+    for start in range(0, groups - groups % 3, 3):
+        assert sorted(v["side"] for v in values[start:start + 3]) == ["left", "right", "up"]
+
+
+def test_balanced_over_a_pool_and_a_range(project: Path) -> None:  # noqa: F811
+    values = _slots(project, "  colour: {from: pools/colours.yaml, balanced: true}\n"
+                             "  size: {range: [3, 5], balanced: true}\n", 12)
+    assert Counter(v["colour"] for v in values) == dict.fromkeys(COLOURS, 2)
+    assert Counter(v["size"] for v in values) == {3: 4, 4: 4, 5: 4}
+
+
+def test_balanced_with_distinct_from_is_refused_where_written(project: Path) -> None:  # noqa: F811
+    # Taking the other slot's value out would unbalance the blocks: refused, located.
+    with pytest.raises(SpecError, match=r"colour.yaml:7:\d+: 'distinct_from' cannot be "
+                                        "combined with a balanced draw"):
+        _slots(project, SLOTS + "  other: {from: pools/colours.yaml, balanced: true, "
+                                "distinct_from: [colour]}\n", 3)
+
+
+def test_distinct_from_never_repeats_the_other_slot(project: Path) -> None:  # noqa: F811
+    values = _slots(project, SLOTS + "  other: {from: pools/colours.yaml, "
+                                     "distinct_from: [colour]}\n", 30)
+    assert all(v["other"] != v["colour"] and v["other"] in COLOURS for v in values)
+    assert len({v["other"] for v in values}) >= 4
+
+
+def test_balanced_of_a_list_slot_takes_its_own_items(project: Path) -> None:  # noqa: F811
+    values = _slots(project, "  colour: {from: pools/colours.yaml, count: 3}\n"
+                             "  pick: {of: colour, balanced: true}\n"
+                             "  rest: {of: colour, distinct_from: [pick], count: 2}\n", 20)
+    for v in values:
+        assert len(set(v["colour"])) == 3 and set(v["colour"]) <= set(COLOURS)
+        assert v["pick"] in v["colour"]
+        assert sorted([v["pick"], *v["rest"]]) == sorted(v["colour"])
+
+
+def test_repeats_allowed_draw_more_than_the_pool_holds(project: Path) -> None:  # noqa: F811
+    values = _slots(project, "  colour: {from: pools/colours.yaml, count: 9, "
+                             "distinct: false}\n", 4)
+    for v in values:
+        assert len(v["colour"]) == 9 and set(v["colour"]) <= set(COLOURS)
+    assert any(len(set(v["colour"])) < 9 for v in values)  # nine of six: some repeat
+
+
+def test_too_few_distinct_items_name_the_slot(project: Path) -> None:  # noqa: F811
+    with pytest.raises(SpecError, match="has 6 usable items; slot 'colour' needs 9 distinct"):
+        _slots(project, "  colour: {from: pools/colours.yaml, count: 9}\n", 1)
+
+
+def test_a_count_of_distinct_items_is_a_list_of_that_many(project: Path) -> None:  # noqa: F811
+    values = _slots(project, "  colour: {from: pools/colours.yaml, count: 6}\n", 6)
+    assert all(sorted(v["colour"]) == sorted(COLOURS) for v in values)
+    assert len({tuple(v["colour"]) for v in values}) > 1  # the order is drawn
+
+
+def test_one_item_pools_and_choices_give_that_item(project: Path) -> None:  # noqa: F811
+    (project / "specs/pools/one.yaml").write_text(
+        "pool: demo.one\ndescription: One colour.\nitems:\n  - teal\n", encoding="utf-8")
+    values = _slots(project, "  colour: {from: pools/one.yaml}\n"
+                             "  again: {from: pools/one.yaml, balanced: true}\n"
+                             "  pick: {choice: [only]}\n"
+                             "  side: {balanced: [alone]}\n"
+                             "  size: {range: [4, 4]}\n", 3)
+    assert values == [{"colour": "teal", "again": "teal", "pick": "only", "side": "alone",
+                       "size": 4}] * 3
+
+
+def test_choices_and_ranges_reach_every_value(project: Path) -> None:  # noqa: F811
+    values = _slots(project, SLOTS + "  pick: {choice: [a, b, c]}\n"
+                                     "  size: {range: [1, 3]}\n", 60)
+    assert {v["pick"] for v in values} == {"a", "b", "c"}
+    assert {v["size"] for v in values} == {1, 2, 3}
+    assert {v["colour"] for v in values} == set(COLOURS)
+
+
+def test_shuffles_of_fewer_than_two_items_and_of_two() -> None:
+    assert KeyedRandom(1, ("s",)).shuffled([]) == []
+    assert KeyedRandom(1, ("s",)).shuffled(["x"]) == ["x"]
+    orders = Counter(tuple(KeyedRandom(1, ("s", k)).shuffled("ab")) for k in range(400))
+    assert set(orders) == {("a", "b"), ("b", "a")}
+    assert 150 < orders[("a", "b")] < 250
+    # A shuffle of one item draws nothing: the stream goes on as if it had not been asked.
+    stream, fresh = KeyedRandom(1, ("t",)), KeyedRandom(1, ("t",))
+    stream.shuffled(["x"])
+    assert stream.next_u64() == fresh.next_u64()
+
+
+TABLE = """\
+  rounds:
+    table:
+      rows: 5
+      columns:
+        name: {from: pools/colours.yaml}
+        again: {from: pools/colours.yaml, distinct: false}
+        size: {range: [1, 3]}
+        level: {range: [1, 5], balanced: true}
+        side: {balanced: [left, right]}
+        tag: {value: fixed}
+        pick: {choice: [only]}
+        label: {expr: "row.name ~ '#' ~ index"}
+"""
+
+
+def test_a_table_draws_each_column_across_its_rows(project: Path) -> None:  # noqa: F811
+    values = _slots(project, SLOTS + TABLE, 8)
+    for v in values:
+        rows = v["rounds"]
+        assert len(rows) == 5
+        names = [r["name"] for r in rows]
+        assert len(set(names)) == 5 and set(names) <= set(COLOURS)  # distinct across rows
+        assert all(r["again"] in COLOURS for r in rows)
+        assert all(1 <= r["size"] <= 3 for r in rows)
+        assert sorted(r["level"] for r in rows) == [1, 2, 3, 4, 5]  # one block of five
+        assert sorted(Counter(r["side"] for r in rows).values()) == [2, 3]
+        assert [r["tag"] for r in rows] == ["fixed"] * 5
+        assert [r["pick"] for r in rows] == ["only"] * 5
+        assert [r["label"] for r in rows] == [f"{n}#{i}" for i, n in enumerate(names)]
+    assert {r["size"] for v in values for r in v["rounds"]} == {1, 2, 3}
+    assert any(len({r["again"] for r in v["rounds"]}) < 5 for v in values)  # repeats allowed
+
+
+def test_a_column_with_too_few_distinct_values_names_itself(project: Path) -> None:  # noqa: F811
+    table = TABLE.replace("rows: 5", "rows: 7")
+    with pytest.raises(SpecError, match="column 'name' needs 7 distinct values .one per row. "
+                                        "and has 6; say 'distinct: false' to allow repeats"):
+        _slots(project, SLOTS + table, 1)
+
+
+def test_a_crossed_slot_takes_every_combination_once_a_block(project: Path) -> None:  # noqa: F811
+    values = _slots(project, SLOTS + "  cell:\n    crossed:\n      tone: [warm, cold]\n"
+                                     "      size: {range: [1, 3]}\n", 12)
+    cells = [(v["cell"]["tone"], v["cell"]["size"]) for v in values]
+    every = [(t, s) for t in ("warm", "cold") for s in (1, 2, 3)]
+    assert sorted(cells[:6]) == sorted(every) and sorted(cells[6:]) == sorted(every)
