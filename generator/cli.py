@@ -522,8 +522,11 @@ def verify(
 @app.command()
 def build(
     releases: Annotated[list[str] | None, typer.Argument(
-        help="Releases to build (<name>-<version> or file); default: every bundled one.")]
+        help="Releases to build (<name>-<version> or file, any version); default: the newest "
+             "version of each release of the project.")]
     = None,
+    every_version: Annotated[bool, typer.Option(
+        "--all", help="Build every version of every release, not only the newest.")] = False,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Output folder (default dist/).")]
     = None,
     workers: Workers = 1,
@@ -533,12 +536,13 @@ def build(
         help="Build the releases that ship with memspec (from its library, against its "
              "manifests) instead of the project's.")] = False,
 ) -> None:
-    """Freeze and verify every release of the project (or those named) against its committed
-    manifest.
+    """Freeze and verify the newest version of every release of the project (--all: every
+    version; or those named) against its committed manifest.
 
     Writes only under the output folder, never into manifests/."""
     from .project import library_project
     from .release import find_release, freeze
+    from .release_of import newest_versions
 
     def action() -> None:
         if bundled:
@@ -550,10 +554,16 @@ def build(
         catalog = Catalog.load(project)
         target = out_dir or project.default_dist
         rows, failed = [], False
+        if releases and every_version:
+            raise SpecError.single("--all builds every release: name releases, or give --all")
         if releases:
             specs = [find_release(catalog, name) for name in releases]
         else:
             specs = [catalog.release(path) for path in catalog.release_paths()]
+            if not every_version:
+                # Later versions of a release are what a user of it reads; the earlier ones
+                # stay pinned by their manifests and are rebuilt by --all.
+                specs = newest_versions(specs)
         if not specs:
             raise SpecError.single("no releases under specs/releases/")
         for spec in specs:
