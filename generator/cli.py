@@ -396,6 +396,10 @@ def freeze_cmd(
     allow_audit_failures: Annotated[bool, typer.Option(
         help="Publish even if a memoryless adversary beats chance; the failures are recorded "
              "in the manifest and the card.")] = False,
+    draft: Annotated[bool, typer.Option(
+        help="Freeze an unpublished draft: built, audited and sealed into the output folder, "
+             "marked as a draft, with no manifest written to or checked against "
+             "manifests/. Freeze again without --draft to publish.")] = False,
     workers: Workers = 1,
     engine: Engine = "local",
     scheduler: Scheduler = None,
@@ -409,7 +413,7 @@ def freeze_cmd(
     pass is refused unless --allow-audit-failures. If the committed manifest exists with
     different content, refuse and write nothing."""
     from .parallel import executor_for, parse_shard
-    from .release import find_release, freeze
+    from .release import committed_manifest_path, find_release, freeze
     from .shards import freeze_shard
 
     def action() -> None:
@@ -426,11 +430,13 @@ def freeze_cmd(
             out.print(f"shard {shard} of {spec.full_name} in {path}; `memspec merge` the "
                       "shards into the release", markup=False)
             return
+        if draft or not committed_manifest_path(catalog, spec).exists():
+            _announce_missing_adversaries()
         total = sum(f.groups for f in spec.families)
         with _progress(total, "freezing") as advance:
             built = freeze(catalog, spec, target, write_manifest=True,
                            progress=advance, allow_audit_failures=allow_audit_failures,
-                           workers=workers, engine=engine, scheduler=scheduler)
+                           workers=workers, engine=engine, scheduler=scheduler, draft=draft)
         _report_frozen(built)
 
     _run(action)
@@ -458,6 +464,16 @@ def merge(
     _run(action)
 
 
+def _announce_missing_adversaries() -> None:
+    """Before a freeze that audits and records its audit for good: the adversaries this
+    installation cannot run, and how to install them, while there is still time to."""
+    from .audit import unavailable_adversaries
+
+    for adversary in unavailable_adversaries():
+        err.print(f"note: this freeze's audit will not run {adversary}; the manifest and "
+                  "card will record that it did not (stop now to install it)", markup=False)
+
+
 def _report_frozen(built: BuiltRelease) -> None:
     """What freeze and merge say about the release they wrote."""
     from .audit import describe_failure
@@ -479,6 +495,9 @@ def verify(
     manifest: Annotated[Path | None, typer.Option(
         help="A trusted manifest to compare with (default: the project's committed one).")]
     = None,
+    allow_draft: Annotated[bool, typer.Option(
+        help="Accept an unpublished draft (freeze --draft), checked against itself; without "
+             "it a draft is refused.")] = False,
 ) -> None:
     """Check a built release against its SHA256SUMS and the committed manifest."""
 
@@ -502,8 +521,9 @@ def verify(
             raise SpecError.single("release folder not found", str(release_dir))
         if manifest is not None:
             check_trusted_manifest(manifest)
-        report = verify_release(release_dir, catalog, regenerate=regenerate, trusted=manifest)
-        if report.ok and not report.anchored:
+        report = verify_release(release_dir, catalog, regenerate=regenerate, trusted=manifest,
+                                accept_draft=allow_draft)
+        if report.ok and not report.anchored and not report.draft:
             err.print("warning: no project and no --manifest: the release is whole, but it was "
                       "not compared with a committed manifest", markup=False)
         for note in report.notes:
@@ -513,7 +533,8 @@ def verify(
             err.print(f"{printable(str(release_dir))}: {len(report.problems)} problem(s)",
                       markup=False)
             raise typer.Exit(EXIT_CHECK_FAILED)
-        out.print(f"ok: {printable(str(release_dir))} ({report.checked_files} files"
+        draft_note = "an unpublished draft, " if report.draft else ""
+        out.print(f"ok: {printable(str(release_dir))} ({draft_note}{report.checked_files} files"
                   f"{', byte-identical to a rebuild' if regenerate else ''})", markup=False)
 
     _run(action)

@@ -117,6 +117,11 @@ def test_freeze_refuses_to_change_a_frozen_release(project_copy: Path) -> None:
     assert result.returncode == 1, result.stderr
     assert "differs from its frozen manifest" in result.stderr
     assert "specs/pools/example/meeting_rooms.yaml" in result.stderr
+    # What to do is said once, however many files differ: a new version, or discard a
+    # version that was never published.
+    assert result.stderr.count("A frozen version never changes") == 1
+    assert "give the release a new version" in result.stderr
+    assert "delete manifests/example-v1.json to discard it" in result.stderr
     assert (project_copy / "manifests" / "example-v1.json").read_bytes() == committed
     assert not out.exists()
 
