@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, Literal, TypeVar
 
 import typer
 from rich.console import Console
@@ -44,8 +44,13 @@ app = typer.Typer(
     name="memspec",
     help="Declarative, deterministic evaluation data for the memory of LLM agents.",
     no_args_is_help=True,
-    add_completion=False,
+    # Completion for bash, zsh, fish and PowerShell: `memspec --install-completion`.
+    add_completion=True,
     pretty_exceptions_enable=False,
+    # Plain help, wrapped to the terminal's width: rich's panels cut long flag names short
+    # at 80 columns.
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 #: Into a file or a pipe, tables are drawn at their own width: rich would otherwise fit them
@@ -63,17 +68,46 @@ if TYPE_CHECKING:
     from .writeback import StreamedFile
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        from .new_project import memspec_version
+
+        out.print(f"memspec {memspec_version()}", markup=False)
+        raise typer.Exit(EXIT_OK)
+
+
 @app.callback()
 def _root(
     root: Annotated[Path | None, typer.Option(
         help="Project folder (default: $MEMSPEC_ROOT, else the nearest folder upward from "
              "the working directory holding memspec.yaml).")] = None,
+    version: Annotated[bool, typer.Option(
+        "--version", is_eager=True, callback=_print_version,
+        help="Print the version of memspec and exit.")] = False,
 ) -> None:
     _state["root"] = root
 
 
 def _project() -> Project:
     return find_project(_state["root"])
+
+
+def _complete_releases(incomplete: str) -> list[str]:
+    """Shell completion of a release name: the project's release files, by <name>-<version>."""
+    try:
+        paths = Catalog(_project()).release_paths()
+    except MemspecError:  # no project here: nothing to offer
+        return []
+    return [p.stem for p in paths if p.stem.startswith(incomplete)]
+
+
+def _complete_families(incomplete: str) -> list[str]:
+    """Shell completion of a family id: those of the project's family files."""
+    try:
+        ids = Catalog.load(_project()).family_paths
+    except MemspecError:
+        return []
+    return sorted(i for i in ids if i.startswith(incomplete))
 
 
 def _run(action: Callable[[], T]) -> T:
@@ -139,7 +173,7 @@ def _progress(total: int, label: str) -> Iterator[Callable[[str, int], None]]:
         yield advance
 
 
-@app.command()
+@app.command(short_help="Make a folder a memspec project.")
 def init(
     folder: Annotated[Path, typer.Argument(help="Folder to make a project (default: here).")]
     = Path("."),
@@ -161,10 +195,10 @@ def init(
     _run(action)
 
 
-@app.command()
+@app.command(short_help="Check specs and render every family.")
 def validate(
     paths: Annotated[list[Path] | None, typer.Argument(
-        help="Spec files or folders (default: all of specs/).")] = None,
+        metavar="PATH", help="Spec files or folders (default: all of specs/).")] = None,
     workers: Annotated[int | None, typer.Option(
         help="Processes that validate files side by side (default: one per core).",
         min=1)] = None,
@@ -192,7 +226,7 @@ def validate(
         raise typer.Exit(code)
 
 
-@app.command()
+@app.command(short_help="Scaffold a new family.")
 def new(
     family_id: Annotated[str, typer.Argument(help="Id of the new family, e.g. mybench.area.name")],
     paradigm: Annotated[str, typer.Option(help="Paradigm the family follows.")],
@@ -246,16 +280,25 @@ def _check_seed(seed: int) -> None:
 #: Options of every command that renders groups.
 Workers = Annotated[int, typer.Option(
     help="Worker processes; the output is the same bytes for any number.")]
-Engine = Annotated[str, typer.Option(
+EngineName = Literal["local", "dask"]
+Engine = Annotated[EngineName, typer.Option(
     help="Where groups are rendered: local (this machine's processes) or dask (a Dask "
          "cluster; a local one of --workers processes without --scheduler).")]
+#: The choices of `score` and `audit`, listed in their help and checked by the parser (the
+#: corrections and scopes are those of stats.CORRECTIONS and score.SCOPES).
+ScoreFormat = Literal["table", "json", "csv"]
+AuditFormat = Literal["table", "json"]
+Normalisation = Literal["minmax", "z"]
+Correction = Literal["holm", "bonferroni", "none"]
+CorrectionScope = Literal["report", "row"]
 Scheduler = Annotated[str | None, typer.Option(
     help="Address of a Dask scheduler (tcp://host:8786) for --engine dask.")]
 
 
-@app.command()
+@app.command(short_help="Instances of one family as JSONL.")
 def generate(
-    family: Annotated[str, typer.Argument(help="Family id (or path to its YAML file).")],
+    family: Annotated[str, typer.Argument(help="Family id (or path to its YAML file).",
+                                          autocompletion=_complete_families)],
     seed: Annotated[int, typer.Option(help="Seed (a release's seed gives its exact bytes).")] = 0,
     groups: Annotated[int, typer.Option(min=1, help="Number of groups.")] = 4,
     start: Annotated[int, typer.Option(min=0, help="First group index.")] = 0,
@@ -303,9 +346,10 @@ def generate(
     _run(action)
 
 
-@app.command()
+@app.command(short_help="One group of a family, for a person to read.")
 def show(
-    family: Annotated[str, typer.Argument(help="Family id (or path to its YAML file).")],
+    family: Annotated[str, typer.Argument(help="Family id (or path to its YAML file).",
+                                          autocompletion=_complete_families)],
     seed: Annotated[int | None, typer.Option(
         help="Seed (default: that of the release holding the family, else 0).")] = None,
     group: Annotated[int, typer.Option(min=0, help="Group index.")] = 0,
@@ -338,9 +382,10 @@ def _shown_generator(family: str, seed: int | None) -> FamilyGenerator:
     return FamilyGenerator(spec, Renderer(project), seed)
 
 
-@app.command("check-answer")
+@app.command("check-answer", short_help="What a response scores on one instance, and why.")
 def check_answer(
-    family: Annotated[str, typer.Argument(help="Family id (or path to its YAML file).")],
+    family: Annotated[str, typer.Argument(help="Family id (or path to its YAML file).",
+                                          autocompletion=_complete_families)],
     response: Annotated[str, typer.Argument(help="The response to score.")],
     group: Annotated[int, typer.Option(min=0, help="Group index.")] = 0,
     variant: Annotated[str | None, typer.Option(
@@ -388,9 +433,10 @@ def _release_table(rows: list[tuple[str, str, str, str]]) -> Table:
     return table
 
 
-@app.command("freeze")
+@app.command("freeze", short_help="Build a release (or a --draft) and pin it.")
 def freeze_cmd(
-    release: Annotated[str, typer.Argument(help="Release YAML file (or <name>-<version>).")],
+    release: Annotated[str, typer.Argument(help="Release YAML file (or <name>-<version>).",
+                                           autocompletion=_complete_releases)],
     out_dir: Annotated[Path | None, typer.Option("--out", help="Output folder (default dist/).")]
     = None,
     allow_audit_failures: Annotated[bool, typer.Option(
@@ -442,9 +488,10 @@ def freeze_cmd(
     _run(action)
 
 
-@app.command()
+@app.command(short_help="Assemble a release from its shards.")
 def merge(
     shards: Annotated[list[Path], typer.Argument(
+        metavar="SHARD",
         help="The folders of every shard of one release (from freeze --shard I/N).")],
     out_dir: Annotated[Path | None, typer.Option("--out", help="Output folder (default dist/).")]
     = None,
@@ -487,7 +534,7 @@ def _report_frozen(built: BuiltRelease) -> None:
               markup=False)
 
 
-@app.command()
+@app.command(short_help="Check a built release byte for byte.")
 def verify(
     release_dir: Annotated[Path, typer.Argument(help="A built release folder.")],
     regenerate: Annotated[bool, typer.Option(
@@ -540,11 +587,12 @@ def verify(
     _run(action)
 
 
-@app.command()
+@app.command(short_help="Freeze and verify the project's releases.")
 def build(
     releases: Annotated[list[str] | None, typer.Argument(
+        metavar="RELEASE",
         help="Releases to build (<name>-<version> or file, any version); default: the newest "
-             "version of each release of the project.")]
+             "version of each release of the project.", autocompletion=_complete_releases)]
     = None,
     every_version: Annotated[bool, typer.Option(
         "--all", help="Build every version of every release, not only the newest.")] = False,
@@ -613,7 +661,7 @@ def build(
     _run(action)
 
 
-@app.command()
+@app.command(short_help="A curated pool file from a Faker provider.")
 def pool(
     provider: Annotated[str, typer.Argument(help="Faker provider, e.g. first_name, city.")],
     count: Annotated[int, typer.Option(min=1, max=100000, help="Number of distinct items.")],
@@ -639,7 +687,7 @@ def pool(
     _run(action)
 
 
-@app.command()
+@app.command(short_help="Responses of a reference policy.")
 def respond(
     release_dir: Annotated[Path, typer.Argument(help="A built release folder.")],
     policy: Annotated[str, typer.Option(help="Reference policy: " + ", ".join(POLICIES)
@@ -679,7 +727,7 @@ def _split_keys(value: str | None) -> list[str]:
     return [k.strip() for k in value.split(",") if k.strip()] if value else []
 
 
-@app.command()
+@app.command(short_help="Score responses: metrics, intervals, tests.")
 def score(
     release_dir: Annotated[Path, typer.Argument(help="A built release folder.")],
     responses_file: Annotated[Path, typer.Argument(help="JSONL of {id, response}.")],
@@ -688,12 +736,12 @@ def score(
              "group, any axis or field.")] = None,
     cluster: Annotated[str | None, typer.Option(
         help="Resample clusters of groups sharing this key in the bootstrap.")] = None,
-    output_format: Annotated[str, typer.Option("--format", help="table, json or csv.")]
-    = "table",
+    output_format: Annotated[ScoreFormat, typer.Option(
+        "--format", help="table (for a terminal), json or csv.")] = "table",
     judgments: Annotated[Path | None, typer.Option(help="Judge scores (JSONL).")] = None,
     unblind: Annotated[Path | None, typer.Option(
         help="Unblinding map written by judge-requests.")] = None,
-    normalize: Annotated[str | None, typer.Option(
+    normalize: Annotated[Normalisation | None, typer.Option(
         help="Normalise judge scores within each dataset: minmax or z.")] = None,
     dataset_key: Annotated[str, typer.Option(
         help="Key that names a dataset for normalisation.")] = "family",
@@ -704,15 +752,16 @@ def score(
         help="Score instances without a response as unanswered, and judge requests without "
              "a judgment as unjudged, instead of refusing.")] = False,
     abstain_pattern: Annotated[list[str] | None, typer.Option(
+        metavar="REGEX",
         help="Extra regular expression marking an abstention (repeatable).")] = None,
     resamples: Annotated[int, typer.Option(min=100, max=100_000, help="Bootstrap resamples "
                                            "(each holds a draw of every value in memory).")
                          ] = 2000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
-    correction: Annotated[str, typer.Option(
+    correction: Annotated[Correction, typer.Option(
         help="Correction for multiple tests: holm, bonferroni or none. With holm or "
              "bonferroni the Δmem intervals of every row are simultaneous too.")] = "holm",
-    correction_scope: Annotated[str, typer.Option(
+    correction_scope: Annotated[CorrectionScope, typer.Option(
         help="Which tests are corrected together: report (every test of this run) or row "
              "(each row's tests alone).")] = "report",
     analysis_file: Annotated[Path | None, typer.Option(
@@ -734,20 +783,9 @@ def score(
     )
     from .responses import load_responses
     from .safe_regex import PatternTooSlow, pattern_error
-    from .score import SCOPES, ScoreOptions, attach_judgments, outcome, score_outcomes
-    from .stats import CORRECTIONS
+    from .score import ScoreOptions, attach_judgments, outcome, score_outcomes
 
     def action() -> None:
-        if output_format not in ("table", "json", "csv"):
-            raise SpecError.single(f"--format must be table, json or csv, not {output_format!r}")
-        if normalize not in (None, "minmax", "z"):
-            raise SpecError.single(f"--normalize must be minmax or z, not {normalize!r}")
-        if correction not in CORRECTIONS:
-            raise SpecError.single(f"--correction must be {', '.join(CORRECTIONS)}, not "
-                                   f"{correction!r}")
-        if correction_scope not in SCOPES:
-            raise SpecError.single(f"--correction-scope must be {' or '.join(SCOPES)}, not "
-                                   f"{correction_scope!r}")
         if (judgments is None) != (unblind is None):
             raise SpecError.single("--judgments and --unblind go together")
         for pattern in abstain_pattern or []:
@@ -808,10 +846,11 @@ def score(
     _run(action)
 
 
-@app.command()
+@app.command(short_help="Can a system without memory pass the release?")
 def audit(
     release_dir: Annotated[Path, typer.Argument(help="A built release folder.")],
-    output_format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+    output_format: Annotated[AuditFormat, typer.Option("--format", help="table or json.")] \
+        = "table",
     seed: Annotated[int, typer.Option(help="Seed of the one-instance-per-group draw.")] = 0,
 ) -> None:
     """Audit a release (exit 1 on any failure): memoryless adversaries must not beat chance;
@@ -824,8 +863,6 @@ def audit(
     from .report_format import audit_table, findings_table
 
     def action() -> None:
-        if output_format not in ("table", "json"):
-            raise SpecError.single(f"--format must be table or json, not {output_format!r}")
         _check_seed(seed)
         catalog = _catalog_if_any()
         manifest, sources = release_sources(release_dir, catalog)
@@ -851,7 +888,7 @@ def audit(
     _run(action)
 
 
-@app.command()
+@app.command(short_help="An HTML report of a release.")
 def report(
     release_dir: Annotated[Path, typer.Argument(help="A built release folder.")],
     out_file: Annotated[Path, typer.Option("--out", help="HTML file to write.")],
@@ -883,9 +920,10 @@ def report(
     _run(action)
 
 
-@app.command()
+@app.command(short_help="An HTML page of a family's first groups.")
 def preview(
-    family: Annotated[str, typer.Argument(help="Family id (or path to its YAML file).")],
+    family: Annotated[str, typer.Argument(help="Family id (or path to its YAML file).",
+                                          autocompletion=_complete_families)],
     out_file: Annotated[Path, typer.Option("--out", help="HTML file to write.")],
     seed: Annotated[int, typer.Option(help="Seed.")] = 0,
     groups: Annotated[int, typer.Option(min=1, max=50, help="Number of groups.")] = 3,
@@ -909,7 +947,7 @@ def preview(
     _run(action)
 
 
-@app.command("judge-requests")
+@app.command("judge-requests", short_help="Blinded requests for a judge model.")
 def judge_requests(
     release_dir: Annotated[Path, typer.Argument(help="A built release folder.")],
     responses_file: Annotated[Path, typer.Argument(help="JSONL of {id, response}.")],
@@ -940,9 +978,10 @@ def judge_requests(
     _run(action)
 
 
-@app.command("rho-star")
+@app.command("rho-star", short_help="The first level where memory hurts (ρ*).")
 def rho_star_cmd(
     runs: Annotated[list[str], typer.Argument(
+        metavar="LEVEL=SCORES.json",
         help="LEVEL=SCORES.json, in level order (score --format json outputs).")],
     where: Annotated[str | None, typer.Option(
         help="The group of each run whose Δmem to read, as KEY=VALUE[,KEY=VALUE], e.g. "
@@ -1039,7 +1078,7 @@ def _stale_group(path: str, wanted: dict[str, str]) -> dict[str, Any]:
     return metrics
 
 
-@app.command()
+@app.command(short_help="A release in another tool's layout.")
 def export(
     release: Annotated[str, typer.Argument(
         help="A built release folder, or <name>-<version> to read from dist/.")],
@@ -1137,7 +1176,9 @@ def main() -> Any:
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(encoding="utf-8")
-    return app()
+    # Named as installed, also under `python -m generator.cli`: usage lines and the shell
+    # completion scripts speak of `memspec`.
+    return app(prog_name="memspec")
 
 
 if __name__ == "__main__":
