@@ -148,7 +148,8 @@ def _print_problems(problems: list[Problem]) -> None:
 
 @contextmanager
 def _progress(total: int, label: str) -> Iterator[Callable[[str, int], None]]:
-    """A progress bar on a terminal; nothing at all when stderr is not one."""
+    """A progress bar on a terminal; nothing at all when stderr is not one. Told ``(name,
+    n)``, it advances by ``n`` and names ``name``; ``n`` 0 names a phase after the bar."""
     if not sys.stderr.isatty():
         yield lambda _name, _n: None
         return
@@ -164,13 +165,37 @@ def _progress(total: int, label: str) -> Iterator[Callable[[str, int], None]]:
 
         def advance(name: str, n: int) -> None:
             nonlocal drawn
-            bar.update(task, advance=n, description=f"{label} {name}")
+            bar.update(task, advance=n, description=f"{label}: {name}" if n == 0 else
+                       f"{label} {name}")
             now = time.monotonic()  # when to redraw, nothing more: no output depends on it
-            if now - drawn >= 0.1:
+            if n == 0 or now - drawn >= 0.1:
                 bar.refresh()
                 drawn = now
 
         yield advance
+
+
+@contextmanager
+def _status(text: str) -> Iterator[Callable[[str], None]]:
+    """A one-line status on a terminal's stderr, ``text`` and then what the function it
+    yields is told, cleared at the end; nothing at all when stderr is not a terminal. Drawn
+    by hand, as the progress bar is: no thread runs beside the work."""
+    if not sys.stderr.isatty():
+        yield lambda _phase: None
+        return
+    width = max(err.width - 1, 10)
+
+    def say(phase: str) -> None:
+        line = printable(f"{text}: {phase}" if phase else text)
+        sys.stderr.write("\r\x1b[2K" + (line if len(line) <= width else line[:width - 1] + "…"))
+        sys.stderr.flush()
+
+    say("")
+    try:
+        yield say
+    finally:
+        sys.stderr.write("\r\x1b[2K")
+        sys.stderr.flush()
 
 
 @app.command(short_help="Make a folder a memspec project.")
@@ -423,6 +448,14 @@ def check_answer(
     raise typer.Exit(_run(action))
 
 
+def _print_table(table: Table) -> None:
+    """Print ``table`` on standard output, in blocks a row where it is too wide to show whole
+    (on a terminal: into a pipe, tables are drawn at their own width)."""
+    from .report_format import fitted
+
+    out.print(fitted(table, out), soft_wrap=False)
+
+
 def _release_table(rows: list[tuple[str, str, str, str]]) -> Table:
     # Imported on use, like the progress bar: start-up counts.
     from .report_format import PlainTable
@@ -568,8 +601,10 @@ def verify(
             raise SpecError.single("release folder not found", str(release_dir))
         if manifest is not None:
             check_trusted_manifest(manifest)
-        report = verify_release(release_dir, catalog, regenerate=regenerate, trusted=manifest,
-                                accept_draft=allow_draft)
+        with _status(f"verifying {printable(str(release_dir))}"
+                     + (" (and rebuilding it)" if regenerate else "")):
+            report = verify_release(release_dir, catalog, regenerate=regenerate,
+                                    trusted=manifest, accept_draft=allow_draft)
         if report.ok and not report.anchored and not report.draft:
             err.print("warning: no project and no --manifest: the release is whole, but it was "
                       "not compared with a committed manifest", markup=False)
@@ -646,7 +681,8 @@ def build(
                 rows.append((spec.full_name, "-", "-", "FAILED"))
                 failed = True
                 continue
-            report = verify_release(built.path, catalog)
+            with _status(f"verifying {spec.full_name}"):
+                report = verify_release(built.path, catalog)
             for note in dict.fromkeys([*built.notes, *report.notes]):
                 err.print(f"note: {spec.full_name}: {note}", markup=False)
             _print_problems(report.problems)
@@ -654,7 +690,7 @@ def build(
             rows.append((spec.full_name, str(built.manifest["counts"]["instances"]),
                          built.manifest["root_sha256"][:16], "verified" if report.ok else
                          "FAILED"))
-        out.print(_release_table(rows))
+        _print_table(_release_table(rows))
         if failed:
             raise typer.Exit(EXIT_CHECK_FAILED)
 
@@ -805,7 +841,8 @@ def score(
         if missing:
             err.print(f"warning: {len(missing)} instances have no response; scored as "
                       "unanswered", markup=False)
-        with CommandBudget("score", str(responses_file)) as budget:
+        with CommandBudget("score", str(responses_file)) as budget, \
+                _status(f"scoring {printable(str(responses_file))}") as say:
             outcomes = []
             for instance in instances:
                 budget.on(f"instance {instance['id']}")
@@ -826,6 +863,7 @@ def score(
             else:
                 references = {}
             budget.on("statistics")
+            say("bootstrap intervals and tests")
             report = score_outcomes(outcomes, _split_keys(by),
                                     ScoreOptions(cluster, resamples, seed, correction,
                                                  correction_scope, analysis=declarations))
@@ -837,11 +875,11 @@ def score(
         elif output_format == "csv":
             sys.stdout.write(as_csv(report))
         else:
-            out.print(as_table(report))
+            _print_table(as_table(report))
             for extra in (as_tests_table(report), as_contrasts_table(report),
                           as_summaries_table(report)):
                 if extra is not None:
-                    out.print(extra)
+                    _print_table(extra)
 
     _run(action)
 
@@ -866,13 +904,14 @@ def audit(
         _check_seed(seed)
         catalog = _catalog_if_any()
         manifest, sources = release_sources(release_dir, catalog)
-        with CommandBudget("audit", str(release_dir)):
+        with CommandBudget("audit", str(release_dir)), \
+                _status(f"auditing {printable(str(release_dir))}"):
             report = audit_families(sources, seed, catalog=catalog, manifest=manifest)
         if output_format == "json":
             sys.stdout.write(json.dumps(report.to_json(), indent=2, sort_keys=True) + "\n")
         else:
-            out.print(audit_table(report))
-            out.print(findings_table(report))
+            _print_table(audit_table(report))
+            _print_table(findings_table(report))
             if report.specs_skipped:
                 err.print(f"note: spec audits skipped: {report.specs_skipped}", markup=False)
             for adversary in report.unavailable:
@@ -907,12 +946,16 @@ def report(
         _check_seed(seed)
         refuse_writing_inside_release(out_file)
         catalog = _catalog_if_any()
-        manifest, instances = load_release_instances(release_dir, catalog)
-        with CommandBudget("report", str(release_dir)) as budget:
-            budget.on("the audit")
-            audited = audit_instances(instances, seed, catalog=catalog, manifest=manifest)
-            budget.on("the page")
-            page = render_report(manifest, instances, audited).encode()
+        with _status(f"report of {printable(str(release_dir))}") as say:
+            say("reading and verifying the release")
+            manifest, instances = load_release_instances(release_dir, catalog)
+            with CommandBudget("report", str(release_dir)) as budget:
+                budget.on("the audit")
+                say("auditing")
+                audited = audit_instances(instances, seed, catalog=catalog, manifest=manifest)
+                budget.on("the page")
+                say("drawing the page")
+                page = render_report(manifest, instances, audited).encode()
         atomic_write_bytes(out_file, page)
         out.print(f"wrote {out_file}: {len(instances)} instances, audit "
                   f"{'passed' if audited.ok else 'FAILED'}", markup=False)

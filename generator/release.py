@@ -74,6 +74,9 @@ TMP_PREFIX = ".memspec-tmp-"
 #: The newest release layout (``manifest_version``): what a first freeze writes.
 LATEST_LAYOUT = 4
 PLOTS_DIR = "plots"
+#: Told (name, groups done) as each chunk of a family is written, and (phase, 0) as each
+#: later phase begins (the audit, the charts and card, the seal), so that a person watching
+#: sees what a long freeze is doing after its last group.
 Progress = Callable[[str, int], None]
 
 
@@ -269,6 +272,8 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
             **({"splits": splits.counts} if entry.splits else {}),
         }
         total += info["records"]
+    if progress:
+        progress("checking for duplicate content", 0)
     _refuse_duplicate_content(seen_content, [folder / name for name in files], families)
     checked = release_checks.results()
     release_checks.refuse_failures(checked)
@@ -282,9 +287,13 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
     if committed is not None:
         audit = dict(committed.get("audit", {"failures": []}))
     else:
+        if progress:
+            progress("auditing (memoryless adversaries, leaks, balance)", 0)
         audit = _audit(catalog, release, folder, files,
                        {"seed": release.seed, "counts": counts, "inputs": inputs}, layout,
                        refuse_audit_failures)
+    if progress:
+        progress("writing the charts and the card", 0)
     charts = stats.charts() if layout >= 2 else {}
     if charts:
         (folder / PLOTS_DIR).mkdir()
@@ -694,6 +703,8 @@ def freeze(catalog: Catalog, release: ReleaseSpec, out: Path, *, write_manifest:
             manifest = built
             notes = tuple(f"the audit ran without {name}; the card says so"
                           for name in built["audit"].get("unavailable", ()))
+        if progress:
+            progress("sealing (SHA256SUMS) and syncing to disk", 0)
         _write_seal(staged, manifest_data)
         _fsync_tree(staged)
         if draft:

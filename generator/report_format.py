@@ -1,4 +1,4 @@
-"""Score reports as a table, JSON or CSV."""
+"""Score reports as a table, JSON or CSV; a table as rows of blocks where it is too wide."""
 
 from __future__ import annotations
 
@@ -7,6 +7,9 @@ import io
 import json
 from typing import Any
 
+from rich.console import Console, Group, RenderableType
+from rich.measure import Measurement
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -38,6 +41,34 @@ class PlainTable(Table):
     def add_row(self, *cells: Any, **options: Any) -> None:  # type: ignore[override]
         super().add_row(*(Text(printable(c)) if isinstance(c, str) else c for c in cells),
                         **options)
+
+
+def fitted(table: Table, console: Console) -> RenderableType:
+    """``table`` as it is where its cells fit whole in the console's width; else one block a
+    row, the first cell as its heading and each other cell beside its column's name, wrapped
+    under itself, so that no value is cut short (rich would otherwise narrow every column to
+    a few letters and an ellipsis). Print it with ``soft_wrap=False``, so that it wraps."""
+    # Measured as if the console had no edge: measured within it, a table always fits.
+    unbounded = console.options.update_width(10_000)
+    if Measurement.get(console, unbounded, table).maximum <= console.width:
+        return table
+    names = [_plain(column.header) for column in table.columns]
+    columns = [[_plain(cell) for cell in column.cells] for column in table.columns]
+    parts: list[RenderableType] = [Text(_plain(heading) + "\n") for heading in
+                                   (table.title, table.caption) if heading]
+    for index in range(table.row_count):
+        block = Table.grid(padding=(0, 2))
+        block.add_column(no_wrap=True)
+        block.add_column(overflow="fold")
+        for name, cells in zip(names[1:], columns[1:], strict=True):
+            block.add_row(Text(name), Text(cells[index]))
+        parts += [Text(f"{names[0]}: {columns[0][index]}", overflow="fold"),
+                  Padding(block, (0, 0, 1, 2), expand=False)]
+    return Group(*parts)
+
+
+def _plain(cell: Any) -> str:
+    return cell.plain if isinstance(cell, Text) else str(cell)
 
 
 def csv_cell(value: Any) -> Any:
