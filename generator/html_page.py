@@ -24,6 +24,8 @@ th, td { border: 1px solid #ccc; padding: 0.2rem 0.45rem; text-align: left; vert
 th { background: #f2f2f2; }
 td.fail, span.fail { color: #b00020; font-weight: bold; }
 td.ok, span.ok { color: #1b5e20; }
+td.near { color: #8a5a00; font-weight: bold; }
+nav.contents ol { margin: 0.3rem 0; } .feedback { font-size: 0.8rem; margin: 0.3rem 0; }
 code { font-size: 0.85rem; }
 .charts { display: flex; flex-wrap: wrap; gap: 1rem; }
 .variants { display: flex; gap: 0.75rem; overflow-x: auto; align-items: flex-start; }
@@ -77,6 +79,11 @@ def table(header: Sequence[str], rows: Sequence[Sequence[Any]],
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
+def option_letter(index: int) -> str:
+    """How an option's position reads to a person: A for the first, B, … Z, then 27, 28, …"""
+    return chr(ord("A") + index) if index < 26 else str(index + 1)
+
+
 _TOKEN = re.compile(r"\s+|\w+|[^\w\s]")
 
 
@@ -125,9 +132,35 @@ def instance_html(instance: Mapping[str, Any], reference: Mapping[str, Any] | No
             parts.append(f'<div class="message {escape(role)}"><span class="role">'
                          f"{escape(role)}</span>\n{highlight(message['content'], other)}</div>")
         parts.append("</div>")
-    answer = instance["answer"]
-    shown = {k: answer[k] for k in ("scorer", "gold", "options", "rubric") if k in answer}
-    parts.append('<div class="answer">' + "<br>".join(
-        f"<b>{escape(k)}</b>: {escape(str(v))}" for k, v in shown.items()) + "</div>")
+    parts += _feedback_html(instance.get("feedback"))
+    parts.append(_answer_html(instance["answer"]))
     parts.append("</div>")
     return "\n".join(parts)
+
+
+def _feedback_html(feedback: Any) -> list[str]:
+    """The user's feedback actions of a session (like, dislike, copy …), round by round."""
+    if not isinstance(feedback, list) or not feedback:
+        return []
+    rounds = [f"round {f.get('round', k + 1)}: {f.get('action', '?')}"
+              + (" (the session ends)" if f.get("terminated") else "")
+              for k, f in enumerate(feedback) if isinstance(f, Mapping)]
+    return ['<div class="feedback"><b>feedback</b>: ' + escape("; ".join(rounds)) + "</div>"]
+
+
+def _answer_html(answer: Mapping[str, Any]) -> str:
+    """The answer as a reader checks it: the options lettered as a model sees them (A, B …)
+    with the right one named by its letter."""
+    lines = [f"<b>scorer</b>: {escape(str(answer['scorer']))}"] if "scorer" in answer else []
+    options = answer.get("options")
+    if isinstance(options, list) and options:
+        gold = answer.get("gold_index")
+        lines.append("<b>options</b>: " + "; ".join(
+            f"{option_letter(k)}) {escape(str(o))}" for k, o in enumerate(options)))
+        if isinstance(gold, int) and 0 <= gold < len(options):
+            lines.append(f"<b>gold</b>: {option_letter(gold)}) {escape(str(options[gold]))}")
+    elif "gold" in answer:
+        lines.append(f"<b>gold</b>: {escape(str(answer['gold']))}")
+    if "rubric" in answer:
+        lines.append(f"<b>rubric</b>: {escape(str(answer['rubric']))}")
+    return '<div class="answer">' + "<br>".join(lines) + "</div>"
