@@ -9,7 +9,7 @@ from typing import Any
 
 from .audit import ALPHA, FROZEN_AUDIT_NOTE, AuditReport, AuditRow
 from .checks import messages_tokens
-from .html_page import instance_html, page, table
+from .html_page import page, table, variants_html
 from .release_stats import ReleaseStats
 from .report_format import format_p, format_value
 
@@ -148,19 +148,16 @@ def _examples_section(instances: Sequence[Mapping[str, Any]]) -> list[str]:
         if not group or group[0]["group"] == instance["group"]:
             group.append(instance)
     parts = [_heading("examples"),
-             '<p class="note">The first group of each family, every variant side by side; '
-             "what differs from the first variant is marked.</p>"]
+             '<p class="note">The first group of each family, its variants in a grid (a row '
+             "per value of the first axis where there are two axes or more); what differs "
+             "from the first variant is marked.</p>"]
     for family, group in sorted(first.items()):
         shown = group[:SHOWN_VARIANTS]
         more = (f" (showing {len(shown)} of {len(group)} variants)"
                 if len(group) > len(shown) else "")
         parts += [f'<section class="family" data-family="{escape(family)}">',
                   f"<h3><code>{escape(family)}</code>, group {group[0]['group']}"
-                  f"{escape(more)}</h3>",
-                  '<div class="variants">',
-                  *(instance_html(i, None if k == 0 else shown[0])
-                    for k, i in enumerate(shown)),
-                  "</div>", "</section>"]
+                  f"{escape(more)}</h3>", variants_html(shown), "</section>"]
     return parts
 
 

@@ -120,6 +120,35 @@ def test_the_report_shows_feedback_actions_lettered_options_and_near_misses() ->
     assert "(1 here)" in html and 'class="fail">FAIL' in html
 
 
+@pytest.mark.parametrize("width", [1400, 800])
+def test_report_and_preview_fit_the_window_with_variants_in_a_grid(
+        browser, built_dist: Path, tmp_path: Path, width: int) -> None:
+    report, preview = tmp_path / "report.html", tmp_path / "preview.html"
+    assert run_cli("report", str(bundled_release(built_dist, "example-v3")), "--out",
+                   str(report)).returncode == 0
+    # A family of 72 variants (a condition crossed with option rotations, four designs).
+    assert run_cli("preview", "trustgap.memory_trust.airline", "--groups", "1", "--out",
+                   str(preview)).returncode == 0
+    for path in (report, preview):
+        page = browser.new_page(viewport={"width": width, "height": 900})
+        page.goto(path.as_uri())
+        page.screenshot(path=str(ARTIFACTS / f"{path.stem}-{width}.png"), full_page=False)
+        # Nothing runs off the side: every variant is on the page, none behind a scrollbar.
+        overflowing = page.evaluate(
+            "() => [...document.querySelectorAll('body *')].filter(e => "
+            "e.getBoundingClientRect().right > window.innerWidth + 1).map(e => e.tagName)")
+        assert overflowing == [] and page.evaluate(
+            "document.documentElement.scrollWidth <= window.innerWidth"), path
+        if path == preview:
+            # A row per condition, and every variant of the group shown.
+            rows = page.locator(".axis-row > h4").all_text_contents()
+            assert rows and all(r.startswith("design = ") or r.startswith("condition = ")
+                                for r in rows)
+            group = run_cli("generate", "trustgap.memory_trust.airline", "--groups", "1")
+            assert page.locator(".instance").count() == len(group.stdout.splitlines()) > 12
+        page.close()
+
+
 def test_the_report_is_the_same_bytes_every_time(built_dist: Path, tmp_path: Path) -> None:
     release = bundled_release(built_dist, "example-v1")
     first, second = tmp_path / "a.html", tmp_path / "b.html"
