@@ -7,11 +7,11 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from .audit import ALPHA, FROZEN_AUDIT_NOTE, AuditReport, AuditRow
+from .audit import FROZEN_AUDIT_NOTE, AuditReport
 from .checks import messages_tokens
 from .html_page import page, table, variants_html
 from .release_stats import ReleaseStats
-from .report_format import format_p, format_value
+from .report_format import audit_strength, audit_verdict, format_p, format_value
 
 #: At most this many variants of a family's example group are shown (the rest are counted).
 SHOWN_VARIANTS = 12
@@ -83,29 +83,12 @@ def _lengths_by_family(instances: Sequence[Mapping[str, Any]]) -> list[str]:
                    "most tokens"], rows)]
 
 
-def _strength(row: AuditRow) -> tuple[bool, float, float]:
-    """Sort key of an adversary's row: failures first, then by p after Holm (the strongest
-    first), then by how far above chance it was right."""
-    margin = (row.accuracy or 0.0) - row.chance
-    return (not row.failed, row.p_holm if row.p_holm is not None else 1.0, -margin)
-
-
-def _verdict(row: AuditRow) -> tuple[str, str]:
-    """What a row's result says, and its class: a near miss beats chance at ALPHA before
-    Holm's correction, though not after."""
-    if row.failed:
-        return "FAIL", "fail"
-    if row.p_value is not None and row.p_value < ALPHA and (row.accuracy or 0) > row.chance:
-        return f"near miss (p {format_p(row.p_value)} before Holm)", "near"
-    return "ok", "ok"
-
-
 def _audit_section(report: AuditReport) -> list[str]:
     verdict = ('<span class="ok">passed</span>' if report.ok
                else '<span class="fail">FAILED</span>')
     rows, classes = [], []
-    for r in sorted(report.rows, key=_strength):
-        result, css = _verdict(r)
+    for r in sorted(report.rows, key=audit_strength):
+        result, css = audit_verdict(r)
         rows.append([r.check, r.family, f"{r.hits}/{r.trials}", format_value(r.accuracy),
                      format_value(r.chance), format_p(r.p_value), format_p(r.p_holm), result])
         classes.append([""] * 7 + [css])
@@ -125,7 +108,7 @@ def _audit_section(report: AuditReport) -> list[str]:
     if report.frozen_differences:
         notes.append("This audit differs from the one frozen with the release: "
                      + "; ".join(report.frozen_differences) + f" ({FROZEN_AUDIT_NOTE}).")
-    near = sum(_verdict(r)[1] == "near" for r in report.rows)
+    near = sum(audit_verdict(r)[1] == "near" for r in report.rows)
     return [_heading("audit"), f"<p>The audit {verdict}.</p>",
             *(f'<p class="note">{escape(n)}</p>' for n in notes),
             "<h3>Memoryless adversaries</h3>",

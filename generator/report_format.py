@@ -234,13 +234,32 @@ def as_csv(report: dict[str, Any]) -> str:
     return buffer.getvalue()
 
 
+def audit_strength(row: Any) -> tuple[bool, float, float]:
+    """Sort key of an adversary's row: failures first, then by p after Holm (the strongest
+    first), then by how far above chance it was right."""
+    margin = (row.accuracy or 0.0) - row.chance
+    return (not row.failed, row.p_holm if row.p_holm is not None else 1.0, -margin)
+
+
+def audit_verdict(row: Any) -> tuple[str, str]:
+    """What a row's result says, and its class: a near miss beats chance at the audit's level
+    before Holm's correction, though not after."""
+    from .audit import ALPHA  # the audit's own level; imported only when an audit is shown
+
+    if row.failed:
+        return "FAIL", "fail"
+    if row.p_value is not None and row.p_value < ALPHA and (row.accuracy or 0) > row.chance:
+        return f"near miss (p {format_p(row.p_value)} before Holm)", "near"
+    return "ok", "ok"
+
+
 def audit_table(report: Any) -> Table:
-    """The audit as a table: one row per adversary and family."""
+    """The audit as a table: one row per adversary and family, the strongest first."""
     table = PlainTable("check", "family", "hits", "accuracy", "chance", "p", "p (Holm)", "result")
-    for row in report.rows:
+    for row in sorted(report.rows, key=audit_strength):
         table.add_row(row.check, row.family, f"{row.hits}/{row.trials}", format_value(row.accuracy),
                       format_value(row.chance), format_p(row.p_value), format_p(row.p_holm),
-                      "FAIL" if row.failed else "ok")
+                      audit_verdict(row)[0])
     for family in report.skipped:
         table.add_row("(no memory-only choice items)", family, "-", "-", "-", "-", "-", "skipped")
     # An adversary that could not run here is a row too: left out, a reader would take the

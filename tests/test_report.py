@@ -118,6 +118,16 @@ def test_the_report_shows_feedback_actions_lettered_options_and_near_misses() ->
     assert html.index(">strong<") < html.index(">near<") < html.index(">weak<")
     assert 'class="near">near miss (p 0.01 before Holm)' in html
     assert "(1 here)" in html and 'class="fail">FAIL' in html
+    # The terminal's table says the same, in the same order.
+    from rich.console import Console
+
+    from generator.report_format import audit_table
+
+    console = Console(width=200, record=True)
+    console.print(audit_table(AuditReport(rows=rows)))
+    lines = [line for line in console.export_text().splitlines() if "│ f " in line]
+    assert [line.split("│")[1].strip() for line in lines] == ["strong", "near", "weak"]
+    assert "near miss (p 0.01 before Holm)" in lines[1]
 
 
 @pytest.mark.parametrize("width", [1400, 800])
