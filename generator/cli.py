@@ -490,7 +490,9 @@ def freeze_cmd(
 
     The release is audited first (see `memspec audit`): one a system without memory could
     pass is refused unless --allow-audit-failures. If the committed manifest exists with
-    different content, refuse and write nothing."""
+    different content, refuse and write nothing. With --draft, nothing is written to or
+    checked against manifests/: an unpublished version to read, audit and score, frozen again
+    after every change."""
     from .parallel import executor_for, parse_shard
     from .release import committed_manifest_path, find_release, freeze
     from .shards import freeze_shard
@@ -934,8 +936,9 @@ def report(
     seed: Annotated[int, typer.Option(help="Seed of the audit's one-instance-per-group draw.")]
     = 0,
 ) -> None:
-    """One self-contained HTML page: counts, balance and length charts, the audit table and an
-    example group per family. Loads nothing from the network."""
+    """One self-contained HTML page: a table of contents, counts, balance and length charts
+    (and each family's lengths), the audit table (the strongest adversaries first, near
+    misses flagged) and an example group per family. Loads nothing from the network."""
     from .audit import audit_instances
     from .release import atomic_write_bytes
     from .release_data import load_release_instances
