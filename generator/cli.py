@@ -539,8 +539,10 @@ def merge(
 
     def action() -> None:
         project = _project()
-        built = merge_shards(Catalog.load(project), shards, out_dir or project.default_dist,
-                             allow_audit_failures=allow_audit_failures)
+        with _status(f"merging {len(shards)} shards"):
+            built = merge_shards(Catalog.load(project), shards,
+                                 out_dir or project.default_dist,
+                                 allow_audit_failures=allow_audit_failures)
         _report_frozen(built)
 
     _run(action)
@@ -1150,7 +1152,8 @@ def export(
                                    + (f" or {folder}" if folder != Path(release) else "")
                                    + "; run `memspec build` first, or give a release folder")
         refuse_writing_inside_release(out_dir)
-        with CommandBudget("export", str(folder)):
+        with CommandBudget("export", str(folder)), \
+                _status(f"exporting {printable(str(folder))} as {export_format}"):
             written = _export(folder, catalog)
         out.print(f"wrote {len(written)} files under {out_dir}", markup=False)
 
