@@ -502,6 +502,9 @@ def freeze_cmd(
         catalog = Catalog.load(project)
         spec = find_release(catalog, release)
         target = out_dir or project.default_dist
+        if shard is not None and draft:
+            raise SpecError.single("--draft freezes a whole release: a draft is not rendered "
+                                   "in shards")
         if shard is not None:
             executor = executor_for(workers, engine, scheduler, catalog)
             try:
