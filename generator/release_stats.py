@@ -9,6 +9,7 @@ from typing import Any
 
 from .charts import histogram, stacked_bars
 from .checks import messages_tokens
+from .html_page import option_letter
 
 
 def _charted_choice(item: Mapping[str, Any]) -> bool:
@@ -48,9 +49,11 @@ class ReleaseStats:
             stats.add(instance)
         return stats
 
-    def charts(self) -> dict[str, str]:
+    def charts(self, letters: bool = False) -> dict[str, str]:
         """SVG charts by file name: the gold's position per family (where there are choice
-        items that need memory) and a token-length histogram per phase."""
+        items that need memory) and a token-length histogram per phase. With ``letters`` the
+        positions are named as a reader of the options sees them (option A, B, …); without,
+        as frozen releases' charts name them (position 0, 1, …)."""
         charts: dict[str, str] = {}
         if self.gold_positions:
             width = max(self.option_counts.values())
@@ -58,7 +61,8 @@ class ReleaseStats:
                     for family, counts in sorted(self.gold_positions.items())]
             charts["gold_position.svg"] = stacked_bars(
                 "Position of the right option, per family", rows,
-                [f"position {k}" for k in range(width)])
+                [f"option {option_letter(k)}" if letters else f"position {k}"
+                 for k in range(width)])
         for phase, tokens in sorted(self.phase_tokens.items()):
             charts[f"tokens_{phase}.svg"] = histogram(
                 f"Length of phase {phase!r} (approximate tokens)", tokens, unit=" tok")

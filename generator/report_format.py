@@ -1,4 +1,4 @@
-"""Score reports as a table, JSON or CSV."""
+"""Score reports as a table, JSON or CSV; a table as rows of blocks where it is too wide."""
 
 from __future__ import annotations
 
@@ -7,6 +7,9 @@ import io
 import json
 from typing import Any
 
+from rich.console import Console, Group, RenderableType
+from rich.measure import Measurement
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -38,6 +41,34 @@ class PlainTable(Table):
     def add_row(self, *cells: Any, **options: Any) -> None:  # type: ignore[override]
         super().add_row(*(Text(printable(c)) if isinstance(c, str) else c for c in cells),
                         **options)
+
+
+def fitted(table: Table, console: Console) -> RenderableType:
+    """``table`` as it is where its cells fit whole in the console's width; else one block a
+    row, the first cell as its heading and each other cell beside its column's name, wrapped
+    under itself, so that no value is cut short (rich would otherwise narrow every column to
+    a few letters and an ellipsis). Print it with ``soft_wrap=False``, so that it wraps."""
+    # Measured as if the console had no edge: measured within it, a table always fits.
+    unbounded = console.options.update_width(10_000)
+    if Measurement.get(console, unbounded, table).maximum <= console.width:
+        return table
+    names = [_plain(column.header) for column in table.columns]
+    columns = [[_plain(cell) for cell in column.cells] for column in table.columns]
+    parts: list[RenderableType] = [Text(_plain(heading) + "\n") for heading in
+                                   (table.title, table.caption) if heading]
+    for index in range(table.row_count):
+        block = Table.grid(padding=(0, 2))
+        block.add_column(no_wrap=True)
+        block.add_column(overflow="fold")
+        for name, cells in zip(names[1:], columns[1:], strict=True):
+            block.add_row(Text(name), Text(cells[index]))
+        parts += [Text(f"{names[0]}: {columns[0][index]}", overflow="fold"),
+                  Padding(block, (0, 0, 1, 2), expand=False)]
+    return Group(*parts)
+
+
+def _plain(cell: Any) -> str:
+    return cell.plain if isinstance(cell, Text) else str(cell)
 
 
 def csv_cell(value: Any) -> Any:
@@ -203,13 +234,32 @@ def as_csv(report: dict[str, Any]) -> str:
     return buffer.getvalue()
 
 
+def audit_strength(row: Any) -> tuple[bool, float, float]:
+    """Sort key of an adversary's row: failures first, then by p after Holm (the strongest
+    first), then by how far above chance it was right."""
+    margin = (row.accuracy or 0.0) - row.chance
+    return (not row.failed, row.p_holm if row.p_holm is not None else 1.0, -margin)
+
+
+def audit_verdict(row: Any) -> tuple[str, str]:
+    """What a row's result says, and its class: a near miss beats chance at the audit's level
+    before Holm's correction, though not after."""
+    from .audit import ALPHA  # the audit's own level; imported only when an audit is shown
+
+    if row.failed:
+        return "FAIL", "fail"
+    if row.p_value is not None and row.p_value < ALPHA and (row.accuracy or 0) > row.chance:
+        return f"near miss (p {format_p(row.p_value)} before Holm)", "near"
+    return "ok", "ok"
+
+
 def audit_table(report: Any) -> Table:
-    """The audit as a table: one row per adversary and family."""
+    """The audit as a table: one row per adversary and family, the strongest first."""
     table = PlainTable("check", "family", "hits", "accuracy", "chance", "p", "p (Holm)", "result")
-    for row in report.rows:
+    for row in sorted(report.rows, key=audit_strength):
         table.add_row(row.check, row.family, f"{row.hits}/{row.trials}", format_value(row.accuracy),
                       format_value(row.chance), format_p(row.p_value), format_p(row.p_holm),
-                      "FAIL" if row.failed else "ok")
+                      audit_verdict(row)[0])
     for family in report.skipped:
         table.add_row("(no memory-only choice items)", family, "-", "-", "-", "-", "-", "skipped")
     # An adversary that could not run here is a row too: left out, a reader would take the

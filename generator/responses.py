@@ -143,6 +143,7 @@ def load_responses(path: Path, known_ids: Iterable[str]) -> dict[str, str]:
     responses: dict[str, str] = {}
     first_line: dict[str, int] = {}
     problems = ProblemCollector()  # a flood of bad lines is counted, not kept
+    unknown = 0
     for number, line in jsonl_lines(path, display):
         try:
             record = parse_strict_json(line, display, number)
@@ -162,6 +163,7 @@ def load_responses(path: Path, known_ids: Iterable[str]) -> dict[str, str]:
             continue
         instance_id = record["id"]
         if instance_id not in known:
+            unknown += 1
             problems.add(Problem(f"unknown instance id {instance_id!r}"
                                     f"{lookalike_note(instance_id)}", display, number, 1))
         elif instance_id in responses:
@@ -170,5 +172,10 @@ def load_responses(path: Path, known_ids: Iterable[str]) -> dict[str, str]:
         else:
             responses[instance_id] = record["response"]
             first_line[instance_id] = number
+    if unknown and not responses:
+        # Said first, once: every id is foreign, which is one mistake, not many.
+        problems.add(Problem(f"none of the {unknown:,} ids in this file is an instance of "
+                             "this release: are these the responses to another release, or "
+                             "another version of it?", display))
     problems.raise_if_any()
     return responses

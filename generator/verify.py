@@ -37,6 +37,7 @@ class VerifyReport:
     checked_files: int = 0
     problems: list[Problem] = field(default_factory=list)
     anchored: bool = False  # compared with a manifest from outside the release
+    draft: bool = False  # an unpublished draft (freeze --draft)
     notes: list[str] = field(default_factory=list)  # nothing wrong, but worth saying
 
     @property
@@ -107,12 +108,14 @@ def check_trusted_manifest(path: Path) -> None:
 
 
 def verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool = False,
-                   trusted: Path | None = None) -> VerifyReport:
+                   trusted: Path | None = None, accept_draft: bool = True) -> VerifyReport:
     """Verify the release in ``folder``; every problem names the file concerned.
 
     The release's own SHA256SUMS and manifest.json prove it is whole; only a manifest from
     outside it (the project's committed one, or ``trusted``) proves it is the right release.
-    Without either, ``report.anchored`` is False."""
+    Without either, ``report.anchored`` is False. A draft (``freeze --draft``) has no
+    committed manifest: it is checked against itself (and a rebuild), or refused as
+    unpublished unless ``accept_draft``."""
     report = VerifyReport(folder)
     sums_path = folder / SUMS_FILE
     if not folder.is_dir():
@@ -216,10 +219,20 @@ def verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool = 
     root = hashlib.sha256(sums_text(data_hashes).encode("utf-8")).hexdigest()
     if root != manifest["root_sha256"]:
         report.fail("root hash does not match the data files", MANIFEST_FILE)
+    draft = report.draft = manifest.get("draft") is True
+    if draft and not accept_draft:
+        report.fail(f"{manifest['release']}-{manifest['version']} is an unpublished draft "
+                    "(frozen with --draft; no committed manifest pins it): freeze it without "
+                    "--draft to publish it, or pass --allow-draft to check it as a draft",
+                    MANIFEST_FILE)
     if trusted is not None:
         report.anchored = True
         if trusted.read_bytes() != (folder / MANIFEST_FILE).read_bytes():
             report.fail("manifest.json differs from the trusted manifest", str(trusted))
+    elif draft:
+        if accept_draft:
+            report.notes.append("a draft: checked against its own SHA256SUMS and "
+                                "manifest.json only, as no committed manifest pins it")
     elif catalog is not None:
         report.anchored = True
         _compare_committed(folder, manifest, catalog, report)
@@ -268,7 +281,9 @@ def _compare_rebuild(folder: Path, manifest: dict, catalog: Catalog,
         return
     with tempfile.TemporaryDirectory(prefix="memspec-verify-") as tmp:
         try:
-            built = freeze(catalog, release, Path(tmp), write_manifest=False)
+            built = freeze(catalog, release, Path(tmp), write_manifest=False,
+                           draft=manifest.get("draft") is True,
+                           allow_audit_failures=manifest.get("draft") is True)
         except MemspecError as err:
             report.problems.extend(err.problems)
             return

@@ -85,12 +85,13 @@ def turkish_locale(work: Path) -> dict[str, str]:
 
 def run_build(python: Path, out: Path, *, env: dict[str, str] | None = None,
               umask: int | None = None, cwd: Path | None = None) -> dict[str, Any]:
-    """``memspec build`` of every bundled release into ``out`` with ``python``."""
+    """``memspec build --all`` (every version of every bundled release) into ``out`` with
+    ``python``."""
     full_env = {k: v for k, v in os.environ.items() if k not in ("MEMSPEC_ROOT", "VIRTUAL_ENV")}
     full_env.update(env or {})
     start = time.perf_counter()
     result = subprocess.run([str(python), "-m", "generator.cli", "--root", str(REPO), "build",
-                             "--out", str(out)], capture_output=True, text=True,
+                             "--all", "--out", str(out)], capture_output=True, text=True,
                             stdin=subprocess.DEVNULL, env=full_env, cwd=cwd or REPO,
                             umask=-1 if umask is None else umask)
     return {"returncode": result.returncode, "seconds": round(time.perf_counter() - start, 1),

@@ -9,17 +9,63 @@ import pytest
 
 from conftest import REPO, run_cli
 from generator.catalog import Catalog
+from generator.cli import app
 from generator.project import Project
 
-COMMANDS = ["init", "validate", "new", "generate", "show", "freeze", "verify", "build", "pool",
-            "respond", "score", "judge-requests", "rho-star", "export", "audit", "check-answer"]
+COMMANDS = sorted(c.name or c.callback.__name__ for c in app.registered_commands)
 
 
-@pytest.mark.parametrize("command", COMMANDS)
-def test_every_command_has_help(command: str) -> None:
-    result = run_cli(command, "--help")
-    assert result.returncode == 0
-    assert "Usage:" in result.stdout
+@pytest.mark.parametrize("command", ["", *COMMANDS])
+def test_every_command_has_help_that_fits_80_columns(command: str) -> None:
+    for flag in ("--help", "-h"):
+        result = run_cli(*([command] if command else []), flag, env={"COLUMNS": "80"})
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.startswith("Usage: memspec")
+        # Wrapped, never cut: every flag and every word of help is there in full.
+        assert all(len(line) <= 80 for line in result.stdout.splitlines()), result.stdout
+        assert "…" not in result.stdout
+
+
+def test_help_lists_the_choices_and_the_parser_enforces_them() -> None:
+    from typing import get_args
+
+    from generator import cli
+    from generator.score import SCOPES
+    from generator.stats import CORRECTIONS
+
+    assert get_args(cli.Correction) == CORRECTIONS and get_args(cli.CorrectionScope) == SCOPES
+    score = run_cli("score", "-h", env={"COLUMNS": "80"}).stdout
+    for choices in ("<table|json|csv>", "<minmax|z>", "<holm|bonferroni|none>",
+                    "<report|row>"):
+        assert choices in score
+    assert "<local|dask>" in run_cli("freeze", "-h").stdout
+    refused = run_cli("score", "dist/x", "r.jsonl", "--correction", "sidak")
+    assert refused.returncode == 2 and "'holm', 'bonferroni', 'none'" in refused.stderr
+
+
+def test_version() -> None:
+    from generator.new_project import memspec_version
+
+    result = run_cli("--version")
+    assert result.returncode == 0 and result.stdout == f"memspec {memspec_version()}\n"
+
+
+def _complete(words: str) -> list[str]:
+    """What bash completion offers after ``words`` (the last one being completed)."""
+    parts = words.split(" ")
+    result = run_cli(env={"_MEMSPEC_COMPLETE": "complete_bash", "COMP_WORDS": words,
+                          "COMP_CWORD": str(len(parts) - 1), "MEMSPEC_ROOT": str(REPO)})
+    assert result.returncode == 0, result.stderr
+    return result.stdout.split()
+
+
+def test_shell_completion_offers_commands_choices_releases_and_families() -> None:
+    script = run_cli("--show-completion", "bash")
+    assert "complete -o default -F _memspec_completion memspec" in script.stdout
+    assert _complete("memspec bu") == ["build"]
+    assert _complete("memspec score --format ") == ["table", "json", "csv"]
+    assert _complete("memspec freeze example-v") == ["example-v1", "example-v2", "example-v3"]
+    assert _complete("memspec show example.choice.") == ["example.choice.meeting_room"]
 
 
 def test_validate_all_bundled_specs() -> None:

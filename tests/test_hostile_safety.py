@@ -219,7 +219,9 @@ def test_a_flood_of_bad_lines_prints_twenty_and_a_count(release: Path, project: 
     responses.write_text('{"id": "nope", "response": "a"}\n' * 200_000)
     lines = _refused(_memspec(project, "score", release, responses),
                      "and 199,980 more like this (unknown instance id")
-    assert len(lines) == 21
+    # One line says what the flood means (every id is foreign), then twenty and a count.
+    assert len(lines) == 22
+    assert "none of the 200,000 ids in this file is an instance of this release" in lines[0]
 
 
 def test_responses_over_four_megabytes_for_the_largest_release_score(

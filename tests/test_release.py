@@ -12,7 +12,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from conftest import run_cli, tree_bytes
+from conftest import ALL_RELEASES, run_cli, tree_bytes
 
 
 def test_coreutils_sha256sum_accepts_the_release(built_example: Path) -> None:
@@ -117,6 +117,11 @@ def test_freeze_refuses_to_change_a_frozen_release(project_copy: Path) -> None:
     assert result.returncode == 1, result.stderr
     assert "differs from its frozen manifest" in result.stderr
     assert "specs/pools/example/meeting_rooms.yaml" in result.stderr
+    # What to do is said once, however many files differ: a new version, or discard a
+    # version that was never published.
+    assert result.stderr.count("A frozen version never changes") == 1
+    assert "give the release a new version" in result.stderr
+    assert "delete manifests/example-v1.json to discard it" in result.stderr
     assert (project_copy / "manifests" / "example-v1.json").read_bytes() == committed
     assert not out.exists()
 
@@ -168,6 +173,40 @@ def test_build_never_writes_manifests(project_copy: Path) -> None:
     assert (out / "example-v2" / "manifest.json").is_file()  # the others are still built
     assert tree_bytes(project_copy / "manifests") == before
     assert not (project_copy / "manifests" / "example-v1.json").exists()
+
+
+def test_build_all_verified_every_version_of_every_release(built_dist: Path) -> None:
+    # The session's build is `memspec build --all`: every version, each verified byte for
+    # byte against its committed manifest, one row each.
+    table = (built_dist.parent / "built-dist.ok").read_text()
+    rows = {line.split()[1]: line for line in table.splitlines()
+            if len(line.split()) > 1 and line.split()[1] in ALL_RELEASES}
+    assert sorted(rows) == sorted(ALL_RELEASES)
+    assert all("verified" in row for row in rows.values())
+
+
+def test_build_takes_the_newest_version_of_each_release(project_copy: Path) -> None:
+    for path in (project_copy / "specs" / "releases").glob("*.yaml"):
+        if not path.name.startswith("example-"):
+            path.unlink()
+    out = project_copy / "out"
+    result = run_cli("build", "--out", str(out), root=project_copy)
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["example-v3"]
+    assert "example-v3" in result.stdout and "example-v1" not in result.stdout
+    both = run_cli("build", "--all", "example-v1", "--out", str(out), root=project_copy)
+    assert both.returncode == 2 and "--all" in both.stderr
+
+
+def test_the_newest_version_is_compared_as_numbers() -> None:
+    from types import SimpleNamespace
+
+    from generator.release_of import newest_versions
+
+    releases = [SimpleNamespace(name=name, version=version) for name, version in
+                [("b", "v9"), ("b", "v10"), ("a", "v4"), ("a", "v4.1"), ("a", "v3.12")]]
+    assert [(r.name, r.version) for r in newest_versions(releases)] == [("a", "v4.1"),
+                                                                       ("b", "v10")]
 
 
 def test_verify_regenerate_catches_a_changed_template(built_example: Path,

@@ -74,13 +74,89 @@ def test_the_report_loads_clean_and_shows_every_family(browser, built_dist: Path
     # per phase.
     from generator.audit import audit_instances
 
-    adversary_rows = loaded.page.locator("table").nth(1).locator("tbody tr")
+    adversary_rows = loaded.page.locator("h2#audit ~ table").first.locator("tbody tr")
     assert adversary_rows.count() == len(audit_instances(instances).rows)
+    # Sorted from the strongest adversary: p after Holm never falls down the table.
+    holm = [float(cells[6]) for cells in (row.locator("td").all_text_contents()
+                                          for row in adversary_rows.all())]
+    assert holm == sorted(holm)
     assert loaded.count("svg") == 1 + len({p["phase"] for i in instances for p in i["phases"]
                                            if p["messages"]})
     assert "The audit passed." in loaded.page.inner_text("body")
     bars = loaded.page.locator("svg rect title").all_text_contents()
-    assert "memorychecks.binding.topic_partner: position 0 72" in bars
+    assert "memorychecks.binding.topic_partner: option A 72" in bars
+    # A table of contents whose every entry leads to its section, and every chart says what
+    # it counts.
+    links = loaded.page.locator("nav.contents a").evaluate_all("a => a.map(x => x.hash)")
+    assert links == ["#counts", "#balance", "#lengths", "#audit", "#examples"]
+    assert all(loaded.count(anchor) == 1 for anchor in links)
+    body = loaded.page.inner_text("body")
+    assert body.count("What the chart counts") == 1 and body.count("What the charts count") == 1
+    # Each family's lengths, phase by phase, besides the pooled histograms.
+    lengths = loaded.page.locator("h3:has-text('Lengths per family') + table tbody tr")
+    assert lengths.count() == len({(i["family"], p["phase"]) for i in instances
+                                   for p in i["phases"] if p["messages"]})
+
+
+def test_the_report_shows_feedback_actions_lettered_options_and_near_misses() -> None:
+    from generator.audit import AuditReport, AuditRow
+    from generator.html_page import instance_html
+    from generator.report import _audit_section
+
+    instance = {"id": "f-00000-base", "variant": "base", "phases": [],
+                "feedback": [{"action": "like", "round": 1, "terminated": False},
+                             {"action": "copy", "round": 2, "terminated": True}],
+                "answer": {"scorer": "choice", "gold": "Granite Room", "gold_index": 2,
+                           "options": ["Room 6E", "Atrium", "Granite Room"]}}
+    card = instance_html(instance)
+    assert "round 1: like; round 2: copy (the session ends)" in card
+    assert "A) Room 6E; B) Atrium; C) Granite Room" in card and "<b>gold</b>: C) Granite" in card
+    rows = [AuditRow("weak", "f", 10, 30, 1 / 3, 0.6, 1.0),
+            AuditRow("near", "f", 16, 30, 1 / 3, 0.01, 0.08),
+            AuditRow("strong", "f", 29, 30, 1 / 3, 1e-9, 1e-8)]
+    html = "".join(_audit_section(AuditReport(rows=rows)))
+    assert html.index(">strong<") < html.index(">near<") < html.index(">weak<")
+    assert 'class="near">near miss (p 0.01 before Holm)' in html
+    assert "(1 here)" in html and 'class="fail">FAIL' in html
+    # The terminal's table says the same, in the same order.
+    from rich.console import Console
+
+    from generator.report_format import audit_table
+
+    console = Console(width=200, record=True)
+    console.print(audit_table(AuditReport(rows=rows)))
+    lines = [line for line in console.export_text().splitlines() if "│ f " in line]
+    assert [line.split("│")[1].strip() for line in lines] == ["strong", "near", "weak"]
+    assert "near miss (p 0.01 before Holm)" in lines[1]
+
+
+@pytest.mark.parametrize("width", [1400, 800])
+def test_report_and_preview_fit_the_window_with_variants_in_a_grid(
+        browser, built_dist: Path, tmp_path: Path, width: int) -> None:
+    report, preview = tmp_path / "report.html", tmp_path / "preview.html"
+    assert run_cli("report", str(bundled_release(built_dist, "example-v3")), "--out",
+                   str(report)).returncode == 0
+    # A family of 72 variants (a condition crossed with option rotations, four designs).
+    assert run_cli("preview", "trustgap.memory_trust.airline", "--groups", "1", "--out",
+                   str(preview)).returncode == 0
+    for path in (report, preview):
+        page = browser.new_page(viewport={"width": width, "height": 900})
+        page.goto(path.as_uri())
+        page.screenshot(path=str(ARTIFACTS / f"{path.stem}-{width}.png"), full_page=False)
+        # Nothing runs off the side: every variant is on the page, none behind a scrollbar.
+        overflowing = page.evaluate(
+            "() => [...document.querySelectorAll('body *')].filter(e => "
+            "e.getBoundingClientRect().right > window.innerWidth + 1).map(e => e.tagName)")
+        assert overflowing == [] and page.evaluate(
+            "document.documentElement.scrollWidth <= window.innerWidth"), path
+        if path == preview:
+            # A row per condition, and every variant of the group shown.
+            rows = page.locator(".axis-row > h4").all_text_contents()
+            assert rows and all(r.startswith("design = ") or r.startswith("condition = ")
+                                for r in rows)
+            group = run_cli("generate", "trustgap.memory_trust.airline", "--groups", "1")
+            assert page.locator(".instance").count() == len(group.stdout.splitlines()) > 12
+        page.close()
 
 
 def test_the_report_is_the_same_bytes_every_time(built_dist: Path, tmp_path: Path) -> None:
