@@ -1,0 +1,137 @@
+"""The documentation works as written: every code block of README.md and docs/ is marked with
+its language, every ``sh`` block runs, every YAML block parses, and the authoring guide, played
+from an empty folder, ends in a frozen, verified, audited and scored release."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO
+
+DOCS = sorted((REPO / "docs").glob("*.md"))
+PAGES = [REPO / "README.md", *DOCS]
+GUIDE = REPO / "docs" / "authoring.md"
+
+#: Languages a block may be marked with: ``sh`` runs, ``python`` runs, ``yaml`` parses,
+#: ``jinja`` is a template, ``text`` and ``json`` are shown output or data.
+LANGUAGES = {"sh", "python", "yaml", "jinja", "text", "json"}
+
+#: The blocks run elsewhere, as written: the quick start's two lines by CI itself
+#: (`.ci/run`) and test_readme, the "start your own benchmark" block by test_wheel (a fresh
+#: environment where memspec is installed from its wheel).
+RUN_ELSEWHERE = ("pip install -e . && memspec build", "pip install .\n")
+
+_FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>[\w-]*)\n(?P<body>.*?)^(?P=indent)```$",
+                    re.S | re.M)
+
+
+def blocks(page: Path) -> list[tuple[str, str, int]]:
+    """Every fenced block of ``page``: its language, its text (indent removed) and line."""
+    text = page.read_text(encoding="utf-8")
+    found = []
+    for match in _FENCE.finditer(text):
+        indent = len(match["indent"])
+        body = "".join(line[indent:] for line in match["body"].splitlines(keepends=True))
+        found.append((match["lang"], body, text.count("\n", 0, match.start()) + 1))
+    return found
+
+
+def file_path(lang: str, body: str) -> str | None:
+    """The project path a file block names on its first line (``# PATH`` in YAML,
+    ``{# PATH #}`` in a template), or None for a block that is no file."""
+    first = body.split("\n", 1)[0]
+    named = re.fullmatch(r"# ((?:specs|templates)/\S+\.yaml)" if lang == "yaml"
+                         else r"\{# (templates/\S+\.j2) #\}", first)
+    return named[1] if named else None
+
+
+@pytest.fixture(scope="module")
+def shell_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """An environment where ``memspec`` runs this checkout's code, as an install would."""
+    bin_dir = tmp_path_factory.mktemp("bin")
+    shim = bin_dir / "memspec"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m generator.cli "$@"\n')
+    shim.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k not in ("MEMSPEC_ROOT", "COLUMNS")}
+    env.update(PATH=f"{bin_dir}{os.pathsep}{env['PATH']}", PYTHONPATH=str(REPO))
+    return env
+
+
+def run_blocks(page: Path, cwd: Path, env: dict[str, str]) -> list[str]:
+    """Play ``page`` in ``cwd``: write each file block where it says, run each ``sh`` block
+    with bash (stopping at the first failing command; a ``cd`` carries over to the next
+    block). Returns each sh block's standard output."""
+    outputs = []
+    where = cwd
+    state = cwd / ".docs-cwd"
+    for lang, body, line in blocks(page):
+        path = file_path(lang, body) if lang in ("yaml", "jinja") else None
+        if path is not None:
+            target = where / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(body.split("\n", 1)[1], encoding="utf-8")
+        if lang != "sh" or body.startswith(RUN_ELSEWHERE):
+            continue
+        script = f"set -eu\n{body}\npwd > '{state}'\n"
+        done = subprocess.run(["bash", "-c", script], cwd=where, env=env, capture_output=True,
+                              text=True, timeout=600, stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, (f"{page.name}:{line}", body, done.stdout[-3000:],
+                                      done.stderr[-3000:])
+        where = Path(state.read_text().strip())
+        outputs.append(done.stdout)
+    return outputs
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_block_is_marked_and_every_yaml_block_parses(page: Path) -> None:
+    for lang, body, line in blocks(page):
+        assert lang in LANGUAGES, f"{page.name}:{line}: block marked {lang!r}"
+        if lang == "yaml":
+            assert yaml.safe_load(body) is not None, f"{page.name}:{line}"
+        if lang == "json":
+            json.loads(body)
+
+
+def test_the_guide_files_are_the_bundled_example() -> None:
+    written = {}
+    for lang, body, _ in blocks(GUIDE):
+        path = file_path(lang, body)
+        if path is not None:
+            written[path] = body.split("\n", 1)[1]
+    # The release is the guide's own (it has no committed manifest); every other file ships.
+    assert "specs/releases/remind-v1.yaml" in written
+    shipped = {p: t for p, t in written.items() if not p.startswith("specs/releases/")}
+    assert len(shipped) == 6
+    for path, text in shipped.items():
+        assert (REPO / path).read_text(encoding="utf-8") == text, path
+
+
+def test_the_guide_from_an_empty_folder_to_a_scored_release(
+        tmp_path: Path, shell_env: dict[str, str]) -> None:
+    empty = tmp_path / "work"
+    empty.mkdir()
+    outputs = run_blocks(GUIDE, empty, shell_env)
+    project = empty / "remindbench"
+    manifest = json.loads((project / "manifests/remind-v1.json").read_text())
+    assert manifest["counts"]["instances"] == 48
+    assert (project / "dist/remind-v1/manifest.json").read_text() == \
+        (project / "manifests/remind-v1.json").read_text()
+    assert "ok: dist/remind-v1" in "".join(outputs)
+    # Audited: the freeze recorded no failure, and the always/never-act adversaries ran.
+    assert manifest["audit"]["failures"] == []
+    assert "always_act" in "".join(outputs) and "never_act" in "".join(outputs)
+    # Scored: the memoryless policy knows no intention, so it never acts.
+    scores = json.loads((project / "memoryless-scores.json").read_text())
+    rows = {g["key"]["cue"]: g["metrics"] for g in scores["groups"]}
+    assert rows["present"]["accuracy"] == 0 and rows["absent"]["accuracy"] == 1
+    assert scores["overall"]["hit_rate"] == 0 and scores["overall"]["false_alarm_rate"] == 0
+    assert (project / "report.html").stat().st_size > 0
