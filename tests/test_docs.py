@@ -4,12 +4,15 @@ from an empty folder, ends in a frozen, verified, audited and scored release."""
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,9 +20,12 @@ import yaml
 
 from conftest import REPO
 
-DOCS = sorted((REPO / "docs").glob("*.md"))
+DOCS = sorted((REPO / "docs").rglob("*.md"))
 PAGES = [REPO / "README.md", *DOCS]
 GUIDE = REPO / "docs" / "authoring.md"
+SCORING = REPO / "docs" / "scoring.md"
+#: The pages played in a copy of this repository (the guide starts from an empty folder).
+REFERENCE = [p for p in PAGES if p != GUIDE]
 
 #: Languages a block may be marked with: ``sh`` runs, ``python`` runs, ``yaml`` parses,
 #: ``jinja`` is a template, ``text`` and ``json`` are shown output or data.
@@ -46,12 +52,39 @@ def blocks(page: Path) -> list[tuple[str, str, int]]:
 
 
 def file_path(lang: str, body: str) -> str | None:
-    """The project path a file block names on its first line (``# PATH`` in YAML,
-    ``{# PATH #}`` in a template), or None for a block that is no file."""
+    """The relative path a file block names on its first line (``# PATH.yaml`` in YAML,
+    ``{# PATH.j2 #}`` in a template), or None for a block that is no file."""
     first = body.split("\n", 1)[0]
-    named = re.fullmatch(r"# ((?:specs|templates)/\S+\.yaml)" if lang == "yaml"
-                         else r"\{# (templates/\S+\.j2) #\}", first)
+    named = re.fullmatch(r"# ([\w./-]+\.yaml)" if lang == "yaml"
+                         else r"\{# ([\w./-]+\.j2) #\}", first)
     return named[1] if named else None
+
+
+class _ChatHandler(http.server.BaseHTTPRequestHandler):
+    """A loopback chat-completion endpoint that always picks option B."""
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        assert body["messages"] and body["model"] == "test-model"
+        reply = json.dumps({"choices": [{"message": {"content": "B"}}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(reply)))
+        self.end_headers()
+        self.wfile.write(reply)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def chat_url() -> Iterator[str]:
+    """The address of a loopback chat endpoint, for the pages that call one."""
+    server = http.server.HTTPServer(("127.0.0.1", 0), _ChatHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}/v1/chat/completions"
+    server.shutdown()
 
 
 @pytest.fixture(scope="module")
@@ -62,14 +95,18 @@ def shell_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m generator.cli "$@"\n')
     shim.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if k not in ("MEMSPEC_ROOT", "COLUMNS")}
-    env.update(PATH=f"{bin_dir}{os.pathsep}{env['PATH']}", PYTHONPATH=str(REPO))
+    env.update(PATH=f"{bin_dir}{os.pathsep}{env['PATH']}", PYTHONPATH=str(REPO),
+               # Loaders read the release offline and cache nothing outside the test's folder.
+               HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1", HF_HUB_DISABLE_TELEMETRY="1",
+               HF_HOME=str(bin_dir / "hf"))
     return env
 
 
 def run_blocks(page: Path, cwd: Path, env: dict[str, str]) -> list[str]:
     """Play ``page`` in ``cwd``: write each file block where it says, run each ``sh`` block
     with bash (stopping at the first failing command; a ``cd`` carries over to the next
-    block). Returns each sh block's standard output."""
+    block) and each ``python`` block with this interpreter. Returns each run block's
+    standard output."""
     outputs = []
     where = cwd
     state = cwd / ".docs-cwd"
@@ -79,10 +116,14 @@ def run_blocks(page: Path, cwd: Path, env: dict[str, str]) -> list[str]:
             target = where / path
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(body.split("\n", 1)[1], encoding="utf-8")
-        if lang != "sh" or body.startswith(RUN_ELSEWHERE):
+        if lang == "python":
+            command = [sys.executable, "-c", body]
+        elif lang == "sh" and not body.startswith(RUN_ELSEWHERE):
+            command = ["bash", "-c", f"set -eu\n{body}\npwd > '{state}'\n"]
+        else:
             continue
-        script = f"set -eu\n{body}\npwd > '{state}'\n"
-        done = subprocess.run(["bash", "-c", script], cwd=where, env=env, capture_output=True,
+        state.write_text(str(where))
+        done = subprocess.run(command, cwd=where, env=env, capture_output=True,
                               text=True, timeout=600, stdin=subprocess.DEVNULL)
         assert done.returncode == 0, (f"{page.name}:{line}", body, done.stdout[-3000:],
                                       done.stderr[-3000:])
@@ -135,3 +176,48 @@ def test_the_guide_from_an_empty_folder_to_a_scored_release(
     assert rows["present"]["accuracy"] == 0 and rows["absent"]["accuracy"] == 1
     assert scores["overall"]["hit_rate"] == 0 and scores["overall"]["false_alarm_rate"] == 0
     assert (project / "report.html").stat().st_size > 0
+
+
+def play_in_repository_copy(page: Path, tmp_path: Path, env: dict[str, str],
+                            request: pytest.FixtureRequest) -> tuple[Path, list[str]]:
+    """Play ``page`` in a copy of this repository's project, with every bundled release it
+    names (``dist/NAME-vN``) built (from the session's one build)."""
+    project = tmp_path / "project"
+    for name in ("specs", "templates", "manifests"):
+        shutil.copytree(REPO / name, project / name)
+    shutil.copy2(REPO / "memspec.yaml", project / "memspec.yaml")
+    text = page.read_text(encoding="utf-8")
+    named = sorted(set(re.findall(r"\bdist/([a-z]+-v\d+)\b", text)))
+    if named and any(lang in ("sh", "python") for lang, _, _ in blocks(page)):
+        built = request.getfixturevalue("built_dist")
+        for release in named:
+            if (built / release).is_dir():
+                shutil.copytree(built / release, project / "dist" / release)
+    return project, run_blocks(page, project, env)
+
+
+@pytest.mark.parametrize("page", [p for p in REFERENCE if p != SCORING],
+                         ids=lambda p: p.relative_to(REPO).as_posix())
+def test_every_command_runs_as_written(page: Path, tmp_path: Path, shell_env: dict[str, str],
+                                       request: pytest.FixtureRequest) -> None:
+    play_in_repository_copy(page, tmp_path, shell_env, request)
+
+
+def test_the_scoring_page_runs_against_a_chat_endpoint(
+        tmp_path: Path, shell_env: dict[str, str], chat_url: str,
+        request: pytest.FixtureRequest) -> None:
+    code = next(body for lang, body, _ in blocks(SCORING) if lang == "python")
+    assert len(code.strip().splitlines()) <= 12
+    env = dict(shell_env, CHAT_URL=chat_url, API_KEY="unused", MODEL="test-model")
+    _, outputs = play_in_repository_copy(SCORING, tmp_path, env, request)
+    # The responses the endpoint gave (always "B"), scored by the commands as written.
+    scored = next(out for out in outputs if "\n{" in out)
+    report, _ = json.JSONDecoder().raw_decode(scored, scored.index("\n{") + 1)
+    assert report["overall"]["answered"] == 144 and report["overall"]["missing"] == 0
+    choice = next(g["metrics"] for g in report["groups"]
+                  if g["key"] == {"family": "example.choice.meeting_room"})
+    # Always "B": right in exactly one rotation of three in every group.
+    assert choice["accuracy"] == 1 / 3
+    # The worked factorial example prints the row it quotes.
+    assert "factorial: label (present - removed)" in "".join(outputs)
+    assert "-0.010 [-0.046, 0.024]" in "".join(outputs)
