@@ -181,13 +181,13 @@ def test_the_guide_from_an_empty_folder_to_a_scored_release(
 def play_in_repository_copy(page: Path, tmp_path: Path, env: dict[str, str],
                             request: pytest.FixtureRequest) -> tuple[Path, list[str]]:
     """Play ``page`` in a copy of this repository's project, with every bundled release it
-    names (``dist/NAME-vN``) built (from the session's one build)."""
+    names (``NAME-vN``) built in its ``dist/`` (copied from the session's one build)."""
     project = tmp_path / "project"
     for name in ("specs", "templates", "manifests"):
         shutil.copytree(REPO / name, project / name)
     shutil.copy2(REPO / "memspec.yaml", project / "memspec.yaml")
     text = page.read_text(encoding="utf-8")
-    named = sorted(set(re.findall(r"\bdist/([a-z]+-v\d+)\b", text)))
+    named = sorted(set(re.findall(r"\b([a-z]+-v\d+)\b", text)))
     if named and any(lang in ("sh", "python") for lang, _, _ in blocks(page)):
         built = request.getfixturevalue("built_dist")
         for release in named:
