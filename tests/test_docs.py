@@ -19,6 +19,8 @@ import pytest
 import yaml
 
 from conftest import REPO
+from generator.checks import mentions
+from generator.scoring import is_correct
 
 DOCS = sorted((REPO / "docs").rglob("*.md"))
 PAGES = [REPO / "README.md", *DOCS]
@@ -221,3 +223,54 @@ def test_the_scoring_page_runs_against_a_chat_endpoint(
     # The worked factorial example prints the row it quotes.
     assert "factorial: label (present - removed)" in "".join(outputs)
     assert "-0.010 [-0.046, 0.024]" in "".join(outputs)
+
+
+def _links(page: Path) -> list[str]:
+    text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+    return re.findall(r"\]\(([^)\s]+)\)", text)
+
+
+def _anchors(page: Path) -> set[str]:
+    """The anchors a Markdown renderer gives the headings of ``page`` (GitHub's way)."""
+    found = set()
+    for heading in re.findall(r"^#+ (.*)$", page.read_text(encoding="utf-8"), re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+        found.add(slug)
+    return found
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(REPO).as_posix())
+def test_every_link_leads_somewhere(page: Path) -> None:
+    for link in _links(page):
+        if re.match(r"https?://", link):
+            continue
+        target, _, anchor = link.partition("#")
+        path = (page.parent / target).resolve() if target else page
+        if target.rstrip("/").endswith("docs/releases") or target == "releases/":
+            continue  # the pages of the newer releases come with those releases
+        assert path.exists(), f"{page.name}: {link}"
+        if anchor:
+            assert anchor in _anchors(path), f"{page.name}: {link}"
+
+
+def test_the_reference_says_how_words_and_patterns_match() -> None:
+    """What docs/spec-language.md states about forbidden words and regex golds holds."""
+    # Whole words, ignoring case; a phrase with its space.
+    assert mentions("Remind me later", "remind") and mentions("call remind('x')", "remind")
+    assert not mentions("a reminder", "remind") and not mentions("reminded", "remind")
+    assert mentions("the DESTINATION FIRST rule", "destination first")
+    assert not mentions("the destination\nfirst", "destination first")
+
+    def regex(gold: str, response: str, first: str | None = None) -> bool | None:
+        answer = {"scorer": "regex", "gold": gold, **({"first": first} if first else {})}
+        return is_correct(answer, response)
+
+    # With first: call, a prefix of the call, from its start; else searched in the line.
+    assert regex(r"^remind\(", "remind('anything at all')", "call")
+    assert not regex(r"remind\(", "not_remind('x')", "call")
+    assert not regex(r"^remind\('a'\)", "remind('a', 'b')", "call")
+    assert regex("Paris", "I think Paris.") and not regex(r"^Paris\.?$", "I think Paris.")
+    # Case counts; inline flags: at the start for the whole, mid-pattern from there on.
+    assert not regex("paris", "Paris") and regex("(?i)paris", "PARIS")
+    assert regex("a(?i)b", "aB") and not regex("a(?i)b", "AB")
+    assert regex("(?i:a)b", "Ab") and not regex("(?i:a)b", "AB")
