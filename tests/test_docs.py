@@ -172,12 +172,20 @@ def test_the_guide_from_an_empty_folder_to_a_scored_release(
     # Audited: the freeze recorded no failure, and the always/never-act adversaries ran.
     assert manifest["audit"]["failures"] == []
     assert "always_act" in "".join(outputs) and "never_act" in "".join(outputs)
+    # The figures the guide quotes: the best adversary, always acting, right on 14 of 24.
+    summary = manifest["audit"]["summary"][0]
+    assert summary["passed"] and "8 on 24 items; best always_act 14/24" in summary["adversaries"]
     # Scored: the memoryless policy knows no intention, so it never acts.
     scores = json.loads((project / "memoryless-scores.json").read_text())
     rows = {g["key"]["cue"]: g["metrics"] for g in scores["groups"]}
     assert rows["present"]["accuracy"] == 0 and rows["absent"]["accuracy"] == 1
     assert scores["overall"]["hit_rate"] == 0 and scores["overall"]["false_alarm_rate"] == 0
     assert (project / "report.html").stat().st_size > 0
+    # What the guide shows a command printing, it printed.
+    printed = "".join(outputs).splitlines()
+    for lang, body, line in blocks(GUIDE):
+        if lang == "text":
+            assert all(shown in printed for shown in body.splitlines()), (line, body)
 
 
 def play_in_repository_copy(page: Path, tmp_path: Path, env: dict[str, str],
