@@ -24,7 +24,7 @@ TASK_FILE = "task.py"
 
 def _messages(instance: Mapping[str, Any]) -> list[dict[str, str]]:
     """Every message of every phase in order, as inspect's chat messages. A tool's message
-    becomes a user's, as in the README's example: chat APIs take a tool message only in
+    becomes a user's, as in the example of docs/scoring.md: chat APIs take a tool message only in
     answer to a tool call the model made, and an instance's tool results answer none."""
     return [{"role": "user" if message["role"] == "tool" else message["role"],
              "content": message["content"]}

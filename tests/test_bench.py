@@ -1,8 +1,9 @@
-"""The measuring script README documents runs from a checkout and reports every measurement.
+"""The measuring script docs/performance.md documents runs from a checkout and reports every
+measurement.
 
 It is run small here: what it measures is speed, which no test asserts; that it runs, checks
 that one and two workers and two shards write the same bytes, and writes its table and JSON
-is what a user who follows README needs."""
+is what a user who follows that page needs."""
 
 from __future__ import annotations
 

@@ -130,7 +130,7 @@ def test_the_wheel_runs_a_benchmark_of_ones_own(installed: Path, tmp_path: Path)
 
 def test_readme_start_your_own_benchmark_as_written(installed: Path, tmp_path: Path) -> None:
     text = (REPO / "README.md").read_text()
-    block = re.search(r"\*\*Start your own benchmark\*\*.*?```\n(.*?)```", text, re.S)
+    block = re.search(r"\*\*Start your own benchmark\*\*.*?```sh\n(.*?)```", text, re.S)
     assert block is not None
     lines = block.group(1).splitlines()
     # The install is the wheel of these sources (built as `pip install .` builds it), into the
