@@ -8,6 +8,7 @@ from typing import Any
 
 from .croissant import design_citation, release_citation
 from .dataset_configs import Config, size_category
+from .parquet_export import TYPED_LAYOUT
 from .spec import ReleaseSpec
 
 
@@ -126,14 +127,16 @@ def render_card(release: ReleaseSpec, counts: Mapping[str, Any], root_sha256: st
     for family_id in families:
         lines += [f"- `{family_id}`: {_description(descriptions[family_id], layout)}"]
     if layout >= 3:
-        lines += _designs_section(release, root_sha256) + _loading_section(release, configs)
-        return "\n".join(lines + _files_section(charts, parquet=True)
+        loading = (_typed_loading_section(release, configs) if layout >= TYPED_LAYOUT
+                   else _loading_section(release, configs))
+        return "\n".join(lines + _designs_section(release, root_sha256) + loading
+                         + _files_section(charts, parquet=True, layout=layout)
                          + _rebuild_section(release, f"memspec build {release.full_name}"))
     return "\n".join(lines + _files_section(charts, parquet=False)
                      + _rebuild_section(release, f"memspec freeze {release_file}"))
 
 
-def _files_section(charts: Sequence[str], parquet: bool) -> list[str]:
+def _files_section(charts: Sequence[str], parquet: bool, layout: int = 1) -> list[str]:
     return [
         "",
         "## Files",
@@ -147,7 +150,8 @@ def _files_section(charts: Sequence[str], parquet: bool) -> list[str]:
         "- `SHA256SUMS`: every other file's SHA-256; `sha256sum -c --strict SHA256SUMS` checks it.",
         "- `README.md`: this card.",
         *(["- `plots/`: the charts above, as SVG."] if charts else []),
-        *([_PARQUET_FILES, "- `croissant.json`: the release described in Croissant 1.0 "
+        *([_TYPED_PARQUET_FILES if layout >= TYPED_LAYOUT else _PARQUET_FILES,
+           "- `croissant.json`: the release described in Croissant 1.0 "
            "(the JSONL files with their SHA-256, one record set per family)."]
           if parquet else []),
     ]
@@ -171,6 +175,48 @@ _PARQUET_FILES = (
     "family (the\n  conversation nested, varying objects as JSON text), for dataset loaders. "
     "pyarrow writes its\n  version into each file, so the manifest pins these bytes with the "
     "pyarrow that wrote them and,\n  for any other pyarrow, the rows (`content_sha256`).")
+
+
+_TYPED_PARQUET_FILES = (
+    "- `parquet/<family>/<split>….parquet`: the same rows in one typed Parquet schema for "
+    "every\n  family: `axes` and `fields` as lists of `{name, value}`, the `answer` a struct "
+    "(its\n  `distractors` and `policies` lists of `{name, value}`, `gold_index` a nullable "
+    "integer), `feedback`\n  a list of its rounds, `analysis` JSON text, and the `split` (also "
+    "in `fields` where the release\n  declares splits). pyarrow writes its version into each "
+    "file, so the manifest pins these\n  bytes with the pyarrow that wrote them and, for any "
+    "other pyarrow, the rows (`content_sha256`).")
+
+
+def _typed_loading_section(release: ReleaseSpec, configs: Sequence[Config]) -> list[str]:
+    """Layout 4: one line per common loader that gives the whole data, typed."""
+    names = ", ".join(f"`{c.name}`" for c in configs[:8])
+    more = f" and {len(configs) - 8} more" if len(configs) > 8 else ""
+    folder = release.full_name
+    return [
+        "", "## Loading", "",
+        f"Configs: {names}{more} (every family, paradigm and subset; `all` is the default). "
+        "Every loader below reads the Parquet files, which keep every column typed: polars and "
+        "`datasets`' own JSON reader take the types of nested columns from the first lines "
+        "or file they read, and the keys of `axes`, `fields` and `answer` vary by family, so "
+        "read the JSONL files line by line (`json.loads`) or use the Parquet files.",
+        "", "```python", "from datasets import load_dataset", "",
+        f'ds = load_dataset("{folder}", "{configs[0].name}")  # every config: one line each',
+        "",
+        "import pandas as pd", "",
+        f'df = pd.read_parquet("{folder}/parquet", dtype_backend="pyarrow")',
+        "",
+        "import polars as pl", "",
+        f'pf = pl.read_parquet("{folder}/parquet/**/*.parquet")',
+        "",
+        "import duckdb", "",
+        f"rows = duckdb.sql(\"SELECT * FROM '{folder}/parquet/**/*.parquet'\").fetchall()",
+        "```", "",
+        "An axis or field: `[a['value'] for a in row['axes'] if a['name'] == 'condition']`, in "
+        "duckdb `[a.value FOR a IN axes IF a.name = 'condition'][1]`. Croissant: "
+        "`mlcroissant.Dataset(jsonld=\"croissant.json\").records(\"<family>\")`. inspect_ai: "
+        f"`memspec export {folder} --format inspect --out DIR` writes its samples and a task "
+        "that needs inspect_ai alone.",
+    ]
 
 
 def _metadata_lines(release: ReleaseSpec, counts: Mapping[str, Any]) -> list[str]:

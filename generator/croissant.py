@@ -76,11 +76,45 @@ class FamilyShape:
         self.axes: set[str] = set()
         self.fields: set[str] = set()
         self.answer: set[str] = set()
+        self.distractors: set[str] = set()
+        self.analysis: set[tuple[str, str, bool]] = set()  # (JSON path, type, repeated)
+        self.feedback = False
 
     def observe(self, instance: Mapping[str, Any]) -> None:
         self.axes.update(instance["axes"])
         self.fields.update(instance["fields"])
         self.answer.update(key for key in instance["answer"] if key in _ANSWER_TYPES)
+        self.distractors.update(instance["answer"].get("distractors", {}))
+        self.analysis.update(_analysis_paths(instance.get("analysis", {})))
+        self.feedback = self.feedback or "feedback" in instance
+
+
+_SCALAR_TYPES = ((bool, "sc:Boolean"), (int, "sc:Integer"), (float, "sc:Float"),
+                 (str, "sc:Text"))
+
+
+def _scalar_type(value: Any) -> str | None:
+    for kind, name in _SCALAR_TYPES:
+        if isinstance(value, kind):
+            return name
+    return None
+
+
+def _analysis_paths(analysis: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
+    """The entries of an analysis block Croissant can type: scalars, objects of scalars (one
+    path per key) and lists of scalars (repeated). Lists of objects are left to the JSONL."""
+    paths = []
+    for key, value in analysis.items():
+        if isinstance(value, Mapping):
+            paths += [(f"{key}.{sub}", kind, False) for sub, item in value.items()
+                      if (kind := _scalar_type(item))]
+        elif isinstance(value, list):
+            kinds = {_scalar_type(item) for item in value}
+            if len(kinds) == 1 and None not in kinds:
+                paths.append((key, kinds.pop(), True))
+        elif kind := _scalar_type(value):
+            paths.append((key, kind, False))
+    return paths
 
 
 def spdx_url(license_id: str) -> str:
@@ -110,8 +144,41 @@ def _group(family: str, name: str, sub_fields: list[dict[str, Any]], description
             **({"repeated": True} if repeated else {})}
 
 
-def _record_set(family: str, file: str, shape: FamilyShape, description: str
-                ) -> dict[str, Any]:
+#: The first layout whose record sets describe the distractors, the feedback log and the
+#: analysis block too (earlier layouts are frozen without them).
+FULL_RECORD_LAYOUT = 4
+_FEEDBACK_TYPES = (("round", "sc:Integer"), ("action", "sc:Text"), ("terminated", "sc:Boolean"))
+
+
+def _more_fields(family: str, file: str, shape: FamilyShape) -> list[dict[str, Any]]:
+    """Layout 4: the distractors (by name), the feedback log (round by round) and the
+    analysis block (each entry as JSON text, its shape varying by family)."""
+    fields = []
+    if shape.distractors:
+        fields.append(_group(family, "distractors", [
+            _field(family, f"distractors/{name}", "sc:Text", file, "answer",
+                   f"distractors.{name}") for name in sorted(shape.distractors)],
+            "the answer's distractors by name (a stale value, a habit, another option)"))
+    if shape.feedback:
+        fields.append(_group(family, "feedback", [
+            _field(family, f"feedback/{name}", kind, file, "feedback", name)
+            for name, kind in _FEEDBACK_TYPES],
+            "the simulated user's implicit feedback, round by round", repeated=True))
+    typed: dict[str, list[tuple[str, bool]]] = {}
+    for path, kind, repeated in sorted(shape.analysis):
+        typed.setdefault(path, []).append((kind, repeated))
+    chosen = [(path, *kinds[0]) for path, kinds in typed.items() if len(kinds) == 1]
+    if chosen:
+        fields.append(_group(family, "analysis", [
+            _field(family, f"analysis/{path.replace('.', '_')}", kind, file, "analysis", path,
+                   repeated=repeated) for path, kind, repeated in chosen],
+            "the family's analysis block (judge scale, pairs, baselines; an entry that is a "
+            "list of objects is in the JSONL line)"))
+    return fields
+
+
+def _record_set(family: str, file: str, shape: FamilyShape, description: str,
+                layout: int = 3) -> dict[str, Any]:
     fields = [_field(family, name, kind, file, name) for name, kind in _TOP_COLUMNS]
     if shape.axes:
         fields.append(_group(family, "axes", [
@@ -129,6 +196,8 @@ def _record_set(family: str, file: str, shape: FamilyShape, description: str
         _field(family, "phases/phase", "sc:Text", file, "phases", "phase")],
         "the phases in order (their messages are in the JSONL line and the Parquet row)",
         repeated=True))
+    if layout >= FULL_RECORD_LAYOUT:
+        fields += _more_fields(family, file, shape)
     return {"@type": "cr:RecordSet", "@id": family, "name": family,
             "description": " ".join(description.split()), "key": {"@id": f"{family}/id"},
             "field": fields}
@@ -160,7 +229,7 @@ def design_citation(design: PublishedDesign) -> str:
 def croissant_document(release: ReleaseSpec, root_sha256: str,
                        data_files: Mapping[str, Mapping[str, Any]],
                        shapes: Mapping[str, FamilyShape],
-                       descriptions: Mapping[str, str]) -> dict[str, Any]:
+                       descriptions: Mapping[str, str], layout: int = 3) -> dict[str, Any]:
     """The Croissant description of a release: ``data_files`` maps each family's JSONL path
     (``data/<family>.jsonl``) to what the manifest records of it."""
     distribution = [
@@ -171,7 +240,8 @@ def croissant_document(release: ReleaseSpec, root_sha256: str,
     record_sets = []
     for name in sorted(data_files):
         family = name.removeprefix("data/").removesuffix(".jsonl")
-        record_sets.append(_record_set(family, name, shapes[family], descriptions[family]))
+        record_sets.append(_record_set(family, name, shapes[family], descriptions[family],
+                                       layout))
     document: dict[str, Any] = {
         "@context": CONTEXT,
         "@type": "sc:Dataset",

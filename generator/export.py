@@ -32,6 +32,7 @@ class ExportFormat:
     name: str
     layouts: Mapping[str, Mapping[str, Any]]
     located: Located
+    extra: tuple[Mapping[str, Any], ...] = ()  # files written once for the whole export
 
 
 #: The format memspec writes itself (an inspect_ai dataset and task), besides the declared ones.
@@ -58,7 +59,8 @@ def find_export(project: Project, name: str) -> ExportFormat:
                 found = schema_problems("export", located)
                 if found:
                     raise SpecError(found)
-                return ExportFormat(name, located.data["paradigms"], located)
+                return ExportFormat(name, located.data["paradigms"], located,
+                                    tuple(located.data.get("files", ())))
     raise SpecError(problems or [Problem(f"unknown export format {name!r}; known: "
                                          f"{', '.join(sorted([*known, BUILT_IN_FORMAT]))}")])
 
@@ -76,6 +78,14 @@ def check_export_file(path: Path, project: Project, renderer: Renderer) -> None:
         shaper.compile(layout["file"], (*where, "file"))
         line, col = located.text_start((*where, "path"))
         renderer.inline(layout["path"], located.file, line, col, "export path")
+    for index, extra in enumerate(located.data.get("files", ())):
+        where = ("files", index)
+        for key in ("path", "text"):
+            if key in extra:
+                line, col = located.text_start((*where, key))
+                renderer.inline(extra[key], located.file, line, col, f"export {key}")
+        if "json" in extra:
+            shaper.compile(extra["json"], (*where, "json"))
 
 
 class _Shaper:
@@ -86,6 +96,8 @@ class _Shaper:
         self.located = located
 
     def build(self, shape: Any, context: Mapping[str, Any], where: tuple) -> Any:
+        if isinstance(shape, dict) and "for_each" in shape:
+            return self._each(shape, context, where)
         if isinstance(shape, dict):
             return {k: self.build(v, context, (*where, k)) for k, v in shape.items()}
         if isinstance(shape, list):
@@ -94,9 +106,36 @@ class _Shaper:
         origin = TemplateOrigin(self.located.file, line - 1, col, "export expression")
         return _plain(self.renderer.expression(shape, origin)(context))
 
+    def _each(self, shape: Mapping[str, Any], context: Mapping[str, Any], where: tuple) -> Any:
+        """``for_each``: the shape built once per item of a list (seen as ``as``), as a list,
+        or as a mapping from each item's ``key``."""
+        items = self.build(shape["for_each"], context, (*where, "for_each"))
+        if not isinstance(items, list):
+            raise self.located.error(f"for_each gives {type(items).__name__}, not a list",
+                                     (*where, "for_each"))
+        built = []
+        for item in items:
+            inner = {**context, shape["as"]: item}
+            key = self.build(shape["key"], inner, (*where, "key")) if "key" in shape else None
+            built.append((key, self.build(shape["shape"], inner, (*where, "shape"))))
+        if "key" not in shape:
+            return [value for _, value in built]
+        keyed: dict[str, Any] = {}
+        for key, value in built:
+            if str(key) in keyed:
+                raise self.located.error(f"for_each gives the key {key!r} twice",
+                                         (*where, "key"))
+            keyed[str(key)] = value
+        return keyed
+
     def compile(self, shape: Any, where: tuple) -> None:
         """Compile every expression of a shape (syntax errors surface here, located)."""
-        if isinstance(shape, dict):
+        if isinstance(shape, dict) and "for_each" in shape:
+            for key in ("for_each", "key"):
+                if key in shape:
+                    self.compile(shape[key], (*where, key))
+            self.compile(shape["shape"], (*where, "shape"))
+        elif isinstance(shape, dict):
             for key, value in shape.items():
                 self.compile(value, (*where, key))
         elif isinstance(shape, list):
@@ -116,6 +155,13 @@ class _Shaper:
 def plain_messages(instance: Mapping[str, Any], phase: str) -> list[dict[str, str]]:
     """The messages of a phase as bare ``{role, content}`` pairs (a tool's name dropped)."""
     return [{"role": m["role"], "content": m["content"]} for m in phase_messages(instance, phase)]
+
+
+def relabel_roles(messages: Any, roles: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The messages with each role that ``roles`` names replaced (e.g. a tool's outcome shown
+    as a system message, for a tool whose format has no tool role)."""
+    return [{**message, "role": roles.get(message["role"], message["role"])}
+            for message in messages]
 
 
 def project_records(rows: Any, mapping: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -139,12 +185,14 @@ def export_release(project: Project, fmt: ExportFormat, manifest: Mapping[str, A
     """Write the export of a release under ``out``; returns the files written."""
     renderer = Renderer(project)
     renderer.add_globals({"phase": phase_messages, "messages": plain_messages,
-                          "project": project_records})
+                          "project": project_records, "json": json_text,
+                          "relabel": relabel_roles})
     shaper = _Shaper(renderer, fmt.located)
     by_family: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for inst in instances:
         by_family[inst["family"]].append(inst)
     files: dict[str, bytes] = {}
+    families: list[dict[str, Any]] = []
     for family, members in by_family.items():
         paradigm = members[0]["paradigm"]
         layout = fmt.layouts.get(paradigm)
@@ -157,29 +205,63 @@ def export_release(project: Project, fmt: ExportFormat, manifest: Mapping[str, A
         # The path is rendered per record, so one family may fill several files (one per
         # split, say); the records of each file are numbered from 0.
         by_path: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for unit in _units(members, layout.get("pair")):
+        for family_index, unit in enumerate(_units(members, layout.get("pair"))):
+            unit["family_index"] = family_index
             relative = shaper.text(layout["path"], {**base, **unit}, (*where, "path")).strip()
             by_path[relative].append(unit)
+        shown = {"name": family, "paradigm": paradigm, "records": [], "instances": members,
+                 "paths": []}
+        families.append(shown)
         for rendered, units in by_path.items():
-            pure = PurePosixPath(rendered)
-            if pure.is_absolute() or ".." in pure.parts or "\\" in rendered or \
-                    not pure.parts:
-                raise fmt.located.error(f"export path {rendered!r} must stay inside the "
-                                        "output folder", (*where, "path"))
-            relative = pure.as_posix()  # one spelling: "a//b" and "a/./b" are "a/b"
-            clash = _clash(relative, files)
-            if clash:
-                raise fmt.located.error(f"export path {relative!r} {clash}", (*where, "path"))
+            relative = _checked_path(rendered, files, fmt, (*where, "path"))
             records = [shaper.build(layout["record"], {**base, **unit, "index": i},
                                     (*where, "record")) for i, unit in enumerate(units)]
+            shown["records"] += records
+            shown["paths"].append(relative)
             in_file = [inst for unit in units
                        for inst in (unit["pair"].values() if "pair" in unit
                                     else [unit["instance"]])]
             document = shaper.build(layout["file"], {**base, "records": records,
                                                      "instances": in_file}, (*where, "file"))
-            files[relative] = (json.dumps(document, indent=2, ensure_ascii=False,
-                                          allow_nan=False) + "\n").encode("utf-8")
+            files[relative] = _json_bytes(document)
+    whole = {"families": families, "records": [r for f in families for r in f["records"]],
+             "seed": manifest["seed"], "release": manifest["release"],
+             "version": manifest["version"]}
+    for index, extra in enumerate(fmt.extra):
+        where = ("files", index)
+        rendered = shaper.text(extra["path"], whole, (*where, "path")).strip()
+        relative = _checked_path(rendered, files, fmt, (*where, "path"))
+        if "json" in extra:
+            files[relative] = _json_bytes(shaper.build(extra["json"], whole, (*where, "json")))
+        else:
+            files[relative] = shaper.text(extra["text"], whole, (*where, "text")).encode("utf-8")
     return write_all(out, files)
+
+
+def json_text(value: Any) -> str:
+    """``value`` as compact JSON text with sorted keys (for a tool that stores nested columns
+    as strings)."""
+    return json.dumps(_plain(value), ensure_ascii=False, sort_keys=True, allow_nan=False)
+
+
+def _json_bytes(document: Any) -> bytes:
+    return (json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)
+            + "\n").encode("utf-8")
+
+
+def _checked_path(rendered: str, files: Mapping[str, bytes], fmt: ExportFormat,
+                  where: tuple) -> str:
+    """A rendered export path in one spelling, refused (located) where it would leave the
+    output folder or clash with a path already taken."""
+    pure = PurePosixPath(rendered)
+    if pure.is_absolute() or ".." in pure.parts or "\\" in rendered or not pure.parts:
+        raise fmt.located.error(f"export path {rendered!r} must stay inside the "
+                                "output folder", where)
+    relative = pure.as_posix()  # one spelling: "a//b" and "a/./b" are "a/b"
+    clash = _clash(relative, files)
+    if clash:
+        raise fmt.located.error(f"export path {relative!r} {clash}", where)
+    return relative
 
 
 def _clash(relative: str, files: Mapping[str, bytes]) -> str | None:

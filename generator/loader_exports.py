@@ -17,9 +17,10 @@ class LoaderExports:
     """What a layout-3 release adds for dataset loaders while its instances are written: the
     Parquet files, and each family's shape for the Croissant description."""
 
-    def __init__(self, folder: Path, release: ReleaseSpec) -> None:
+    def __init__(self, folder: Path, release: ReleaseSpec, layout: int = 3) -> None:
         self.folder = folder
         self.release = release
+        self.layout = layout
         self.files: dict[str, dict[str, Any]] = {}
         self.parts: list[ParquetPart] = []
         self.shapes: dict[str, FamilyShape] = {}
@@ -30,7 +31,7 @@ class LoaderExports:
     def start(self, family: FamilySpec) -> None:
         self._family = family
         self._shards = ParquetShards(self.folder, family.family_id, self.release.subsets,
-                                     family.file)
+                                     family.file, self.layout)
         self._keys = {}
         self.shapes[family.family_id] = FamilyShape()
 
@@ -61,4 +62,4 @@ class LoaderExports:
                   descriptions: Mapping[str, str]) -> dict[str, Any]:
         """The Croissant description of the release's data files."""
         return croissant_document(self.release, root_sha256, data_files, self.shapes,
-                                  descriptions)
+                                  descriptions, self.layout)

@@ -2,9 +2,12 @@
 subset), written with pyarrow.
 
 Every family shares one Arrow schema, so any set of files loads as one table: the columns a
-loader filters on are plain, the conversation keeps its nesting (phases of role-tagged
-messages), and the objects whose keys vary by family (axes, fields, the answer, analysis,
-feedback) are canonical JSON text.
+loader filters on are plain and the conversation keeps its nesting (phases of role-tagged
+messages). Releases of layout 3 keep the objects whose keys vary by family (axes, fields, the
+answer, analysis, feedback) as canonical JSON text; from layout 4 (``TYPED_LAYOUT``) every
+one of them but ``analysis`` is typed: axes, fields, distractors and policies as lists of
+``{name, value}`` (one schema whatever the names), the answer a struct of its typed keys,
+feedback a list of its records.
 
 pyarrow writes the same bytes for the same rows and options, but it writes its own version
 into every file's footer ("created_by"), which no option changes. So a manifest pins a Parquet
@@ -33,6 +36,14 @@ DEFAULT_SPLIT = "test"
 PARQUET_DIR = "parquet"
 _PLAIN = re.compile(r"[A-Za-z0-9_]+")
 _JSON_COLUMNS = ("axes", "fields", "answer", "analysis", "feedback")
+#: The first layout whose Parquet columns are typed rather than JSON text (earlier layouts are
+#: frozen with theirs).
+TYPED_LAYOUT = 4
+#: Objects of string values whose keys vary by family: lists of ``{name, value}`` pairs.
+_NAMED = ("axes", "fields")
+_ANSWER_NAMED = ("distractors", "policies")
+_ANSWER_TEXT = ("scorer", "gold", "rubric", "first", "example", "remembered", "evidence",
+                "prior")
 
 
 @cache
@@ -61,12 +72,14 @@ def file_writer(path: Path) -> str | None:
     return f"pyarrow {created_by[len(_FOOTER_WRITER):]}"
 
 
-def _schema() -> Any:
+def _schema(layout: int = 3) -> Any:
     import pyarrow as pa
 
     message = pa.struct([("role", pa.string()), ("name", pa.string()),
                          ("content", pa.string())])
     phase = pa.struct([("phase", pa.string()), ("messages", pa.list_(message))])
+    if layout >= TYPED_LAYOUT:
+        return _typed_schema(pa, phase)
     return pa.schema([
         ("id", pa.string()), ("family", pa.string()), ("family_version", pa.int64()),
         ("paradigm", pa.string()), ("group", pa.int64()), ("design", pa.string()),
@@ -78,13 +91,50 @@ def _schema() -> Any:
     ])
 
 
+def _typed_schema(pa: Any, phase: Any) -> Any:
+    """Layout 4: the varying objects as typed columns, one schema for every family."""
+    named = pa.list_(pa.struct([("name", pa.string()), ("value", pa.string())]))
+    answer = pa.struct([
+        *((key, pa.string()) for key in _ANSWER_TEXT),
+        ("options", pa.list_(pa.string())), ("gold_index", pa.int64()),
+        ("unordered_args", pa.bool_()), ("abstain", pa.list_(pa.string())),
+        *((key, named) for key in _ANSWER_NAMED),
+        ("candidates", pa.list_(pa.struct([("value", pa.string()),
+                                           ("features", pa.list_(pa.string()))]))),
+    ])
+    feedback = pa.list_(pa.struct([("round", pa.int64()), ("session", pa.int64()),
+                                   ("action", pa.string()), ("terminated", pa.bool_())]))
+    return pa.schema([
+        ("id", pa.string()), ("family", pa.string()), ("family_version", pa.int64()),
+        ("paradigm", pa.string()), ("group", pa.int64()), ("design", pa.string()),
+        ("variant", pa.string()), ("split", pa.string()),
+        ("axes", named), ("fields", named), ("phases", pa.list_(phase)),
+        ("answer", answer), ("feedback", feedback), ("analysis", pa.string()),
+    ])
+
+
+@cache
+def _answer_keys() -> tuple[str, ...]:
+    import pyarrow as pa
+
+    return tuple(field.name for field in _schema(TYPED_LAYOUT).field("answer").type
+                 if isinstance(field, pa.Field))
+
+
+def named_pairs(values: Mapping[str, str]) -> list[dict[str, str]]:
+    """An object of string values as ``{name, value}`` pairs, by name."""
+    return [{"name": name, "value": value} for name, value in sorted(values.items())]
+
+
 def split_of(instance: Mapping[str, Any]) -> str:
     """The split an instance is in (its ``split`` field, else the default)."""
     return instance["fields"].get("split", DEFAULT_SPLIT)
 
 
-def row_of(instance: Mapping[str, Any]) -> dict[str, Any]:
-    """One instance as a row of the shared schema."""
+def row_of(instance: Mapping[str, Any], layout: int = 3) -> dict[str, Any]:
+    """One instance as a row of the shared schema of ``layout``."""
+    if layout >= TYPED_LAYOUT:
+        return _typed_row(instance)
     answer = instance["answer"]
     return {
         "id": instance["id"], "family": instance["family"],
@@ -102,6 +152,29 @@ def row_of(instance: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _typed_row(instance: Mapping[str, Any]) -> dict[str, Any]:
+    # Every key of a struct, null where the instance has none: the row as it reads back.
+    answer = {key: instance["answer"].get(key) for key in _answer_keys()}
+    for key in _ANSWER_NAMED:
+        if answer[key] is not None:
+            answer[key] = named_pairs(answer[key])
+    return {
+        "id": instance["id"], "family": instance["family"],
+        "family_version": instance["family_version"], "paradigm": instance["paradigm"],
+        "group": instance["group"], "design": instance["design"],
+        "variant": instance["variant"], "split": split_of(instance),
+        "axes": named_pairs(instance["axes"]), "fields": named_pairs(instance["fields"]),
+        "phases": [{"phase": p["phase"],
+                    "messages": [{"role": m["role"], "name": m.get("name"),
+                                  "content": m["content"]} for m in p["messages"]]}
+                   for p in instance["phases"]],
+        "answer": answer,
+        "feedback": [{"session": None, **record} for record in instance.get("feedback", [])]
+        if "feedback" in instance else None,
+        "analysis": dumps(instance["analysis"]) if "analysis" in instance else None,
+    }
+
+
 def shard_name(family: str, split: str, subsets: Sequence[tuple[str, str]]) -> str:
     """The release path of the Parquet file holding one family's rows of one split (and one
     value of each subset field)."""
@@ -112,10 +185,11 @@ def shard_name(family: str, split: str, subsets: Sequence[tuple[str, str]]) -> s
 class _Shard:
     """One Parquet file being written, a row group at a time, while its rows are hashed."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, layout: int) -> None:
         import pyarrow.parquet as pq
 
-        self.schema = _schema()
+        self.layout = layout
+        self.schema = _schema(layout)
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         # Every option that shapes the bytes is set here rather than left to defaults that a
@@ -156,8 +230,10 @@ class _Shard:
 class ParquetShards:
     """The Parquet files of one family, filled instance by instance in file order."""
 
-    def __init__(self, folder: Path, family: str, subsets: Sequence[str], file: str) -> None:
+    def __init__(self, folder: Path, family: str, subsets: Sequence[str], file: str,
+                 layout: int = 3) -> None:
         self.folder = folder
+        self.layout = layout
         self.family = family
         self.subsets = tuple(subsets)
         self.file = file
@@ -168,8 +244,8 @@ class ParquetShards:
         values = tuple((name, self._subset_value(instance, name)) for name in self.subsets)
         name = shard_name(self.family, split_of(instance), values)
         if name not in self.shards:
-            self.shards[name] = _Shard(self.folder / name)
-        self.shards[name].add(row_of(instance))
+            self.shards[name] = _Shard(self.folder / name, self.layout)
+        self.shards[name].add(row_of(instance, self.layout))
         return name
 
     def _subset_value(self, instance: Mapping[str, Any], name: str) -> str:

@@ -233,7 +233,7 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
     stats = ReleaseStats()
     release_checks = ReleaseChecks(release)
     checking = bool(release_checks)  # most releases declare none: one test, not one a line
-    exports = LoaderExports(folder, release) if layout >= 3 else None
+    exports = LoaderExports(folder, release, layout) if layout >= 3 else None
     total = 0
     for index, (family, entry) in enumerate(zip(families, release.families, strict=True)):
         _refuse_field_clash(release, index, family)

@@ -145,3 +145,63 @@ def test_export_through_a_symlink_makes_no_folder_and_writes_nothing(
                      root=project_copy)
     assert result.returncode == 2 and "link/new/c.json would be written outside" in result.stderr
     assert list(outside.iterdir()) == [] and sorted(p.name for p in out.iterdir()) == ["link"]
+
+
+EACH = (FLAT + textwrap.dedent("""\
+    files:
+      - path: "registry/{{ release }}.json"
+        json:
+          for_each: "families"
+          as: entry
+          key: "entry.name"
+          shape:
+            paradigm: "entry.paradigm"
+            records: "entry.records | length"
+            paths: "entry.paths"
+      - path: "CARD.md"
+        text: |
+          {% for entry in families %}
+          - {{ entry.name }}: {{ entry.instances | length }}
+          {% endfor %}
+    """)).replace('      gold: "instance.answer.gold"\n', textwrap.indent(textwrap.dedent("""\
+    gold: "instance.answer.gold"
+    numbered: "family_index"
+    turns_seen:
+      for_each: "relabel(phase(instance, 'interference')[:2], {'assistant': 'model'})"
+      as: turn
+      shape: {who: "turn.role", text: "json(turn.content)"}
+    """), "      "))
+
+
+def test_export_files_for_the_whole_export_and_lists_built_for_each_item(
+        built_example: Path, project_copy: Path, tmp_path: Path) -> None:
+    (project_copy / "specs" / "exports").mkdir(exist_ok=True)
+    (project_copy / "specs" / "exports" / "flat.yaml").write_text(EACH)
+    out = tmp_path / "export"
+    result = run_cli("export", str(built_example), "--format", "flat", "--out", str(out),
+                     root=project_copy)
+    assert result.returncode == 0, result.stderr
+    registry = json.loads((out / "registry" / "example.json").read_text())
+    procedural = json.loads((out / "example.procedural" / "reversed_copy.json").read_text())
+    entry = registry["example.procedural.reversed_copy"]
+    assert entry == {"paradigm": "example.procedural", "records": 12,
+                     "paths": ["example.procedural/reversed_copy.json"]}
+    assert [i["numbered"] for i in procedural["items"]] == list(range(12))
+    turns = procedural["items"][0]["turns_seen"]
+    assert [t["who"] for t in turns] == ["user", "model"]
+    assert all(json.loads(t["text"]) for t in turns)
+    card = (out / "CARD.md").read_text()
+    assert "- example.procedural.reversed_copy: 12" in card
+
+
+def test_for_each_over_something_not_a_list_is_a_located_error(
+        built_example: Path, project_copy: Path, tmp_path: Path) -> None:
+    (project_copy / "specs" / "exports").mkdir(exist_ok=True)
+    (project_copy / "specs" / "exports" / "flat.yaml").write_text(
+        EACH.replace('for_each: "families"', 'for_each: "seed"'))
+    out = tmp_path / "export"
+    result = run_cli("export", str(built_example), "--format", "flat", "--out", str(out),
+                     root=project_copy)
+    assert result.returncode == 2
+    assert "flat.yaml:" in result.stderr and "for_each gives int, not a list" in result.stderr
+    assert not out.exists()

@@ -158,31 +158,50 @@ def test_judge_scores_are_normalised_within_each_dataset(release: Path,
         assert report[partition]["judge_score_norm"] == pytest.approx(sum(values) / len(values))
 
 
-def test_memorybench_export_loads_back(release: Path, instances: list[dict],
-                                       tmp_path: Path) -> None:
+def test_memorybench_export_passes_the_upstream_checks(release: Path, instances: list[dict],
+                                                        tmp_path: Path) -> None:
+    from upstream_checks import memorybench_problems
+
     out = tmp_path / "export"
     result = run_cli("export", str(release), "--format", "memorybench", "--out", str(out))
     assert result.returncode == 0, result.stderr
     files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.json"))
     families = sorted({i["family"].split(".")[-1] for i in instances})
-    assert files == sorted(f"memorybench/{f}/{s}.json" for f in families
-                           for s in ("test", "train"))
+    assert files == sorted(["configs/datasets/each.json",
+                            *(f"{f}/{s}.json" for f in families for s in ("test", "train"))])
+    assert memorybench_problems(out) == []
     by_id = {i["id"]: i for i in instances}
-    for path in out.rglob("*.json"):
-        items = json.loads(path.read_text())
-        assert [item["test_idx"] for item in items] == list(range(len(items)))
+    domains = {"open_domain": "Open-Domain", "academic_knowledge": "Academic&Knowledge",
+               "legal": "Legal"}
+    formats = {"LiSo": "Long-Short", "SiLo": "Short-Long", "LiLo": "Long-Long",
+               "SiSo": "Short-Short"}
+    registry = json.loads((out / "configs/datasets/each.json").read_text())
+    assert sorted(registry) == families
+    for family in families:
+        items = [item for split in ("train", "test")
+                 for item in json.loads((out / family / f"{split}.json").read_text())]
+        assert sorted(item["test_idx"] for item in items) == list(range(len(items)))
+        assert registry[family]["dataset_size"] == len(items)
         for item in items:
-            inst = by_id[item["info"]["memspec_id"]]
-            assert path.parent.name == item["dataset_name"] == inst["family"].split(".")[-1]
-            assert path.stem == inst["fields"]["split"]
+            info = json.loads(item["info"])
+            inst = by_id[info["memspec_id"]]
+            assert item["dataset_name"] == inst["family"].split(".")[-1] == family
             assert item["lang"] == "en"
-            assert item["dialog"] == [{"role": m["role"], "content": m["content"]}
-                                      for m in _messages(inst, "history")]
-            assert item["input_chat_messages"][0]["content"] == \
-                _messages(inst, "task")[0]["content"]
+            assert json.loads(item["dialog"]) == [{"role": m["role"], "content": m["content"]}
+                                                  for m in _messages(inst, "history")]
+            assert json.loads(item["input_chat_messages"])[-1]["content"] == \
+                _messages(inst, "task")[-1]["content"]
             assert item["implicit_feedback"] == [
-                {"round": f["round"], "implicit_action": f["action"],
-                 "terminated": f["terminated"]} for f in inst["feedback"]]
-            assert (item["info"]["domain"], item["info"]["task_format"]) == \
-                (inst["fields"]["domain"], inst["fields"]["format"])
-    assert sum(len(json.loads(p.read_text())) for p in out.rglob("*.json")) == len(instances)
+                {"round": f["round"], "implicit_actions": [f["action"]],
+                 "satisfaction_score": None, "terminated": f["terminated"]}
+                for f in inst["feedback"]]
+            assert (info["domain"], info["task_format"]) == \
+                (domains[inst["fields"]["domain"]], formats[inst["fields"]["format"]])
+            assert (registry[family]["domain_tag"], registry[family]["task_tag"]) == \
+                (info["domain"], info["task_format"])
+    # The checks can fail: a test_idx met twice across the splits is reported.
+    family = families[0]
+    test = json.loads((out / family / "test.json").read_text())
+    test[0]["test_idx"] = json.loads((out / family / "train.json").read_text())[0]["test_idx"]
+    (out / family / "test.json").write_text(json.dumps(test))
+    assert any("duplicate test_idx" in p for p in memorybench_problems(out))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -90,37 +91,56 @@ def test_oracle_is_perfect_and_memoryless_far_lower(release: Path, tmp_path: Pat
     assert oracle["implicitmem.priming"]["accuracy"] is None
 
 
-def test_export_in_the_public_layout_loads_back(release: Path, tmp_path: Path) -> None:
+def test_export_in_the_public_layout_passes_the_upstream_checks(release: Path,
+                                                                 tmp_path: Path) -> None:
+    from upstream_checks import implicitmembench_problems
+
     out = tmp_path / "imb"
     result = run_cli("export", str(release), "--format", "implicitmembench", "--out", str(out))
     assert result.returncode == 0, result.stderr
+    assert implicitmembench_problems(out) == []
     totals: Counter = Counter()
     for paradigm, folder in PARADIGMS.items():
         files = sorted((out / "dataset" / folder).glob("*.json"))
         assert len(files) >= 6
         for path in files:
             data = json.loads(path.read_text())
-            assert data["task_count"] == len(data["instances"]) > 0
-            assert isinstance(data["task_seed"], int)
             totals[paradigm] += data["task_count"]
+            assert [i["task_id"] for i in data["instances"]] == [
+                f"{n:03d}" for n in range(1, data["task_count"] + 1)]
             for item in data["instances"]:
                 if paradigm == "implicitmem.priming":
-                    assert "source_theme" in data
-                    assert {"task_id", "pair_id", "selected_source_theme",
-                            "selected_control_theme", "selected_probe_id",
-                            "experimental_instance", "control_instance"} <= set(item)
-                    for arm in ("experimental_instance", "control_instance"):
-                        assert set(item[arm]) == {"group", "priming_phase",
-                                                  "interference_phase", "test_probe"}
-                        assert set(item[arm]["test_probe"]) == {"category", "prompt"}
                     assert item["experimental_instance"]["test_probe"] == \
                         item["control_instance"]["test_probe"]
+                    assert item["selected_probe_id"] == \
+                        item["experimental_instance"]["test_probe"]["category"]
                 else:
-                    assert {"task_id", "task_name", "learning_phase", "interference_phase",
-                            "test_probe", "expected_pattern"} <= set(item)
                     assert item["test_probe"]["role"] == "user"
-                    for message in item["learning_phase"] + item["interference_phase"]:
-                        assert set(message) == {"role", "content"}
-                    assert isinstance(item["expected_pattern"], str)
-                    assert item["expected_pattern"].strip()
+                    expected = item["expected_pattern"]
+                    # Every accepted variant is one the pattern accepts.
+                    assert expected["accepted_variants"]
+                    assert all(re.search(expected["pattern"], v)
+                               for v in expected["accepted_variants"])
     assert totals == {p: 100 for p in PARADIGMS}
+    # The checks can fail: a tool message is reported.
+    path = next((out / "dataset" / "classical_conditioning").glob("*.json"))
+    data = json.loads(path.read_text())
+    data["instances"][0]["learning_phase"][0]["role"] = "tool"
+    path.write_text(json.dumps(data))
+    assert any("role 'tool'" in p for p in implicitmembench_problems(out))
+
+
+def test_conditioning_outcomes_are_system_messages(release: Path, instances: list[dict],
+                                                   tmp_path: Path) -> None:
+    out = tmp_path / "imb"
+    assert run_cli("export", str(release), "--format", "implicitmembench", "--out",
+                   str(out)).returncode == 0
+    by_id = {i["id"]: i for i in instances}
+    for path in (out / "dataset" / "classical_conditioning").glob("conditioned_*.json"):
+        for item in json.loads(path.read_text())["instances"]:
+            source = [m for p in by_id[item["memspec_id"]]["phases"]
+                      if p["phase"] == "conditioning" for m in p["messages"]]
+            assert [m["content"] for m in item["learning_phase"]] == \
+                [m["content"] for m in source]
+            assert [m["role"] for m in item["learning_phase"]] == \
+                ["system" if m["role"] == "tool" else m["role"] for m in source]

@@ -1,0 +1,194 @@
+"""Releases of layout 4 in the common loaders: Parquet columns typed with one schema for every
+family (axes, fields, distractors and policies as ``{name, value}`` lists, the answer a
+struct, ``gold_index`` a nullable integer, feedback a list of rounds), every value equal to the
+JSONL line whichever loader reads it (``datasets``, pandas, polars, duckdb, as the card shows
+them), and a Croissant description of the distractors, the feedback and the analysis."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from consumer_check import as_instance
+
+from conftest import REPO, release_instances, run_cli
+
+MIX = """\
+name: mix
+version: v1
+seed: 7
+published: "2026-12-01"
+description: families of every kind, in the newest layout
+license: CC-BY-4.0
+subsets: [domain]
+families:
+  - {family: example.procedural.reversed_copy, groups: 4, fields: {domain: none}}
+  - {family: example.priming.harbour_fog, groups: 4, fields: {domain: none}}
+  - {family: example.choice.meeting_room, groups: 4, fields: {domain: none}}
+  - family: feedback.declarative.trip_plan
+    groups: 8
+    splits: {train: 6, test: 2}
+    disjoint: [task]
+    fields: {domain: open_domain, format: LiLo}
+  - family: feedback.procedural.yes_no_first
+    groups: 8
+    splits: {train: 6, test: 2}
+    disjoint: [task]
+    fields: {domain: legal, format: SiSo}
+  - {family: trustgap.memory_trust.airline, groups: 4, fields: {domain: none}}
+"""
+
+
+def freeze_mix(base: Path) -> Path:
+    """MIX frozen now (so in the newest layout) in a copy of the project under ``base``."""
+    project = base / "project"
+    for name in ("specs", "templates", "manifests"):
+        shutil.copytree(REPO / name, project / name)
+    (project / "specs" / "releases" / "mix-v1.yaml").write_text(MIX)
+    result = run_cli("freeze", "mix-v1", "--out", str(base / "out"),
+                     "--allow-audit-failures", root=project)
+    assert result.returncode == 0, result.stderr
+    release = base / "out" / "mix-v1"
+    assert json.loads((release / "manifest.json").read_text())["manifest_version"] >= 4
+    return release
+
+
+@pytest.fixture(scope="module")
+def typed_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A release of families of every kind, in the newest layout."""
+    return freeze_mix(tmp_path_factory.mktemp("typed"))
+
+
+def _named(pairs: list[dict[str, str]] | None) -> dict[str, str]:
+    return {pair["name"]: pair["value"] for pair in pairs or []}
+
+
+def _same_as_jsonl(rows: list[dict[str, Any]], release: Path) -> None:
+    instances = {i["id"]: i for i in release_instances(release)}
+    assert sorted(row["id"] for row in rows) == sorted(instances)
+    for row in rows:
+        instance = instances[row["id"]]
+        assert as_instance(row) == instance, row["id"]
+        assert row["split"] == instance["fields"].get("split", "test")
+
+
+def test_parquet_is_typed_with_one_schema_and_loses_nothing(typed_release: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    files = sorted((typed_release / "parquet").rglob("*.parquet"))
+    schemas = {str(pq.read_schema(path)) for path in files}
+    assert len(schemas) == 1
+    schema = pq.read_schema(files[0])
+    assert schema.field("answer").type.field("gold_index").type == pa.int64()
+    assert schema.field("axes").type == pa.list_(pa.struct([("name", pa.string()),
+                                                           ("value", pa.string())]))
+    rows = [row for path in files for row in pq.read_table(path).to_pylist()]
+    _same_as_jsonl(rows, typed_release)
+    choice = [r for r in rows if r["answer"]["scorer"] == "choice"]
+    assert choice and all(isinstance(r["answer"]["gold_index"], int) for r in choice)
+    # Where the release declares splits, the split is also where the JSONL has it.
+    split = [r for r in rows if r["family"].startswith("feedback.")]
+    assert split and all(_named(r["fields"])["split"] == r["split"] for r in split)
+
+
+def _card_loading_code(release: Path) -> str:
+    text = (release / "README.md").read_text()
+    found = re.search(r"## Loading\n.*?```python\n(.*?)```", text, re.S)
+    assert found is not None
+    return found.group(1)
+
+
+def test_the_cards_loading_lines_give_the_whole_data(typed_release: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    code = _card_loading_code(typed_release)
+    for loader in ("load_dataset", "pd.read_parquet", "pl.read_parquet", "duckdb.sql"):
+        assert loader in code
+    monkeypatch.chdir(typed_release.parent)
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    scope: dict[str, Any] = {}
+    exec(compile(code, "README.md", "exec"), scope)  # noqa: S102 (the card's own lines)
+    dataset = scope["ds"]
+    _same_as_jsonl([row for split in dataset.values() for row in split], typed_release)
+    _same_as_jsonl(scope["df"].to_dict("records"), typed_release)
+    _same_as_jsonl(scope["pf"].to_dicts(), typed_release)
+    import duckdb
+
+    relation = duckdb.sql(f"SELECT * FROM '{typed_release.name}/parquet/**/*.parquet'")
+    assert [tuple(r.values()) for r in _dicts(relation)] == scope["rows"]
+    _same_as_jsonl(_dicts(relation), typed_release)
+    # Every config of the card loads.
+    header = (typed_release / "README.md").read_text().split("---")[1]
+    configs = re.findall(r'config_name: "([^"]+)"', header)
+    from datasets import load_dataset
+
+    for config in configs:
+        loaded = load_dataset(typed_release.name, config)
+        assert sum(len(split) for split in loaded.values()) > 0
+
+
+def _dicts(relation: Any) -> list[dict[str, Any]]:
+    names = relation.columns
+    return [dict(zip(names, row, strict=True)) for row in relation.fetchall()]
+
+
+_CROISSANT = """
+import json, sys
+import mlcroissant as mlc
+
+def plain(value):
+    if isinstance(value, bytes):
+        return value.decode()
+    if isinstance(value, dict):
+        return {k.rsplit("/", 1)[1]: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+ds = mlc.Dataset(jsonld=sys.argv[1])
+out = {rs.name: [plain(r) for r in ds.records(record_set=rs.uuid)]
+       for rs in ds.metadata.record_sets}
+print(json.dumps(out))
+"""
+
+
+def test_croissant_describes_distractors_feedback_and_analysis(typed_release: Path) -> None:
+    validate = subprocess.run(["mlcroissant", "validate", "--jsonld", "croissant.json"],
+                              cwd=typed_release, capture_output=True, text=True, timeout=300,
+                              stdin=subprocess.DEVNULL)
+    assert validate.returncode == 0, validate.stderr[-3000:]
+    assert not [line for line in validate.stderr.splitlines()
+                if "error" in line.lower() or "warning" in line.lower()]
+    result = subprocess.run([sys.executable, "-c", _CROISSANT, "croissant.json"],
+                            cwd=typed_release, capture_output=True, text=True, timeout=900,
+                            stdin=subprocess.DEVNULL, env={**os.environ})
+    assert result.returncode == 0, result.stderr[-3000:]
+    records = json.loads(result.stdout.strip().splitlines()[-1])
+    seen = {"distractors": 0, "feedback": 0, "analysis": 0}
+    for instance in release_instances(typed_release):
+        record = next(r for r in records[instance["family"]] if r["id"] == instance["id"])
+        distractors = instance["answer"].get("distractors")
+        if distractors:
+            assert record["distractors"] == distractors
+            seen["distractors"] += 1
+        if "feedback" in instance:
+            assert record["feedback"] == [{k: r[k] for k in ("round", "action", "terminated")}
+                                          for r in instance["feedback"]]
+            seen["feedback"] += 1
+        for key, value in instance.get("analysis", {}).items():
+            if isinstance(value, dict):
+                for sub, item in value.items():
+                    assert record["analysis"][f"{key}_{sub}"] == item
+                    seen["analysis"] += 1
+            elif isinstance(value, list) and not any(isinstance(v, dict) for v in value):
+                assert record["analysis"][key] == value
+                seen["analysis"] += 1
+    assert all(seen.values()), seen
