@@ -517,7 +517,7 @@ def _choice_rows(sampled: Mapping[str, Sequence[Item]]) -> list[AuditRow]:
     picks = {name: predict(choice) for name, predict in found.items()}
     rows = []
     for unit, items in _units(choice):
-        chance = max(1 / len(i["answer"]["options"]) for i in items)
+        chance = _choice_chance(items)
         for name, chosen in picks.items():
             tried = [i for i in items if chosen[i["id"]] != NO_PICK]
             if not tried:
@@ -529,6 +529,17 @@ def _choice_rows(sampled: Mapping[str, Sequence[Item]]) -> list[AuditRow]:
                                  binomial_test(len(won), len(tried), chance, "greater"),
                                  cue=cue))
     return rows
+
+
+def _choice_chance(items: Sequence[Item]) -> float:
+    """What an option-picking adversary is expected to reach on ``items``: one over the
+    number of options (the most generous where it varies), except on the items of a family
+    that declares its own `audit.chance` (a positive control, which a memoryless reasoner is
+    meant to pass, declares 1). A unit pooling several families takes the mean over its
+    items, so a positive control pooled with symmetric probes raises the bar by its share."""
+    guess = max(1 / len(i["answer"]["options"]) for i in items)
+    chances = [float(declared(i).get("chance", guess)) for i in items]
+    return sum(chances) / len(chances)
 
 
 def _family_policies(items: Sequence[Item], arms: ArmResponses
