@@ -187,7 +187,7 @@ def test_an_audit_chance_of_one_marks_a_positive_control() -> None:
         audit = {} if chance is None else {"chance": chance}
         return {"answer": {"options": ["x", "y"]}, "analysis": {"audit": audit}}
 
-    assert _choice_chance([item(None)] * 4) == 0.5
-    assert _choice_chance([item(1)] * 4) == 1.0
+    assert _choice_chance([item(None)] * 4, 0.5) == 0.5
+    assert _choice_chance([item(1)] * 4, 0.5) == 1.0
     # Pooled with as many symmetric probes, the bar is the mean of the two.
-    assert _choice_chance([item(1)] * 4 + [item(None)] * 4) == 0.75
+    assert _choice_chance([item(1)] * 4 + [item(None)] * 4, 0.5) == 0.75
