@@ -891,7 +891,8 @@ def judge_requests(
     out_file: Annotated[Path, typer.Option("--out", help="Requests JSONL to write.")],
     seed: Annotated[int, typer.Option(help="Seed of the A/B order.")] = 0,
 ) -> None:
-    """One judge request per pair of paired judge items (blinded A/B), one per item otherwise.
+    """One judge request per pair of paired judge items (blinded A/B), one per item otherwise;
+    for a family with a judge panel, one per judge for each item beside its group's anchor.
 
     The unblinding map goes beside the requests, as <out>.unblind.json."""
     from .canonical import dump_bytes, dump_pretty_bytes

@@ -79,12 +79,13 @@ def test_check1_is_open_inputs_under_eight_documents_with_a_rubric(instances: li
     by_group: dict[int, list[dict]] = defaultdict(list)
     for inst in items:
         by_group[inst["group"]].append(inst)
-        assert inst["answer"]["scorer"] == "judge" and "0 to 1" in inst["answer"]["rubric"]
+        assert inst["answer"]["scorer"] == "judge" and "0 to 10" in inst["answer"]["rubric"]
         panel = inst["analysis"]["judge_panel"]
         assert panel["judges"] == list(JUDGES) and len(panel["judges"]) >= 3
         assert panel["anchor"] == {"axis": "document", "value": "veridical"}
-        assert panel["equivalence"]["bound"] == 0.10
-        assert inst["analysis"]["judge_scale"] == [0, 1]
+        # The design's bound of 0.10 of the scale, on the rubric's 0-10.
+        assert panel["equivalence"]["bound"] == 1.0
+        assert inst["analysis"]["judge_scale"] == [0, 10]
     requests = {corpus: set() for corpus in ("A", "B")}
     for group in by_group.values():
         assert sorted(i["axes"]["document"] for i in group) == sorted(CONDITIONS)
@@ -287,7 +288,7 @@ def _synthetic_judgments(unblind: dict, difference: dict[str, list[float]]) -> l
         for side in ("A", "B"):
             instance_id = slots[side]
             group, condition = instance_id.rsplit("-", 2)[1:]
-            base = 0.5 + 0.05 * JUDGES.index(slots["judge"]) + 0.01 * (int(group) % 3)
+            base = 5 + JUDGES.index(slots["judge"]) + (int(group) % 3)
             scores[side] = round(base + (0.0 if condition == "veridical"
                                          else difference[condition][int(group)]), 4)
         lines.append({"request_id": request_id, "scores": scores})
@@ -313,11 +314,11 @@ def test_check1_equivalence_test_with_synthetic_judgments(release: Path,
         sides = Counter("A" if panel[r["request_id"]]["A"].endswith("-veridical") else "B"
                         for r in sent if r["judge"] == judge)
         assert 30 <= sides["A"] <= 68, sides
-    # Differences per group (14 groups): foreign_1 +-0.05 around 0 (equivalent within 0.10),
-    # none 0.5 below (not equivalent), every other condition exactly 0.
-    alternating = [0.05 if g % 2 else -0.05 for g in range(14)]
+    # Differences per group (14 groups): foreign_1 +-0.5 around 0 (equivalent within 1 point),
+    # none 5 points below (not equivalent), every other condition exactly 0.
+    alternating = [0.5 if g % 2 else -0.5 for g in range(14)]
     difference = {c: [0.0] * 14 for c in CONDITIONS}
-    difference["foreign_1"], difference["none"] = alternating, [-0.5] * 14
+    difference["foreign_1"], difference["none"] = alternating, [-5.0] * 14
     judgments = tmp_path / "judgments.jsonl"
     judgments.write_text("".join(json.dumps(j) + "\n"
                                  for j in _synthetic_judgments(unblind, difference)))
@@ -328,27 +329,27 @@ def test_check1_equivalence_test_with_synthetic_judgments(release: Path,
     foreign = entries["foreign_1"]
     assert foreign["groups"] == 14 and foreign["judges"] == list(JUDGES)
     assert foreign["difference"] == pytest.approx(0.0, abs=1e-9)
-    # By hand: mean 0, sd 0.05 * sqrt(14/13), se = 0.05 / sqrt(13); each one-sided test
-    # has t = 0.10 / se on 13 degrees of freedom.
-    se = 0.05 / np.sqrt(13)
-    expected = student_t.sf(0.10 / se, 13)
+    # By hand: mean 0, sd 0.5 * sqrt(14/13), se = 0.5 / sqrt(13); each one-sided test
+    # has t = 1 / se on 13 degrees of freedom.
+    se = 0.5 / np.sqrt(13)
+    expected = student_t.sf(1.0 / se, 13)
     equivalence = foreign["equivalence"]
     assert equivalence["p_value"] == pytest.approx(expected, rel=1e-6)
-    assert equivalence["equivalent"] is True and equivalence["bound"] == 0.10
+    assert equivalence["equivalent"] is True and equivalence["bound"] == 1.0
     half = student_t.ppf(0.95, 13) * se
     assert equivalence["ci"] == pytest.approx([-half, half], abs=1e-6)
-    reference, _, _ = ttost_paired(np.array(alternating), np.zeros(14), -0.10, 0.10)
+    reference, _, _ = ttost_paired(np.array(alternating), np.zeros(14), -1.0, 1.0)
     assert equivalence["p_value"] == pytest.approx(reference, rel=1e-6)
     none = entries["none"]
-    assert none["difference"] == pytest.approx(-0.5)
+    assert none["difference"] == pytest.approx(-5.0)
     assert none["equivalence"]["equivalent"] is False and none["p_adjusted"] < 0.05
     # The judge means: the veridical response's mean over judges and groups is the base.
-    bases = [0.55 + 0.01 * (g % 3) for g in range(14)]
+    bases = [6 + (g % 3) for g in range(14)]
     assert foreign["anchor_mean"] == pytest.approx(np.mean(bases), abs=1e-6)
-    assert none["judge_mean"] == pytest.approx(np.mean(bases) - 0.5, abs=1e-6)
+    assert none["judge_mean"] == pytest.approx(np.mean(bases) - 5, abs=1e-6)
     table = run_cli("score", str(release), str(responses), "--judgments", str(judgments),
                     "--unblind", str(tmp_path / "requests.jsonl.unblind.json")).stdout
-    assert "foreign_1 - veridical" in table and "equivalent within ±0.1" in table
+    assert "foreign_1 - veridical" in table and "equivalent within ±1" in table
 
 
 def test_the_release_passes_the_audit_with_one_explained_exemption(release: Path) -> None:
