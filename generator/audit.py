@@ -525,11 +525,12 @@ def _choice_rows(sampled: Mapping[str, Sequence[Item]]) -> list[AuditRow]:
     picks = {name: predict(choice) for name, predict in found.items()}
     rows = []
     for unit, items in _units(choice):
-        chance = max(1 / len(i["answer"]["options"]) for i in items)
+        guess = max(1 / len(i["answer"]["options"]) for i in items)
         for name, chosen in picks.items():
             tried = [i for i in items if chosen[i["id"]] != NO_PICK]
             if not tried:
                 continue
+            chance = _choice_chance(tried, guess)
             won = [i for i in tried if chosen[i["id"]] == i["answer"]["gold_index"]]
             cue = (f"e.g. {won[0]['id']}: picked {_short(won[0]['answer']['gold'])}"
                    if won else "")
@@ -537,6 +538,17 @@ def _choice_rows(sampled: Mapping[str, Sequence[Item]]) -> list[AuditRow]:
                                  binomial_test(len(won), len(tried), chance, "greater"),
                                  cue=cue))
     return rows
+
+
+def _choice_chance(tried: Sequence[Item], guess: float) -> float:
+    """What an option-picking adversary is expected to reach on the items it ``tried``:
+    ``guess`` (one over the number of options, the most generous of its unit), except on
+    the items of a family that declares its own `audit.chance` (a positive control, which a
+    memoryless reasoner is meant to pass, declares 1). Where a unit pools several families,
+    the mean over the items tried: a positive control pooled with symmetric probes raises
+    the bar by its share of the trials."""
+    chances = [float(declared(i).get("chance", guess)) for i in tried]
+    return sum(chances) / len(chances)
 
 
 def _family_policies(items: Sequence[Item], arms: ArmResponses

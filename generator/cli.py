@@ -827,6 +827,8 @@ def score(
     reliance, Δmem; tests of the group means, corrected together across the report."""
     from .contrasts import load_analysis_file
     from .judge import load_judgments
+    from .judge_panel import load_panel_judgments, panel_report
+    from .panel_format import as_panel_table
     from .release_data import load_release_instances
     from .report_format import (
         as_contrasts_table,
@@ -877,15 +879,19 @@ def score(
                 budget.on("judgments")
                 scales = {i["id"]: i.get("analysis", {}).get("judge_scale") for i in instances}
                 scores = load_judgments(judgments, unblind, scales, allow_missing=allow_missing)
+                panel = panel_report(instances, load_panel_judgments(
+                    judgments, unblind, scales, allow_missing=allow_missing), _split_keys(by))
                 outcomes, references = attach_judgments(outcomes, scores, normalize,
                                                         dataset_key, normalize_within_run)
             else:
-                references = {}
+                references, panel = {}, []
             budget.on("statistics")
             say("bootstrap intervals and tests")
             report = score_outcomes(outcomes, _split_keys(by),
                                     ScoreOptions(cluster, resamples, seed, correction,
                                                  correction_scope, analysis=declarations))
+        if panel:
+            report["judge_panel"] = panel
         if references:
             report["normalisation"] = {"method": normalize, "dataset_key": dataset_key,
                                        "reference": references}
@@ -896,7 +902,7 @@ def score(
         else:
             _print_table(as_table(report))
             for extra in (as_tests_table(report), as_contrasts_table(report),
-                          as_summaries_table(report)):
+                          as_summaries_table(report), as_panel_table(report)):
                 if extra is not None:
                     _print_table(extra)
 
@@ -1017,7 +1023,8 @@ def judge_requests(
     out_file: Annotated[Path, typer.Option("--out", help="Requests JSONL to write.")],
     seed: Annotated[int, typer.Option(help="Seed of the A/B order.")] = 0,
 ) -> None:
-    """One judge request per pair of paired judge items (blinded A/B), one per item otherwise.
+    """One judge request per pair of paired judge items (blinded A/B), one per item otherwise;
+    for a family with a judge panel, one per judge for each item beside its group's anchor.
 
     The unblinding map goes beside the requests, as <out>.unblind.json."""
     from .canonical import dump_bytes, dump_pretty_bytes

@@ -27,7 +27,7 @@ INSTRUCTIONS_PAIR = ("Score each of the two responses, A and B, against the rubr
                      "and nothing else.")
 
 
-def _prompt(instance: Mapping[str, Any]) -> str:
+def task_prompt(instance: Mapping[str, Any]) -> str:
     """The last user message: the task the response answers."""
     users = [m["content"] for m in all_messages(instance) if m["role"] == "user"]
     return users[-1] if users else ""
@@ -44,6 +44,8 @@ def build_requests(instances: Sequence[Mapping[str, Any]], responses: Mapping[st
         answer = inst["answer"]
         if answer["scorer"] != "judge" or inst["id"] not in responses:
             continue
+        if inst.get("analysis", {}).get("judge_panel"):
+            continue  # judged by the family's panel, below
         declared = inst.get("analysis", {}).get("judge_pairs")
         if declared and inst["axes"].get(declared["axis"]) in (declared["treatment"],
                                                                declared["control"]):
@@ -53,7 +55,7 @@ def build_requests(instances: Sequence[Mapping[str, Any]], responses: Mapping[st
             continue
         request_id = _request_id(len(requests))
         requests.append({"request_id": request_id, "instructions": INSTRUCTIONS_SINGLE,
-                         "rubric": answer["rubric"], "task": _prompt(inst),
+                         "rubric": answer["rubric"], "task": task_prompt(inst),
                          "response": responses[inst["id"]]})
         unblind[request_id] = {"response": inst["id"]}
     for key in sorted(pairs, key=lambda k: json.dumps(k)):
@@ -65,7 +67,7 @@ def build_requests(instances: Sequence[Mapping[str, Any]], responses: Mapping[st
         first = KeyedRandom(seed, ("judge", "order", treatment["id"])).randbelow(2)
         a, b = (treatment, control) if first == 0 else (control, treatment)
         requests.append({"request_id": request_id, "instructions": INSTRUCTIONS_PAIR,
-                         "rubric": treatment["answer"]["rubric"], "task": _prompt(treatment),
+                         "rubric": treatment["answer"]["rubric"], "task": task_prompt(treatment),
                          "responses": {"A": responses[a["id"]], "B": responses[b["id"]]}})
         unblind[request_id] = {"A": a["id"], "B": b["id"]}
     for key in sorted(pairs, key=lambda k: json.dumps(k)):
@@ -73,10 +75,13 @@ def build_requests(instances: Sequence[Mapping[str, Any]], responses: Mapping[st
             inst = next(iter(pairs[key].values()))
             request_id = _request_id(len(requests))
             requests.append({"request_id": request_id, "instructions": INSTRUCTIONS_SINGLE,
-                             "rubric": inst["answer"]["rubric"], "task": _prompt(inst),
+                             "rubric": inst["answer"]["rubric"], "task": task_prompt(inst),
                              "response": responses[inst["id"]]})
             unblind[request_id] = {"response": inst["id"]}
-    return requests, unblind
+    from .judge_panel import panel_requests  # it builds on this module's helpers
+
+    panel, panel_unblind = panel_requests(instances, responses, seed, len(requests))
+    return requests + panel, {**unblind, **panel_unblind}
 
 
 def _request_id(index: int) -> str:
@@ -89,7 +94,7 @@ def _request_id(index: int) -> str:
 MAX_JUDGE_SCORE = 1e12
 
 
-def _number(value: Any) -> bool:
+def is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and \
         math.isfinite(value)
 
@@ -106,13 +111,22 @@ def load_judgments(path: Path, unblind_path: Path,
     from the judgments that happened to come back would not say so."""
     instance_ids = scales.keys()
     unblind = parse_strict_json(read_text(unblind_path, str(unblind_path)), str(unblind_path))
+    if isinstance(unblind, dict):
+        # A judge panel's requests (judge_panel.load_panel_judgments reads their lines).
+        panel = {k for k, v in unblind.items() if isinstance(v, dict) and "judge" in v
+                 and set(v) == {"judge", "A", "B"} and all(isinstance(x, str)
+                                                          for x in v.values())}
+        instance_panel = {i for k in panel for i in (unblind[k]["A"], unblind[k]["B"])}
+        unblind = {k: v for k, v in unblind.items() if k not in panel}
+    else:
+        panel, instance_panel = set(), set()
     if not isinstance(unblind, dict) or not all(
             isinstance(v, dict) and v and set(v) <= {"response", "A", "B"}
             and all(isinstance(x, str) for x in v.values()) for v in unblind.values()):
         raise SpecError.single("not an unblinding map written by judge-requests",
                                str(unblind_path))
-    foreign = sorted({i for slots in unblind.values() for i in slots.values()}
-                     - set(instance_ids))
+    foreign = sorted(({i for slots in unblind.values() for i in slots.values()}
+                      | instance_panel) - set(instance_ids))
     if foreign:
         raise SpecError.single(f"the unblinding map names instances this release does not "
                                f"hold ({len(foreign)} in all; first: {', '.join(foreign[:3])})",
@@ -127,12 +141,14 @@ def load_judgments(path: Path, unblind_path: Path,
             problems.extend(err)
             continue
         request_id = record.get("request_id") if isinstance(record, dict) else None
+        if isinstance(request_id, str) and request_id in panel:
+            continue  # a panel request: judge_panel reads it
         slots = unblind.get(request_id) if isinstance(request_id, str) else None
         if slots is None:
             problems.add(Problem(f"unknown request_id {request_id!r}", display, number, 1))
             continue
         if "response" in slots:
-            if not _number(record.get("score")):
+            if not is_number(record.get("score")):
                 problems.add(Problem('expected {"request_id", "score": NUMBER}', display,
                                         number, 1))
                 continue
@@ -140,7 +156,7 @@ def load_judgments(path: Path, unblind_path: Path,
         else:
             pair = record.get("scores")
             if not isinstance(pair, dict) or set(pair) != {"A", "B"} or \
-                    not all(_number(v) for v in pair.values()):
+                    not all(is_number(v) for v in pair.values()):
                 problems.add(Problem('expected {"request_id", "scores": {"A": NUMBER, '
                                         '"B": NUMBER}}', display, number, 1))
                 continue

@@ -36,6 +36,7 @@ from jinja2.visitor import NodeTransformer
 from .canonical import SCALARS, copy_data, has_lone_surrogate
 from .code_cache import cached_code, cached_data, code_versions, fingerprint
 from .errors import SpecError, lookalike_note
+from .length_match import match_lengths
 from .limits import BudgetExceeded, group_megabytes, group_seconds, one_group
 from .memo import InputMemo, is_plain
 from .project import LIBRARY_PREFIX, Project
@@ -882,6 +883,7 @@ def make_environment(project: Project) -> _StrictSandbox:
     env.filters["re_escape"] = re.escape
     env.filters["letter"] = _letter
     env.filters["add_days"] = _add_days
+    env.filters["match_lengths"] = match_lengths
     env.filters[MESSAGE_FILTER] = _message_block
     sized_filters(env.filters)
     return env

@@ -507,6 +507,10 @@ class FamilyLoader:
             pairs = analysis["judge_pairs"]
             refs.append((("analysis", "judge_pairs"), pairs["axis"],
                          [pairs["treatment"], pairs["control"]]))
+        if "judge_panel" in analysis:
+            anchor = analysis["judge_panel"]["anchor"]
+            refs.append((("analysis", "judge_panel", "anchor"), anchor["axis"],
+                         [anchor["value"]]))
         for index, contrast in enumerate(analysis.get("contrasts", [])):
             for side in ("a", "b"):
                 for key, value in contrast[side].items():

@@ -14,6 +14,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from .canonical import dumps
+from .length_match import closest_lengths
 from .rng import KeyedRandom
 
 
@@ -275,11 +276,7 @@ def counterfeit(context: dict[str, Any], call: TransformCall) -> None:
             raise ValueError(f"slot {source!r} has {len(set(candidates))} candidates unused by "
                              f"column {column!r}, which needs {len(originals)}")
         order = call.rng.shuffled(list(dict.fromkeys(candidates)))
-        mapping: dict[str, str] = {}
-        for value in sorted(originals, key=len, reverse=True):
-            best = min((c for c in order if c not in mapping.values()),
-                       key=lambda c, v=value: abs(len(c) - len(v)))
-            mapping[value] = best
+        mapping = closest_lengths(originals, order)
         for row in rows:
             row[column] = mapping[row[column]]
     context[call.args["slot"]] = rows
