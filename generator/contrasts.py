@@ -41,6 +41,16 @@ class Contrast:
     where: Mapping[str, str] | None = None
 
 
+def estimand(contrast: Contrast) -> tuple[Any, ...]:
+    """What a contrast estimates, whatever its name: its metric, its scope and the cells on
+    each side. A derived contrast with the estimand of a declared one is the same estimate
+    twice, and would only weaken the report's correction."""
+    def cells(side: tuple[Mapping[str, str], ...]) -> tuple[tuple[tuple[str, str], ...], ...]:
+        return tuple(sorted(tuple(sorted({**(contrast.where or {}), **c}.items()))
+                            for c in side))
+    return (contrast.metric, cells(contrast.a), cells(contrast.b))
+
+
 def _default_metric(instances: Sequence[Mapping[str, Any]]) -> str:
     """Reliance where the instances declare a distractor to rely on, else accuracy."""
     return "reliance" if any(i["answer"].get("distractors") for i in instances) \
