@@ -181,16 +181,23 @@ def unit_values(contrast: Contrast, instances: Sequence[Mapping[str, Any]],
     item does not count, e.g. unanswered) less the same over the ``b`` cells. A group lacking
     a value in any cell is left out."""
     sums: dict[tuple[tuple[str, int], str, int], list[float]] = defaultdict(list)
+    # Each key is read once per instance, not once per cell that names it: a factorial's
+    # effect names 2**k cells, and a report estimates dozens of effects.
+    keys = sorted({k for cells in (contrast.a, contrast.b) for selector in cells
+                   for k in selector})
+    sides = [(side, index, tuple(selector.get(k) for k in keys))
+             for side, cells in (("a", contrast.a), ("b", contrast.b))
+             for index, selector in enumerate(cells)]
     for instance, value in zip(instances, values, strict=True):
         if value is None:
             continue
         if contrast.where and not _selects(instance, contrast.where, key_value):
             continue
         unit = (instance["family"], instance["group"])
-        for side, cells in (("a", contrast.a), ("b", contrast.b)):
-            for index, selector in enumerate(cells):
-                if _selects(instance, selector, key_value):
-                    sums[(unit, side, index)].append(value)
+        seen = tuple(key_value(instance, k) for k in keys)
+        for side, index, wanted in sides:
+            if all(w is None or w == v for w, v in zip(wanted, seen, strict=True)):
+                sums[(unit, side, index)].append(value)
     units = {unit for unit, _, _ in sums}
     result = {}
     for unit in sorted(units):
