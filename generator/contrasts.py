@@ -118,6 +118,10 @@ def declared(instances: Sequence[Mapping[str, Any]], declarations: Sequence[Mapp
             where = entry.get("where")
             chosen = [i for i in instances if not where or _selects(i, where, key_value)]
             chosen = [i for i in chosen if all(a in i["axes"] for a in entry["axes"])]
+            if not chosen:
+                # None of its cells is among the instances scored (a slice of a release):
+                # nothing to estimate, which is no error in the declaration.
+                continue
             levels = {a: _levels(chosen, a) for a in entry["axes"]}
             bad = [a for a, values in levels.items() if len(values) != 2]
             if bad:
