@@ -41,6 +41,16 @@ class Contrast:
     where: Mapping[str, str] | None = None
 
 
+def estimand(contrast: Contrast) -> tuple[Any, ...]:
+    """What a contrast estimates, whatever its name: its metric, its scope and the cells on
+    each side. A derived contrast with the estimand of a declared one is the same estimate
+    twice, and would only weaken the report's correction."""
+    def cells(side: tuple[Mapping[str, str], ...]) -> tuple[tuple[tuple[str, str], ...], ...]:
+        return tuple(sorted(tuple(sorted({**(contrast.where or {}), **c}.items()))
+                            for c in side))
+    return (contrast.metric, cells(contrast.a), cells(contrast.b))
+
+
 def _default_metric(instances: Sequence[Mapping[str, Any]]) -> str:
     """Reliance where the instances declare a distractor to rely on, else accuracy."""
     return "reliance" if any(i["answer"].get("distractors") for i in instances) \
@@ -108,6 +118,10 @@ def declared(instances: Sequence[Mapping[str, Any]], declarations: Sequence[Mapp
             where = entry.get("where")
             chosen = [i for i in instances if not where or _selects(i, where, key_value)]
             chosen = [i for i in chosen if all(a in i["axes"] for a in entry["axes"])]
+            if not chosen:
+                # None of its cells is among the instances scored (a slice of a release):
+                # nothing to estimate, which is no error in the declaration.
+                continue
             levels = {a: _levels(chosen, a) for a in entry["axes"]}
             bad = [a for a, values in levels.items() if len(values) != 2]
             if bad:
@@ -171,16 +185,23 @@ def unit_values(contrast: Contrast, instances: Sequence[Mapping[str, Any]],
     item does not count, e.g. unanswered) less the same over the ``b`` cells. A group lacking
     a value in any cell is left out."""
     sums: dict[tuple[tuple[str, int], str, int], list[float]] = defaultdict(list)
+    # Each key is read once per instance, not once per cell that names it: a factorial's
+    # effect names 2**k cells, and a report estimates dozens of effects.
+    keys = sorted({k for cells in (contrast.a, contrast.b) for selector in cells
+                   for k in selector})
+    sides = [(side, index, tuple(selector.get(k) for k in keys))
+             for side, cells in (("a", contrast.a), ("b", contrast.b))
+             for index, selector in enumerate(cells)]
     for instance, value in zip(instances, values, strict=True):
         if value is None:
             continue
         if contrast.where and not _selects(instance, contrast.where, key_value):
             continue
         unit = (instance["family"], instance["group"])
-        for side, cells in (("a", contrast.a), ("b", contrast.b)):
-            for index, selector in enumerate(cells):
-                if _selects(instance, selector, key_value):
-                    sums[(unit, side, index)].append(value)
+        seen = tuple(key_value(instance, k) for k in keys)
+        for side, index, wanted in sides:
+            if all(w is None or w == v for w, v in zip(wanted, seen, strict=True)):
+                sums[(unit, side, index)].append(value)
     units = {unit for unit, _, _ in sums}
     result = {}
     for unit in sorted(units):

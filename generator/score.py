@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import safe_regex
-from .contrasts import Contrast, unit_values
+from .contrasts import Contrast, estimand, unit_values
 from .contrasts import declared as declared_contrasts
 from .contrasts import derived as derived_contrasts
 from .errors import SpecError
@@ -511,7 +511,9 @@ def _contrast_units(outcomes: Sequence[Outcome], options: ScoreOptions
     except ValueError as exc:
         raise SpecError.single(str(exc)) from None
     names = {c.name for c in chosen}
-    chosen += [c for c in derived_contrasts(instances) if c.name not in names]
+    estimated = {estimand(c) for c in chosen}
+    chosen += [c for c in derived_contrasts(instances)
+               if c.name not in names and estimand(c) not in estimated]
     values: dict[str, list[float | None]] = {}
     result = []
     for contrast in chosen:

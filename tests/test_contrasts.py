@@ -324,3 +324,43 @@ def test_a_factor_whose_levels_word_the_options_otherwise_is_no_rotation() -> No
     assert [c.name for c in derived(instances)] == ["main: framing (memory - document)"]
     two_rotations = [i for i in instances if i["axes"]["rotation"] != "r2"]
     assert [c.name for c in derived(two_rotations)] == ["main: framing (memory - document)"]
+
+
+def _two_by_two(group: int, label: str, recency: str, analysis: dict) -> dict:
+    """A choice instance of a 2x2 design on a stale note (no rotation), for unit checks."""
+    return {"id": f"f-{group:05d}-{label}.{recency}", "family": "f", "group": group,
+            "design": "factorial", "paradigm": "p", "variant": f"{label}.{recency}",
+            "axes": {"label": label, "recency": recency}, "fields": {},
+            "answer": {"scorer": "choice", "options": ["Aspen", "Birch", "Cedar"],
+                       "gold": "Aspen", "gold_index": 0, "distractors": {"stale": "Birch"}},
+            "analysis": analysis}
+
+
+def test_a_declared_estimate_is_not_repeated_by_its_derived_twin() -> None:
+    from generator.score import ScoreOptions, outcome, score_outcomes
+
+    declared = {"factorials": [{"name": "factorial", "axes": ["label", "recency"],
+                                "where": {"design": "factorial"}, "metric": "reliance"}]}
+    instances = [_two_by_two(g, label, recency, declared) for g in range(8)
+                 for label in ("present", "removed") for recency in ("older", "newer")]
+    # Relies on the note only where it is labelled: label effect +1, the rest 0.
+    outcomes = [outcome(i, "B" if i["axes"]["label"] == "present" else "A") for i in instances]
+    report = score_outcomes(outcomes, ["design"], ScoreOptions(resamples=200))
+    names = [c["name"] for c in report["contrasts"]]
+    assert names == ["factorial: label (present - removed)",
+                     "factorial: recency (older - newer)",
+                     "factorial: label (present - removed) x recency (older - newer)"]
+    assert [c["source"] for c in report["contrasts"]] == ["declared"] * 3
+    assert [c["estimate"] for c in report["contrasts"]] == [1.0, 0.0, 0.0]
+    # Under another name the same effects are still estimated once each.
+    renamed = {"factorials": [{**declared["factorials"][0], "name": "features"}]}
+    instances = [{**i, "analysis": renamed} for i in instances]
+    again = [outcome(i, o.response) for i, o in zip(instances, outcomes, strict=True)]
+    report = score_outcomes(again, ["design"], ScoreOptions(resamples=200))
+    assert [c["source"] for c in report["contrasts"]] == ["declared"] * 3
+    # A slice of the release without the factorial's cells: nothing to estimate, no error.
+    other = [{**i, "design": "main", "axes": {"condition": "stale"},
+              "id": i["id"] + "-main"} for i in instances[:8]]
+    report = score_outcomes([outcome(i, "B") for i in other], ["design"],
+                            ScoreOptions(resamples=200))
+    assert report["contrasts"] == []
