@@ -15,6 +15,8 @@ import pytest
 
 from conftest import run_cli
 from generator.checks import approx_tokens
+from generator.policies import POLICIES
+from generator.score import is_abstention
 from generator.scoring import is_correct
 
 RELEASE = "feedback-v4"
@@ -147,22 +149,28 @@ def test_long_inputs_have_at_least_4000_tokens(instances: list[dict]) -> None:
 
 def test_reference_policies_expected_scores(release: Path, instances: list[dict],
                                             tmp_path: Path) -> None:
-    oracle = _score(release, _respond(release, "oracle", tmp_path))
-    default = _score(release, _respond(release, "chat_default", tmp_path))
+    # One policy through respond and score, as a user runs it ...
     recency = _score(release, _respond(release, "recency_form", tmp_path))
-    abstainer = _score(release, _respond(release, "abstainer", tmp_path))
-    families = {i["family"] for i in instances}
-    for family in families:
+    for family in {i["family"] for i in instances if _kind(i) == "procedural"}:
         for split in ("train", "test"):
-            assert oracle[(family, split)]["accuracy"] == 1.0
-            assert abstainer[(family, split)]["coverage"] == 0.0
-            assert abstainer[(family, split)]["accuracy"] is None
-            if family.split(".")[1] == "procedural":
-                # What a chat model does by default never satisfies the preference ...
-                assert default[(family, split)]["accuracy"] == 0.0
-                # ... and imitating the most recent logged reply is right exactly when that
-                # reply was the wanted one: half of the records, by construction.
-                assert recency[(family, split)]["accuracy"] == 0.5
+            # Imitating the most recent logged reply is right exactly when that reply was the
+            # wanted one: half of the records, by construction.
+            assert recency[(family, split)]["accuracy"] == 0.5
+    # ... and the others scored here with the same scorer, record by record.
+    rates: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for inst in instances:
+        answer, key = inst["answer"], inst["family"]
+        assert is_correct(answer, POLICIES["oracle"](inst, 0))
+        assert is_abstention(answer, POLICIES["abstainer"](inst, 0))
+        for name in ("chat_default", "other_person"):
+            if name in answer["policies"]:
+                rates[(key, name)].append(is_correct(answer, answer["policies"][name]))
+    for (family, name), hits in rates.items():
+        # What a chat model does by default never satisfies the preference, and the entry
+        # of another person the user mentioned (on a test record, the confusable one in the
+        # document) is never the right one.
+        assert len(hits) == 40 and not any(hits), (family, name)
+    assert {f for f, _ in rates} == {i["family"] for i in instances}
 
 
 def test_audit_passes_with_every_memoryless_adversary_at_or_below_chance(
