@@ -126,17 +126,21 @@ def test_feedback_sequences_vary_and_balance(instances: list[dict]) -> None:
         test = [i for i in mine if i["fields"]["split"] == "test"]
         # Sessions of one, two and three rounds, ten each.
         assert Counter(len(i["feedback"]) for i in train) == {1: 10, 2: 10, 3: 10}
+        # The wanted reply is liked or copied in every session, in its first round or its
+        # second, 15 times each.
         liked_at = Counter(f["round"] for i in train for f in i["feedback"]
                            if f["action"] in ("like", "copy"))
-        assert set(liked_at) == {1, 2, 3}
+        assert liked_at == {1: 15, 2: 15}
         # The last reply logged is the unwanted one in exactly half of the records, so
         # imitating the most recent reply is right half the time, in training and in test.
         for records in (train, test):
             last_liked = sum(i["feedback"][-1]["action"] in ("like", "copy") for i in records)
             assert last_liked * 2 == len(records)
-        # Each logged session shows the preference by like or copy, or by a dislike alone.
-        assert all({f["action"] for f in i["feedback"]} & {"like", "copy", "dislike"}
-                   for i in train)
+        # Each session alone can teach the preference: the wanted reply is kept in it, and
+        # the first reply is the unwanted one in half of the sessions too.
+        assert all({f["action"] for f in i["feedback"]} & {"like", "copy"} for i in train)
+        first_liked = sum(i["feedback"][0]["action"] in ("like", "copy") for i in train)
+        assert first_liked * 2 == len(train)
 
 
 def test_long_inputs_have_at_least_4000_tokens(instances: list[dict]) -> None:
