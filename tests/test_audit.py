@@ -42,13 +42,23 @@ KNOWN_FAILURES = {
 }
 
 
-@pytest.mark.parametrize("name", LATEST_RELEASES)
+def _version(name: str) -> int:
+    return int(name.rpartition("-v")[2])
+
+
+#: Versions 1-3 of a bundled release hold the very same data files (their cards differ);
+#: version 4 holds new data. The newest version of each, and a version 3 that a version 4
+#: has replaced as the newest, are audited.
+AUDITED = sorted(set(LATEST_RELEASES) | {n for n in ALL_RELEASES if _version(n) == 3})
+
+
+@pytest.mark.parametrize("name", AUDITED)
 def test_every_bundled_release_fails_its_audit_only_where_known(built_dist: Path,
                                                                  name: str) -> None:
-    # Earlier versions of the release hold the very same data files (their cards differ), so
-    # this audit covers them too.
+    # Earlier versions holding the same data are covered by this audit too.
     for older in ALL_RELEASES:
-        if older.rpartition("-v")[0] == name.rpartition("-v")[0] and older != name:
+        if older.rpartition("-v")[0] == name.rpartition("-v")[0] and older != name \
+                and _version(older) <= 3 and _version(name) <= 3:
             assert _data_files(built_dist, older) == _data_files(built_dist, name), older
     result = run_cli("audit", str(built_dist / name), "--format", "json")
     known = KNOWN_FAILURES.get(name, set())
