@@ -1,4 +1,6 @@
-"""Judge requests for the items a program cannot score, and folding judgments back in.
+"""Judge requests for the items a program cannot score (and for programmatically scored items
+whose answer also carries a rubric, where a design wants a judge's rating beside the
+program's verdict), and folding judgments back in.
 
 Paired judge items (e.g. the experimental and control arms of a priming pair) go to the judge
 side by side in one request, their A/B order drawn from a seeded stream, so the judge cannot
@@ -35,14 +37,15 @@ def task_prompt(instance: Mapping[str, Any]) -> str:
 
 def build_requests(instances: Sequence[Mapping[str, Any]], responses: Mapping[str, str],
                    seed: int) -> tuple[list[dict[str, Any]], dict[str, dict[str, str]]]:
-    """Requests for every judge-scored instance that has a response, and the unblinding map
-    from request id to which instance is behind each slot."""
+    """Requests for every instance with a rubric (every judge-scored one, and a programmatically
+    scored one whose answer also declares a rubric) that has a response, and the unblinding
+    map from request id to which instance is behind each slot."""
     requests: list[dict[str, Any]] = []
     unblind: dict[str, dict[str, str]] = {}
     pairs: dict[tuple, dict[str, Mapping[str, Any]]] = defaultdict(dict)
     for inst in instances:
         answer = inst["answer"]
-        if answer["scorer"] != "judge" or inst["id"] not in responses:
+        if "rubric" not in answer or inst["id"] not in responses:
             continue
         if inst.get("analysis", {}).get("judge_panel"):
             continue  # judged by the family's panel, below
