@@ -164,11 +164,11 @@ def test_probe_word_jaccard_within_each_family_is_at_most_half(instances: list[d
 
 
 def test_conditioning_arms_share_everything_but_the_outcomes(instances: list[dict]) -> None:
-    for family, items in _families(instances, CONDITIONING).items():
+    for items in _families(instances, CONDITIONING).values():
         arms: dict[int, dict[str, dict]] = defaultdict(dict)
         for inst in items:
             arms[inst["group"]][inst["axes"]["arm"]] = inst
-        for group, pair in arms.items():
+        for pair in arms.values():
             cue, control = pair["cue"], pair["control"]
             for phase in ("interference", "probe"):
                 assert phase_messages(cue, phase) == phase_messages(control, phase)
