@@ -82,13 +82,19 @@ def test_procedural_interference_is_400_to_650_tokens_of_fifteen_turns(
         assert len(seen) == len(items), family  # no two groups share their interference
 
 
-def test_no_interference_question_recurs_more_than_five_times(instances: list[dict]) -> None:
+def test_no_interference_question_recurs_more_than_five_times(instances: list[dict],
+                                                              built: Path) -> None:
     # v3 showed one question in 41 items; here each group counts once (its arms share it).
     per_group = {(i["family"], i["group"]): tuple(
         m["content"] for m in phase_messages(i, "interference") if m["role"] == "user")
         for i in instances}
     uses = Counter(q for questions in per_group.values() for q in questions)
     assert max(uses.values()) <= 5, uses.most_common(3)
+    # The release checks it at freeze (message_reuse) and its card says so.
+    card = (built / "README.md").read_text()
+    most = max(uses.values())
+    assert re.search(rf"\| interference \| user \| {len(uses)} \| {len(per_group)} \| .* "
+                     rf"\({most}\) \| 5 \|", card), card
     procedural = Counter(q for (family, _), qs in per_group.items()
                          if family.startswith(PROCEDURAL) for q in qs)
     assert set(procedural.values()) == {5}  # 20 groups x 15 turns over 60 questions each
