@@ -150,6 +150,16 @@ def test_phrasings_are_several_and_balanced(instances: list[dict], paradigm: str
             assert max(counts) - min(counts) <= 1 and min(counts) >= 1, (family, phase, counts)
 
 
+def test_conditioning_phases_have_four_balanced_phrasings(instances: list[dict]) -> None:
+    # Template phrasings: each opens its system message in its own words.
+    for family, items in _families(instances, CONDITIONING).items():
+        assert len(_family_spec(family)["phases"]["conditioning"]["phrasings"]) >= 4
+        openings = Counter(phase_messages(i, "conditioning")[0]["content"].split("\n")[0]
+                           for i in {i["group"]: i for i in items}.values())
+        assert len(openings) >= 4 and max(openings.values()) - min(openings.values()) <= 1, \
+            (family, openings)
+
+
 def _mean_jaccard(word_sets: list[set[str]]) -> float:
     pairs = list(itertools.combinations(word_sets, 2))
     return sum(len(a & b) / len(a | b) for a, b in pairs) / len(pairs)
