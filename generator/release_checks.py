@@ -1,8 +1,9 @@
 """Checks over a whole release, declared in its file, counted as instances are written and
 decided once every family is: the lexical variety of a phase within each family (the mean
-word Jaccard similarity of every two groups), and how often one message of a phase recurs
-across the release's groups (``message_reuse``: a shared pool drawn too often shows the same
-question in many items)."""
+word Jaccard similarity of every two groups), how often one message of a phase recurs across
+the release's groups (``message_reuse``: a shared pool drawn too often shows the same question
+in many items), and how much of a judge rubric's own vocabulary a phase already uses
+(``rubric_overlap``: a rubric that lists the priming text's words rewards copying them)."""
 
 from __future__ import annotations
 
@@ -104,6 +105,57 @@ class ReuseResult:
         return self.most_reused is None or self.most_reused[1] <= self.bound
 
 
+@dataclass(frozen=True)
+class OverlapResult:
+    """What one rubric_overlap check found on one family."""
+
+    check: int
+    family: str
+    phase: str
+    items: int
+    mean: float  # mean share of the rubric's own words that the phase uses
+    bound: float
+    shared: tuple[str, ...]  # the rubric words the phase uses most often, most first
+
+    @property
+    def passed(self) -> bool:
+        return self.mean <= self.bound
+
+
+#: A content word of a rubric: four letters or more (no digits), compared casefolded.
+_CONTENT_WORD = re.compile(r"[^\W\d_]{4,}")
+
+
+def content_words(text: str) -> set[str]:
+    """The casefolded words of four letters or more in ``text``."""
+    return {w.casefold() for w in _CONTENT_WORD.findall(text)}
+
+
+def rubric_overlap(instance: Mapping[str, Any], phase: str) -> tuple[float, set[str]] | None:
+    """The share of the rubric's own words (those no other phase of the instance says) that
+    ``phase`` uses, and those words; None for an instance without a rubric or own words."""
+    rubric = instance.get("answer", {}).get("rubric")
+    if not rubric:
+        return None
+    others = set().union(*(content_words(m["content"]) for entry in instance["phases"]
+                           if entry["phase"] != phase for m in entry["messages"]))
+    own = content_words(rubric) - others
+    if not own:
+        return None
+    used = own & set().union(*(content_words(m["content"]) for entry in instance["phases"]
+                               if entry["phase"] == phase for m in entry["messages"]))
+    return len(used) / len(own), used
+
+
+def _selected(instance: Mapping[str, Any], when: Mapping[str, Any]) -> bool:
+    """Whether the instance's axes take the values ``when`` names (a value or a list)."""
+    for axis, wanted in when.items():
+        values = wanted if isinstance(wanted, list) else [wanted]
+        if instance.get("axes", {}).get(axis) not in values:
+            return False
+    return True
+
+
 def phase_contents(instance: Mapping[str, Any], phase: str, role: str | None) -> list[str]:
     """The contents of the messages of ``phase`` in ``instance`` (of ``role`` only, if
     given)."""
@@ -132,6 +184,9 @@ class ReleaseChecks:
         #: For each message_reuse check, message -> the (family, group) units showing it.
         self._shown: list[dict[str, set[tuple[str, int]]]] = [{} for _ in release.checks]
         self._units: list[set[tuple[str, int]]] = [set() for _ in release.checks]
+        #: For each rubric_overlap check, family -> each selected item's share and words.
+        self._overlaps: list[dict[str, list[tuple[float, set[str]]]]] = [
+            {} for _ in release.checks]
         self._families = [set(c.get("families", ())) for c in release.checks]
 
     def __bool__(self) -> bool:
@@ -149,20 +204,37 @@ class ReleaseChecks:
                 for content in phase_contents(instance, check["phase"], check.get("role")):
                     self._shown[index].setdefault(content, set()).add(unit)
                 continue
+            if check["kind"] == "rubric_overlap":
+                found = rubric_overlap(instance, check["phase"]) \
+                    if _selected(instance, check.get("when", {})) else None
+                if found is not None:
+                    self._overlaps[index].setdefault(family, []).append(found)
+                continue
             groups = self._words[index].setdefault(family, {})
             groups.setdefault(instance["group"], set()).update(
                 phase_words(instance, check["phase"]))
 
-    def results(self) -> list[VarietyResult | ReuseResult]:
+    def results(self) -> list[VarietyResult | ReuseResult | OverlapResult]:
         """Every check's outcome (a lexical_variety check's on every family it covers), in
         declaration order."""
-        out: list[VarietyResult | ReuseResult] = []
+        out: list[VarietyResult | ReuseResult | OverlapResult] = []
         for index, check in enumerate(self.release.checks):
             if check["kind"] == "message_reuse":
                 out.append(ReuseResult(index, check["phase"], check.get("role"),
                                        len(self._shown[index]), len(self._units[index]),
                                        most_reused(self._shown[index]),
                                        int(check["max_count"])))
+                continue
+            if check["kind"] == "rubric_overlap":
+                for family, found in self._overlaps[index].items():
+                    counts: dict[str, int] = {}
+                    for _, used in found:
+                        for word in used:
+                            counts[word] = counts.get(word, 0) + 1
+                    shared = tuple(sorted(counts, key=lambda w: (-counts[w], w))[:3])
+                    out.append(OverlapResult(index, family, check["phase"], len(found),
+                                             math.fsum(s for s, _ in found) / len(found),
+                                             float(check["max_share"]), shared))
                 continue
             for family, groups in self._words[index].items():
                 mean, best = mean_pairwise_jaccard([groups[g] for g in sorted(groups)])
@@ -173,7 +245,8 @@ class ReleaseChecks:
                                          float(check["max_jaccard"]), best))
         return out
 
-    def refuse_failures(self, results: Sequence[VarietyResult | ReuseResult]) -> None:
+    def refuse_failures(self, results: Sequence[VarietyResult | ReuseResult | OverlapResult]
+                        ) -> None:
         """Raise CheckFailed, located at each failed check in the release file."""
         problems = []
         for result in results:
@@ -186,6 +259,13 @@ class ReleaseChecks:
                 problems.append(Problem(
                     f"message_reuse: a message of phase {result.phase!r} is shown in {count} "
                     f"groups, more than max_count {result.bound}: {elide(text)!r}",
+                    self.release.located.file, line, col, ("checks", result.check)))
+                continue
+            if isinstance(result, OverlapResult):
+                problems.append(Problem(
+                    f"rubric_overlap: {result.family}: phase {result.phase!r} uses on average "
+                    f"{result.mean:.3f} of the rubric's own words, above max_share "
+                    f"{result.bound:g} (most shared: {', '.join(result.shared)})",
                     self.release.located.file, line, col, ("checks", result.check)))
                 continue
             alike = (f"; most alike: groups {result.most_alike[0]} and {result.most_alike[1]} "
@@ -229,7 +309,7 @@ def _card_cell(text: str) -> str:
     return elide(" ".join(text.split()), 80).replace("|", "\\|")
 
 
-def card_lines(results: Sequence[VarietyResult | ReuseResult]) -> list[str]:
+def card_lines(results: Sequence[VarietyResult | ReuseResult | OverlapResult]) -> list[str]:
     """The card's section on the release's checks (none for a release that declares none)."""
     if not results:
         return []
@@ -260,4 +340,16 @@ def card_lines(results: Sequence[VarietyResult | ReuseResult]) -> list[str]:
                 if r.most_reused else "")
         lines.append(f"| {r.phase} | {r.role or 'any'} | {r.messages} | {r.groups} | "
                      f"{most} | {r.bound} |")
+    overlap = [r for r in results if isinstance(r, OverlapResult)]
+    if overlap:
+        lines += ["",
+                  "Rubric overlap: within each family, the mean share of the judge rubric's own "
+                  "words (four letters or more that no other phase of the item says) that a "
+                  "phase uses, at most the declared bound: a rubric that lists the very words "
+                  "of the priming text rewards copying them.", "",
+                  "| family | phase | items | mean share | bound | words shared most |",
+                  "| --- | --- | --- | --- | --- | --- |"]
+    for r in overlap:
+        lines.append(f"| `{r.family}` | {r.phase} | {r.items} | {r.mean:.3f} | {r.bound:g} | "
+                     f"{', '.join(r.shared)} |")
     return lines

@@ -365,7 +365,8 @@ def _content_words(text: str) -> set[str]:
     return {w.casefold() for w in re.findall(r"[^\W\d_]+", text) if len(w) >= 4}
 
 
-def test_priming_themes_forms_fresh_writing_and_a_drift_rubric(instances: list[dict]) -> None:
+def test_priming_themes_forms_fresh_writing_and_a_drift_rubric(instances: list[dict],
+                                                               built: Path) -> None:
     families = _families(instances, PRIMING)
     assert len(families) >= 10
     overlaps = []
@@ -385,5 +386,10 @@ def test_priming_themes_forms_fresh_writing_and_a_drift_rubric(instances: list[d
                 words = _content_words(rubric) - _content_words(probe)
                 overlaps.append(len(words & _content_words(_text(inst, "priming")))
                                 / len(words))
-    # Share of the rubric's own words that the evocative text uses (v3: 0.14 on average).
+    # Share of the rubric's own words that the evocative text uses (v3: 0.14 on average);
+    # the release checks it per family at freeze (rubric_overlap) and its card reports it.
     assert sum(overlaps) / len(overlaps) < 0.08
+    card = (built / "README.md").read_text()
+    for family in families:
+        assert re.search(rf"\| `{re.escape(family)}` \| priming \| 10 \| 0\.0\d\d \| 0\.1 \|",
+                         card), family

@@ -6,6 +6,7 @@ a pattern that cannot compile is refused where it is written)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from test_phrasings import phrased_project
@@ -93,3 +94,54 @@ def test_a_declared_outcome_that_cannot_compile_is_refused_at_its_line(
     assert result.returncode == 2, result.stderr
     assert f"meeting_room.yaml:{line}:" in result.stderr, result.stderr
     assert "outcome 'named' is not a valid regular expression" in result.stderr
+
+
+def _overlap_release(root: Path, bound: float) -> Path:
+    release = root / "specs/releases/lab-v1.yaml"
+    release.write_text("name: lab\nversion: v1\nseed: 7\ndescription: rubric overlap\n"
+                       "families:\n  - family: example.priming.harbour_fog\n    groups: 12\n"
+                       "checks:\n  - kind: rubric_overlap\n    phase: priming\n"
+                       f"    when: {{arm: experimental}}\n    max_share: {bound}\n")
+    return release
+
+
+def _expected_share(data: Path) -> float:
+    """Worked out from the data: per experimental item, the rubric's words of four letters or
+    more that no other phase says, and the share of them the priming text uses."""
+    def words(text: str) -> set[str]:
+        return {w.casefold() for w in re.findall(r"[^\W\d_]{4,}", text)}
+
+    shares = []
+    for line in data.read_text().splitlines():
+        item = json.loads(line)
+        if item["axes"]["arm"] != "experimental":
+            continue
+        texts = {p["phase"]: " ".join(m["content"] for m in p["messages"])
+                 for p in item["phases"]}
+        own = words(item["answer"]["rubric"]) - set().union(
+            *(words(t) for phase, t in texts.items() if phase != "priming"))
+        shares.append(len(own & words(texts["priming"])) / len(own))
+    return sum(shares) / len(shares)
+
+
+def test_rubric_overlap_is_reported_on_the_card_and_refused_above_its_bound(
+        project_copy: Path, tmp_path: Path) -> None:
+    release = _overlap_release(project_copy, 0.9)
+    out = tmp_path / "dist"
+    frozen = run_cli("freeze", str(release), "--out", str(out), root=project_copy)
+    assert frozen.returncode == 0, frozen.stderr
+    expected = _expected_share(out / "lab-v1/data/example.priming.harbour_fog.jsonl")
+    assert 0 < expected < 0.9  # the fixture's rubric names the passage's harbour and fog
+    card = (out / "lab-v1/README.md").read_text()
+    assert "Rubric overlap:" in card
+    assert f"| `example.priming.harbour_fog` | priming | 12 | {expected:.3f} | 0.9 |" in card
+
+    (project_copy / "manifests/lab-v1.json").unlink()
+    release = _overlap_release(project_copy, 0.01)
+    out2 = tmp_path / "dist2"
+    refused = run_cli("freeze", str(release), "--out", str(out2), root=project_copy)
+    assert refused.returncode == 1, refused.stderr
+    assert (f"specs/releases/lab-v1.yaml:9:5: rubric_overlap: example.priming.harbour_fog: "
+            f"phase 'priming' uses on average {expected:.3f} of the rubric's own words, above "
+            "max_share 0.01") in refused.stderr, refused.stderr
+    assert not out2.exists()
