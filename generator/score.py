@@ -22,6 +22,7 @@ from . import safe_regex
 from .contrasts import Contrast, estimand, unit_values
 from .contrasts import declared as declared_contrasts
 from .contrasts import derived as derived_contrasts
+from .declared_outcomes import outcome_units
 from .errors import SpecError
 from .group_tests import plan_tests, run_test
 from .instances import pair_key
@@ -268,6 +269,14 @@ def metrics(subset: Sequence[Outcome], everything: Sequence[Outcome], key: Mappi
                              if o.answered and o.response is not None])
         result.update(sdt_metrics(rates, clusters if options.cluster else None,
                                   options.resamples, options.seed))
+    declaring = [(o.instance, o.response) for o in subset if o.answered
+                 and o.response is not None and o.instance.get("analysis", {}).get("outcomes")]
+    if declaring:
+        # Each declared kind of right first move, counted apart (see declared_outcomes).
+        result["outcomes"] = {}
+        for name, units in outcome_units(declaring).items():
+            rate, ci = _mean_and_ci(units, clusters, options)
+            result["outcomes"][name] = {"rate": rate, "ci": ci, "groups": len(units)}
     judged = _unit_means(subset, lambda o: o.judge)
     if judged:
         result["judge_score"], result["judge_score_ci"] = _mean_and_ci(judged, clusters, options)
@@ -462,11 +471,22 @@ def score_outcomes(outcomes: Sequence[Outcome], by: Sequence[str],
         },
     }
     summaries = [_summary(entry, outcomes, options)
-                 for declarations in options.analysis
-                 for entry in declarations.get("summaries", [])]
+                 for entry in _declared_summaries(outcomes, options)]
     if summaries:
         report["summaries"] = summaries
     return report
+
+
+def _declared_summaries(outcomes: Sequence[Outcome], options: ScoreOptions
+                        ) -> list[Mapping[str, Any]]:
+    """The headline scores to report: those the families' analysis blocks declare (copied
+    into their instances), then those given for the run, each once (the first of a name)."""
+    chosen: dict[str, Mapping[str, Any]] = {}
+    blocks = [o.instance.get("analysis", {}) for o in outcomes]
+    for block in [*blocks, *options.analysis]:
+        for entry in block.get("summaries", []):
+            chosen.setdefault(entry["name"], entry)
+    return list(chosen.values())
 
 
 #: Metrics a summary reads that are shares (shown x 100); the others are percentages already.

@@ -530,6 +530,10 @@ class FamilyLoader:
             for _, why in _bad_patterns([analysis["signal"]["performed"]]):
                 problem(f"signal 'performed' is not a valid regular expression: {why}",
                         ("analysis", "signal", "performed"))
+        for name, pattern in analysis.get("outcomes", {}).items():
+            for _, why in _bad_patterns([pattern]):
+                problem(f"outcome {name!r} is not a valid regular expression: {why}",
+                        ("analysis", "outcomes", name))
         for where, axis, wanted in refs:
             if axis not in values:
                 problem(f"analysis names unknown axis {axis!r}", where)
