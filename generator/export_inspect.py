@@ -22,6 +22,7 @@ from .canonical import dump_bytes
 from .errors import SpecError
 from .export import write_all
 from .parquet_export import split_of
+from .score import key_value
 
 SAMPLES_FILE = "samples.jsonl"
 TASK_FILE = "task.py"
@@ -132,7 +133,7 @@ def _design(instances: Sequence[Mapping[str, Any]], release: str) -> dict[str, A
     """What the task's metrics follow: the axes, the splits, and the contrasts of the
     release's design (declared in analysis blocks, a judged pair's treatment - control, and
     those memspec derives from two-level axes), selectors spelled as metadata keys."""
-    found = [*contrast_rules.declared(instances, [], _selector_value),
+    found = [*contrast_rules.declared(instances, [], key_value),
              *contrast_rules.derived(instances)]
     for block in dict.fromkeys(json.dumps(i["analysis"]["judge_pairs"], sort_keys=True)
                                for i in instances if "judge_pairs" in i.get("analysis", {})):
@@ -143,7 +144,8 @@ def _design(instances: Sequence[Mapping[str, Any]], release: str) -> dict[str, A
             "declared"))
     keys = {"axes": {a for i in instances for a in i["axes"]},
             "fields": {f for i in instances for f in i.get("fields", {})}}
-    example = {"axes": dict.fromkeys(keys["axes"]), "fields": dict.fromkeys(keys["fields"])}
+    # Every axis and field of the release, for spelling a selector's keys as metadata keys.
+    shape = {"axes": dict.fromkeys(keys["axes"]), "fields": dict.fromkeys(keys["fields"])}
     seen: set[str] = set()
     entries = []
     for item in found:
@@ -152,18 +154,10 @@ def _design(instances: Sequence[Mapping[str, Any]], release: str) -> dict[str, A
         seen.add(item.name)
         where = dict(item.where or {})
         entries.append({"name": item.name, **{
-            side: [{_metadata_key(k, example): str(v) for k, v in {**where, **s}.items()}
+            side: [{_metadata_key(k, shape): str(v) for k, v in {**where, **s}.items()}
                    for s in selectors] for side, selectors in (("a", item.a), ("b", item.b))}})
     return {"release": release, "axes": sorted(keys["axes"]),
             "splits": sorted({split_of(i) for i in instances}), "contrasts": entries}
-
-
-def _selector_value(instance: Mapping[str, Any], key: str) -> str:
-    if key in ("family", "paradigm", "design", "variant", "id"):
-        return str(instance[key])
-    if key == "split":
-        return split_of(instance)
-    return str(instance["axes"].get(key, instance.get("fields", {}).get(key)))
 
 
 def _task_source(judged: bool, scored: bool) -> str:

@@ -205,3 +205,28 @@ def test_for_each_over_something_not_a_list_is_a_located_error(
     assert result.returncode == 2
     assert "flat.yaml:" in result.stderr and "for_each gives int, not a list" in result.stderr
     assert not out.exists()
+
+
+def test_a_whole_export_file_with_both_json_and_text_is_refused(project_copy: Path) -> None:
+    (project_copy / "specs" / "exports").mkdir(exist_ok=True)
+    path = project_copy / "specs" / "exports" / "flat.yaml"
+    both = EACH.replace('    json:\n      for_each: "families"',
+                        '    text: "x"\n    json:\n      for_each: "families"')
+    assert both != EACH
+    path.write_text(both)
+    result = run_cli("validate", str(path), root=project_copy)
+    assert result.returncode == 2 and "specs/exports/flat.yaml:" in result.stderr
+    assert "files" in result.stderr
+
+
+def test_a_key_given_twice_by_for_each_is_a_located_error(
+        built_example: Path, project_copy: Path, tmp_path: Path) -> None:
+    (project_copy / "specs" / "exports").mkdir(exist_ok=True)
+    (project_copy / "specs" / "exports" / "flat.yaml").write_text(
+        EACH.replace('key: "entry.name"', 'key: "entry.paradigm[:7]"'))
+    out = tmp_path / "export"
+    result = run_cli("export", str(built_example), "--format", "flat", "--out", str(out),
+                     root=project_copy)
+    assert result.returncode == 2, result.stderr
+    assert "for_each gives the key 'example' twice" in result.stderr
+    assert "flat.yaml:" in result.stderr and not out.exists()
