@@ -17,6 +17,7 @@ from scipy.stats import t as student_t
 from statsmodels.stats.weightstats import ttost_paired
 
 from conftest import REPO, run_cli
+from generator.schemas import schema_errors
 
 RELEASE = "memorychecks-v4"
 OPEN = "memorychecks.v4.counterfeit.open_input"
@@ -324,6 +325,7 @@ def test_check1_equivalence_test_with_synthetic_judgments(release: Path,
                                  for j in _synthetic_judgments(unblind, difference)))
     report = _scored(release, responses, "family", "--judgments", str(judgments),
                      "--unblind", str(tmp_path / "requests.jsonl.unblind.json"))
+    assert schema_errors("score", report) == []
     entries = {e["condition"]: e for e in report["judge_panel"]}
     assert sorted(entries) == sorted(c for c in CONDITIONS if c != "veridical")
     foreign = entries["foreign_1"]
