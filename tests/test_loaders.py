@@ -58,6 +58,16 @@ def _expected_config_counts(instances: list[dict], subsets: list[str]) -> dict[s
     return expected
 
 
+def _layout(name: str) -> int:
+    """The manifest layout a bundled release was frozen with (its committed manifest)."""
+    return json.loads((REPO / "manifests" / f"{name}.json").read_text())["manifest_version"]
+
+
+#: Releases frozen before layout 3 (no Parquet, no loader configs but one per family).
+EARLY_LAYOUTS = sorted(n for n in ALL_RELEASES
+                       if (REPO / "manifests" / f"{n}.json").is_file() and _layout(n) < 3)
+
+
 def _release_spec(name: str) -> dict:
     return yaml.safe_load((REPO / "specs" / "releases" / f"{name}.yaml").read_text())
 
@@ -103,14 +113,7 @@ def test_datasets_loads_every_config_with_the_right_rows(built_dist: Path, tmp_p
     assert seen == len(instances)
 
 
-def _layout(name: str) -> int:
-    """The manifest layout a bundled release was frozen with (0 before its first freeze)."""
-    manifest = REPO / "manifests" / f"{name}.json"
-    return json.loads(manifest.read_text())["manifest_version"] if manifest.exists() else 0
-
-
-@pytest.mark.parametrize("name", sorted(n for n in set(ALL_RELEASES) - set(LATEST_RELEASES)
-                                        if 0 < _layout(n) < 3))
+@pytest.mark.parametrize("name", EARLY_LAYOUTS)
 def test_datasets_loads_the_families_of_an_earlier_layout(built_dist: Path, tmp_path: Path,
                                                            name: str) -> None:
     # Frozen layouts 1 and 2 have no Parquet: their cards point one config per family at its
@@ -189,7 +192,7 @@ def test_parquet_and_croissant_are_pinned_and_hold_the_release(built_dist: Path,
     assert check.returncode == 0, check.stdout + check.stderr
     assert "croissant.json: OK" in check.stdout
     manifest = json.loads((release / "manifest.json").read_text())
-    assert manifest["manifest_version"] >= 3  # layout 3 brought Parquet; later ones keep it
+    assert manifest["manifest_version"] >= 3
     parquet = {n: i for n, i in manifest["files"].items() if n.endswith(".parquet")}
     assert parquet and all(f"{n}: OK" in check.stdout for n in parquet)
     installed = f"pyarrow {__import__('pyarrow').__version__}"
