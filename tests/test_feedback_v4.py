@@ -271,20 +271,25 @@ def test_judge_scores_are_normalised_against_the_declared_reference(
 
 def test_memorybench_export_names_the_linked_training_records(release: Path,
                                                              tmp_path: Path) -> None:
+    from upstream_checks import memorybench_problems
+
     out = tmp_path / "export"
     result = run_cli("export", str(release), "--format", "memorybench", "--out", str(out))
     assert result.returncode == 0, result.stderr
-    datasets = sorted(p.name for p in (out / "memorybench").iterdir())
+    assert memorybench_problems(out) == []  # MemoryBench's loader reads it as it is
+    datasets = sorted(p.parent.name for p in out.glob("*/train.json"))
     assert len(datasets) == 12
     for dataset in datasets:
-        train = json.loads((out / "memorybench" / dataset / "train.json").read_text())
-        test = json.loads((out / "memorybench" / dataset / "test.json").read_text())
+        train = json.loads((out / dataset / "train.json").read_text())
+        test = json.loads((out / dataset / "test.json").read_text())
         ids = [r["test_idx"] for r in train + test]
         assert len(ids) == len(set(ids)) == 40  # unique across train and test
-        train_ids = {r["info"]["memspec_id"] for r in train}
+        train_ids = {json.loads(r["info"])["memspec_id"] for r in train}
         for record in test:
-            assert set(record["info"]["depends_on"].split(",")) <= train_ids
-            assert record["info"]["domain"] in DOMAINS.values()
-            assert record["info"]["task_format"] in FORMATS.values()
-            assert {f["implicit_action"] for f in record["implicit_feedback"]} <= {
-                "like", "dislike", "copy", "none"}
+            info = json.loads(record["info"])
+            assert info["depends_on"] != "none"
+            assert set(info["depends_on"].split(",")) <= train_ids
+            assert info["domain"] in DOMAINS.values()
+            assert info["task_format"] in FORMATS.values()
+            assert {action for f in record["implicit_feedback"]
+                    for action in f["implicit_actions"]} <= {"like", "dislike", "copy", "none"}
