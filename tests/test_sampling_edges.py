@@ -170,3 +170,14 @@ def test_a_crossed_slot_takes_every_combination_once_a_block(project: Path) -> N
     cells = [(v["cell"]["tone"], v["cell"]["size"]) for v in values]
     every = [(t, s) for t in ("warm", "cold") for s in (1, 2, 3)]
     assert sorted(cells[:6]) == sorted(every) and sorted(cells[6:]) == sorted(every)
+
+
+def test_of_a_slot_that_holds_no_list_is_refused(project: Path) -> None:  # noqa: F811
+    with pytest.raises(SpecError, match="'of' needs slot 'colour' to hold a non-empty list, "
+                                        "not 'red'"):
+        _slots(project, "  colour: {value: red}\n  pick: {of: colour}\n", 1)
+
+
+def test_a_column_with_exactly_one_value_a_row_takes_them_all(project: Path) -> None:  # noqa: F811
+    values = _slots(project, SLOTS + TABLE.replace("rows: 5", "rows: 6"), 2)
+    assert all(sorted(r["name"] for r in v["rounds"]) == sorted(COLOURS) for v in values)
