@@ -25,6 +25,14 @@ def test_canonical_json_is_sorted_nfc_and_compact() -> None:
     assert json.loads(text)["b"] == "\u00e9"
 
 
+def test_a_str_subclass_has_the_canonical_bytes_of_its_text() -> None:
+    class Text(str):
+        pass
+
+    assert dump_bytes({"b": Text("e\u0301"), Text("a"): [Text("x\r\n")]}) == \
+        dump_bytes({"b": "\u00e9", "a": ["x\n"]})
+
+
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, {1: "x"}, {"s": {1, 2}}])
 def test_canonical_json_refuses_what_has_no_json_form(bad: object) -> None:
     with pytest.raises(CanonicalJSONError):
