@@ -113,3 +113,15 @@ def test_a_declared_factorial_over_an_axis_of_three_levels_is_refused() -> None:
     with pytest.raises(SpecError, match="factorial 'bad': axis 'memory' has 3 levels in the "
                                         "data, not 2"):
         _report(pairs, analysis=(declared,))
+
+
+def test_a_declared_factorial_reads_only_instances_with_all_its_axes() -> None:
+    # A family with a distractor and only one of the axes: it does not make the factorial's
+    # default metric reliance, and its levels do not count.
+    other = [_choice(g, True, family="o", axes={"memory": "on"}) for g in range(3)]
+    declared = {"factorials": [{"name": "crossed", "axes": ["memory", "source"]}]}
+    found = {c["name"]: c for c in _report(_pairs() + other, analysis=(declared,))["contrasts"]
+             if c["source"] == "declared"}
+    assert {c["metric"] for c in found.values()} == {"accuracy"}
+    assert found["crossed: memory (on - off)"]["estimate"] == \
+        pytest.approx(np.mean(_effects()["main: memory (on - off)"]))

@@ -70,3 +70,10 @@ def test_path_parts_are_typed_and_a_bool_or_float_is_refused() -> None:
     for bad in (True, 1.0, None, b"x"):
         with pytest.raises(TypeError, match="random path parts must be str or int"):
             stream_key(("a", bad))
+
+
+def test_a_part_of_a_str_subclass_is_keyed_as_its_text() -> None:
+    class Text(str):
+        pass
+
+    assert stream_key((Text("fam"), 2)) == stream_key(("fam", 2))

@@ -397,3 +397,22 @@ def test_sign_flips_off_any_lattice_are_still_exact(seed: int) -> None:
         (deviations,), lambda x, axis: np.sum(x, axis=axis), permutation_type="samples",
         n_resamples=10**6).pvalue
     assert sign_flip_test(deviations) == pytest.approx(theirs)
+
+
+def test_influence_is_the_mean_of_a_groups_pairs_then_of_the_groups() -> None:
+    # Group 0 has two pairs (rotations r0, r1): +2 and 0, so +1; group 1 one pair, -1.
+    def judged(group: int, arm: str, rotation: str) -> dict:
+        instance = _judged(group, arm)
+        instance["id"] = f"j-{group:05d}-{arm}.{rotation}"
+        instance["axes"] = {"arm": arm, "rotation": rotation}
+        return instance
+
+    instances = [judged(0, a, r) for a in ("t", "c") for r in ("r0", "r1")] + \
+        [judged(1, a, "r0") for a in ("t", "c")]
+    scores = {"j-00000-t.r0": 5, "j-00000-c.r0": 3, "j-00000-t.r1": 4, "j-00000-c.r1": 4,
+              "j-00001-t.r0": 2, "j-00001-c.r0": 3}
+    outcomes, _ = attach_judgments([outcome(i, "text") for i in instances], scores, None,
+                                   "family")
+    overall = score_outcomes(outcomes, [], ScoreOptions())["overall"]
+    assert overall["influence"] == pytest.approx(0.0)
+    assert overall["judge_score"] == pytest.approx((4 + 2.5) / 2)

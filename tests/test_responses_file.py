@@ -99,3 +99,20 @@ def test_a_missing_file_and_the_size_limit(tmp_path: Path,
             responses_limit()
     monkeypatch.setenv(RESPONSES_BYTES_VARIABLE, str(1 << 50))
     assert responses_limit() == 1 << 50
+
+
+def test_strict_json_bounds_and_default_line() -> None:
+    from generator.responses import parse_strict_json
+
+    assert parse_strict_json("[1234567890123456]", "x.json") == [1234567890123456]
+    with pytest.raises(SpecError) as caught:
+        parse_strict_json("[12345678901234567]", "x.json")
+    assert "an integer of 17 digits is too long" in str(caught.value)
+    with pytest.raises(SpecError) as caught:
+        parse_strict_json("{bad", "x.json")
+    (problem,) = caught.value.problems
+    assert (problem.file, problem.line, problem.column) == ("x.json", 1, 2)
+    with pytest.raises(SpecError) as caught:
+        parse_strict_json("[" * 100_000 + "]" * 100_000, "x.json", 3)
+    (problem,) = caught.value.problems
+    assert (problem.line, problem.column, problem.message) == (3, 1, "JSON nested too deeply")

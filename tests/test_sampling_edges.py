@@ -170,3 +170,24 @@ def test_a_crossed_slot_takes_every_combination_once_a_block(project: Path) -> N
     cells = [(v["cell"]["tone"], v["cell"]["size"]) for v in values]
     every = [(t, s) for t in ("warm", "cold") for s in (1, 2, 3)]
     assert sorted(cells[:6]) == sorted(every) and sorted(cells[6:]) == sorted(every)
+
+
+def test_of_a_slot_that_holds_no_list_is_refused(project: Path) -> None:  # noqa: F811
+    with pytest.raises(SpecError, match="'of' needs slot 'colour' to hold a non-empty list, "
+                                        "not 'red'"):
+        _slots(project, "  colour: {value: red}\n  pick: {of: colour}\n", 1)
+
+
+def test_a_column_with_exactly_one_value_a_row_takes_them_all(project: Path) -> None:  # noqa: F811
+    values = _slots(project, SLOTS + TABLE.replace("rows: 5", "rows: 6"), 2)
+    assert all(sorted(r["name"] for r in v["rounds"]) == sorted(COLOURS) for v in values)
+
+
+def test_an_expression_that_fails_is_located_where_it_is_written(project: Path) -> None:  # noqa: F811
+    with pytest.raises(SpecError) as caught:
+        _slots(project, SLOTS + '  shout: {expr: "colour ~ (1 / 0)"}\n', 1)
+    (problem,) = caught.value.problems
+    # Line 7 of the family file, where the expression's text starts (column 18).
+    assert str(problem).startswith("specs/families/colour.yaml:7:18: template error: "
+                                   "ZeroDivisionError: division by zero in expression")
+    assert "(expression of slot 'shout', template line 1)" in str(problem)

@@ -25,6 +25,18 @@ def test_canonical_json_is_sorted_nfc_and_compact() -> None:
     assert json.loads(text)["b"] == "\u00e9"
 
 
+def test_subclasses_of_str_and_dict_have_the_canonical_bytes_of_their_data() -> None:
+    class Text(str):
+        pass
+
+    class Record(dict):
+        pass
+
+    assert dump_bytes({"b": Text("e\u0301"), Text("a"): [Text("x\r\n")]}) == \
+        dump_bytes({"b": "\u00e9", "a": ["x\n"]})
+    assert dump_bytes(Record(b=Record(c=1), a=(1, 2))) == b'{"a":[1,2],"b":{"c":1}}\n'
+
+
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, {1: "x"}, {"s": {1, 2}}])
 def test_canonical_json_refuses_what_has_no_json_form(bad: object) -> None:
     with pytest.raises(CanonicalJSONError):
