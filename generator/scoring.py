@@ -175,7 +175,7 @@ def is_correct(answer: Mapping[str, Any], response: str) -> bool | None:
         return first_choice(response, answer["options"]) == answer["gold_index"]
     attempt = first_attempt(answer, response)
     if scorer == "exact":
-        return attempt.strip().strip("`'\"") == answer["gold"]
+        return attempt.strip().strip("`'\"") == _gold_as_read(answer)
     if scorer == "regex":
         if first_mode(answer) == "call":
             # The call's name is part of what the pattern tests: matched from the start, so
@@ -183,7 +183,18 @@ def is_correct(answer: Mapping[str, Any], response: str) -> bool | None:
             return safe_regex.match(answer["gold"], attempt)
         return safe_regex.search(answer["gold"], attempt)
     unordered = bool(answer.get("unordered_args"))
-    return canonical_text(attempt, unordered) == canonical_text(answer["gold"], unordered)
+    return canonical_text(attempt, unordered) == canonical_text(_gold_as_read(answer),
+                                                                unordered)
+
+
+def _gold_as_read(answer: Mapping[str, Any]) -> str:
+    """An exact or canonical gold read as the first line of a response is read: a gold that
+    begins like a list item ('- a', '1. a') is compared without its marker, as the response's
+    line is, so that it can be answered at all. Any other gold is itself."""
+    gold = answer["gold"]
+    if first_mode(answer) != "line" or "\n" in gold.strip():
+        return gold  # a gold of several lines is never one line's answer: refused as it is
+    return _BULLET.sub("", gold).strip() or gold
 
 
 def answer_problems(answer: Mapping[str, Any]) -> list[str]:

@@ -179,3 +179,16 @@ def test_a_gold_too_slow_on_its_own_distractor_is_a_problem_not_a_pass(
                                 "distractors": {"slow": "a" * 5000 + "!"}})
     assert problems == ["gold pattern '^(a|aa)+$' took longer than 0.2 s to match "
                         "($MEMSPEC_REGEX_SECONDS) on the family's own example or distractors"]
+
+
+@pytest.mark.parametrize(("scorer", "gold", "response", "right"), [
+    ("exact", "- a", "- a", True), ("exact", "- a", "a", True), ("exact", "1. a", "1) a", True),
+    ("exact", "- a", "- b", False), ("exact", "a\nb", "a", False),
+    ("canonical", "- f(x=1)", "* f( x=1 )", True), ("canonical", "- f(x=1)", "f(x=2)", False)])
+def test_a_gold_that_begins_like_a_list_item_is_answerable(scorer: str, gold: str,
+                                                            response: str, right: bool) -> None:
+    # A response's first line is read without its list marker; so is a one-line gold, or
+    # a pool item such as '- a' would make a gold no response can match.
+    assert is_correct({"scorer": scorer, "gold": gold}, response) is right
+    # The gold is its own right answer, except a gold of two lines, refused as before.
+    assert bool(answer_problems({"scorer": scorer, "gold": gold})) is ("\n" in gold)

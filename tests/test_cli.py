@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run_cli
+from conftest import REPO, SCAFFOLD_MISSING, run_cli
 from generator.catalog import Catalog
 from generator.cli import app
 from generator.project import Project
@@ -74,7 +74,10 @@ def test_validate_all_bundled_specs() -> None:
     assert result.stdout.startswith("ok: ")
 
 
-PARADIGMS = sorted(Catalog.load(Project(REPO)).paradigms)
+PARADIGMS = [pytest.param(name, marks=pytest.mark.xfail(reason=SCAFFOLD_MISSING[name],
+                                                        strict=True))
+             if name in SCAFFOLD_MISSING else name
+             for name in sorted(Catalog.load(Project(REPO)).paradigms)]
 
 
 #: The bundled paradigms whose scaffold placeholder the complete audit refuses, with why.
