@@ -297,6 +297,10 @@ def new(
                       "(or give the paradigm a scaffold: section)", markup=False)
             raise typer.Exit(EXIT_CHECK_FAILED)
         out.print(f"ok: {family_id} validates; try `memspec show {family_id}`", markup=False)
+        groups = (spec.scaffold or {}).get("groups")
+        if groups:
+            out.print(f"note: this paradigm's balance checks hold over {groups} groups: "
+                      f"generate and release a multiple of {groups}", markup=False)
 
     _run(action)
 

@@ -94,6 +94,19 @@ def _to_library(relative: str, own: set[str]) -> str:
         else LIBRARY_PREFIX + relative
 
 
+def _phase_in_library(phase: Any, own_templates: set[str]) -> Any:
+    """A phase (a template name, a ``template:`` or ``phrasings:`` each of either) with the
+    templates it names that the scaffold does not write named by their ``memspec:`` names."""
+    if isinstance(phase, str):
+        return _to_library(phase, own_templates)
+    if isinstance(phase, dict) and isinstance(phase.get("template"), str):
+        return {**phase, "template": _to_library(phase["template"], own_templates)}
+    if isinstance(phase, dict) and isinstance(phase.get("phrasings"), list):
+        return {**phase, "phrasings": [_phase_in_library(p, own_templates)
+                                       for p in phase["phrasings"]]}
+    return phase
+
+
 def library_references(family: dict[str, Any], own_pools: set[str], own_templates: set[str]
                        ) -> dict[str, Any]:
     """A library paradigm's scaffold family as a project other than the library uses it: the
@@ -116,13 +129,8 @@ def library_references(family: dict[str, Any], own_pools: set[str], own_template
         slots[name] = slot
     if slots:
         family["slots"] = slots
-    phases = {}
-    for name, phase in family.get("phases", {}).items():
-        if isinstance(phase, str):
-            phase = _to_library(phase, own_templates)
-        elif isinstance(phase, dict) and isinstance(phase.get("template"), str):
-            phase = {**phase, "template": _to_library(phase["template"], own_templates)}
-        phases[name] = phase
+    phases = {name: _phase_in_library(phase, own_templates)
+              for name, phase in family.get("phases", {}).items()}
     if phases:
         family["phases"] = phases
     return family

@@ -116,8 +116,12 @@ def built_example(built_dist: Path) -> Path:
     return built_dist / "example-v1"
 
 
-#: Bundled paradigms whose generic scaffold does not yet satisfy their own checks (a known
-#: defect: the paradigm needs a scaffold: section); tests that scaffold every paradigm
-#: expect these to fail, strictly, so that the fix shows.
-SCAFFOLD_MISSING = {"trustgap.memory_trust4": "its balanced check names the condition axis, "
-                                              "which the generic scaffold lacks"}
+
+def scaffold_groups(paradigm: str) -> int | None:
+    """The number of groups a bundled paradigm's balance checks hold over, as its scaffold
+    declares it (None: any number)."""
+    from generator.catalog import Catalog
+    from generator.project import Project
+
+    spec = Catalog.load(Project(REPO)).paradigms[paradigm]
+    return (spec.scaffold or {}).get("groups")
