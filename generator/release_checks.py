@@ -309,47 +309,43 @@ def _card_cell(text: str) -> str:
     return elide(" ".join(text.split()), 80).replace("|", "\\|")
 
 
+def _table(intro: str, header: Sequence[str], rows: Sequence[str]) -> list[str]:
+    """One check's part of the card: its explanation and a Markdown table (none for no rows)."""
+    if not rows:
+        return []
+    return ["", intro, "", "| " + " | ".join(header) + " |",
+            "| " + " | ".join("---" for _ in header) + " |", *rows]
+
+
 def card_lines(results: Sequence[VarietyResult | ReuseResult | OverlapResult]) -> list[str]:
     """The card's section on the release's checks (none for a release that declares none)."""
     if not results:
         return []
-    lines = ["", "## Release checks"]
-    variety = [r for r in results if isinstance(r, VarietyResult)]
-    if variety:
-        lines += ["",
-                  "Lexical variety: within each family, the mean word Jaccard similarity "
-                  "(|A ∩ B| / |A ∪ B| of the casefolded words) of a phase between every two "
-                  "groups, at most the declared bound.", "",
-                  "| family | phase | groups | mean Jaccard | bound | most alike groups |",
-                  "| --- | --- | --- | --- | --- | --- |"]
-    for r in variety:
-        alike = (f"{r.most_alike[0]}, {r.most_alike[1]} ({r.most_alike[2]:.3f})"
-                 if r.most_alike else "")
-        lines.append(f"| `{r.family}` | {r.phase} | {r.groups} | {r.mean:.3f} | "
-                     f"{r.bound:g} | {alike} |")
-    reuse = [r for r in results if isinstance(r, ReuseResult)]
-    if reuse:
-        lines += ["",
-                  "Message reuse: across the release, the number of groups that show one "
-                  "message of a phase (a group counted once, whatever its variants), at most "
-                  "the declared bound.", "",
-                  "| phase | role | distinct messages | groups | most reused (groups) | bound |",
-                  "| --- | --- | --- | --- | --- | --- |"]
-    for r in reuse:
-        most = (f"{_card_cell(r.most_reused[0])} ({r.most_reused[1]})"
-                if r.most_reused else "")
-        lines.append(f"| {r.phase} | {r.role or 'any'} | {r.messages} | {r.groups} | "
-                     f"{most} | {r.bound} |")
-    overlap = [r for r in results if isinstance(r, OverlapResult)]
-    if overlap:
-        lines += ["",
-                  "Rubric overlap: within each family, the mean share of the judge rubric's own "
-                  "words (four letters or more that no other phase of the item says) that a "
-                  "phase uses, at most the declared bound: a rubric that lists the very words "
-                  "of the priming text rewards copying them.", "",
-                  "| family | phase | items | mean share | bound | words shared most |",
-                  "| --- | --- | --- | --- | --- | --- |"]
-    for r in overlap:
-        lines.append(f"| `{r.family}` | {r.phase} | {r.items} | {r.mean:.3f} | {r.bound:g} | "
-                     f"{', '.join(r.shared)} |")
-    return lines
+
+    def alike(r: VarietyResult) -> str:
+        return (f"{r.most_alike[0]}, {r.most_alike[1]} ({r.most_alike[2]:.3f})"
+                if r.most_alike else "")
+
+    def most(r: ReuseResult) -> str:
+        return f"{_card_cell(r.most_reused[0])} ({r.most_reused[1]})" if r.most_reused else ""
+
+    return ["", "## Release checks", *_table(
+        "Lexical variety: within each family, the mean word Jaccard similarity "
+        "(|A ∩ B| / |A ∪ B| of the casefolded words) of a phase between every two "
+        "groups, at most the declared bound.",
+        ["family", "phase", "groups", "mean Jaccard", "bound", "most alike groups"],
+        [f"| `{r.family}` | {r.phase} | {r.groups} | {r.mean:.3f} | {r.bound:g} | {alike(r)} |"
+         for r in results if isinstance(r, VarietyResult)]), *_table(
+        "Message reuse: across the release, the number of groups that show one "
+        "message of a phase (a group counted once, whatever its variants), at most "
+        "the declared bound.",
+        ["phase", "role", "distinct messages", "groups", "most reused (groups)", "bound"],
+        [f"| {r.phase} | {r.role or 'any'} | {r.messages} | {r.groups} | {most(r)} | "
+         f"{r.bound} |" for r in results if isinstance(r, ReuseResult)]), *_table(
+        "Rubric overlap: within each family, the mean share of the judge rubric's own "
+        "words (four letters or more that no other phase of the item says) that a "
+        "phase uses, at most the declared bound: a rubric that lists the very words "
+        "of the priming text rewards copying them.",
+        ["family", "phase", "items", "mean share", "bound", "words shared most"],
+        [f"| `{r.family}` | {r.phase} | {r.items} | {r.mean:.3f} | {r.bound:g} | "
+         f"{', '.join(r.shared)} |" for r in results if isinstance(r, OverlapResult)])]
