@@ -113,12 +113,12 @@ class Catalog:
     def _add_library_paradigms(self) -> None:
         """The library's paradigms, each under ``memspec:<id>`` (where the project is the
         library itself, these name its own paradigms)."""
-        library = library_root()
-        if library is None:
-            return
         if not self.project.uses_library:
             self.library_paradigms = {LIBRARY_PREFIX + paradigm_id: paradigm
                                       for paradigm_id, paradigm in self.paradigms.items()}
+            return
+        library = library_root()
+        if library is None:
             return
         problems: list[Problem] = []
         for path in yaml_files(library / "specs" / "paradigms", problems, self.project.display):

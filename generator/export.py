@@ -46,7 +46,7 @@ def find_export(project: Project, name: str) -> ExportFormat:
     known = []
     sources = [("", project, project.specs / "exports")]
     library = library_root()
-    if library is not None and library != project.root:
+    if library is not None and project.uses_library:
         sources.append((LIBRARY_PREFIX, project, library / "specs" / "exports"))
     for prefix, owner, folder in sources:
         for path in yaml_files(folder, problems, owner.display):

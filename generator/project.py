@@ -88,11 +88,22 @@ class Project:
         return folder
 
     @cached_property
+    def is_library(self) -> bool:
+        """Whether this project is memspec's library itself: the library folder of the
+        running copy, or a project whose marker says ``library: true`` (the memspec
+        repository, wherever it lies). There ``memspec:`` names are the project's own files,
+        so what a release records among its inputs does not depend on which copy of memspec
+        builds it."""
+        library = library_root()
+        if library is not None and library == self.root.resolve():
+            return True
+        return marker_declares_library(self.root)
+
+    @cached_property
     def _other_library(self) -> Path | None:
         """The library's folder where it is another folder than this project (a user's
         project); None in the library itself. Worked out once: ``display`` runs often."""
-        library = library_root()
-        return None if library is None or library == self.root.resolve() else library
+        return None if self.is_library else library_root()
 
     @property
     def uses_library(self) -> bool:
@@ -117,7 +128,10 @@ class Project:
         return self.root / name
 
     def _library_base(self, base: Path) -> Path:
-        """The library's counterpart of ``base`` (the root, specs/ or templates/)."""
+        """The library's counterpart of ``base`` (the root, specs/ or templates/): ``base``
+        itself in the library."""
+        if self.is_library:
+            return base
         library = library_root()
         if library is None:
             raise SpecError.single("this copy of memspec has no bundled library to take "
@@ -159,6 +173,25 @@ class Project:
         if not real.is_file():
             raise SpecError.single(f"{what} {relative!r} is not a file", origin, line, column)
         return candidate
+
+
+def marker_declares_library(root: Path) -> bool:
+    """Whether the marker of the project at ``root`` says ``library: true``. A marker whose
+    ``library`` is not true or false is refused, located; a missing or unreadable marker
+    declares nothing (``newer_marker_warning`` reports a malformed one)."""
+    from .yamlsafe import load_yaml_file
+
+    path = root / MARKER
+    if not path.is_file():
+        return False
+    located = load_yaml_file(path, MARKER)
+    if not isinstance(located.data, dict):
+        return False
+    declared = located.data.get("library", False)
+    if not isinstance(declared, bool):
+        raise located.error("library must be true or false (true only in memspec's own "
+                            "repository: its memspec: names are its own files)", ("library",))
+    return declared
 
 
 def newer_marker_warning(project: Project, installed: str) -> str | None:

@@ -332,6 +332,43 @@ def test_a_malformed_project_marker_is_refused_where_it_is(tmp_path: Path, text:
     assert "Traceback" not in result.stderr
 
 
+def test_the_repository_rebuilds_its_releases_whichever_memspec_builds_it(
+        tmp_path: Path) -> None:
+    # A copy of the repository (its marker says it is the library) built by a memspec that
+    # runs from another folder: a release whose paradigm names library items as memspec:
+    # records them as the repository's own files, as when the repository builds itself, so
+    # the committed manifest verifies.
+    copy = tmp_path / "repository"
+    for name in ("specs", "templates", "manifests"):
+        shutil.copytree(REPO / name, copy / name)
+    shutil.copy(REPO / "memspec.yaml", copy / "memspec.yaml")
+    manifest = json.loads((REPO / "manifests" / "memorychecks-v4.json").read_text())
+    paradigm = (REPO / "specs/paradigms/memorychecks/v4/life_document.yaml").read_text()
+    assert "memspec:pools/" in paradigm and not any(
+        name.startswith("memspec:") for name in manifest["inputs"])
+    build = run_cli("build", "memorychecks-v4", "--out", str(tmp_path / "dist"), cwd=copy,
+                    env=NO_CACHE)
+    assert build.returncode == 0, build.stdout + build.stderr
+    assert "verified" in build.stdout
+    # Without the declaration the copy is a project of its own that uses the library.
+    (copy / "memspec.yaml").write_text("project: memspec\n")
+    again = run_cli("build", "memorychecks-v4", "--out", str(tmp_path / "dist2"), cwd=copy,
+                    env=NO_CACHE)
+    assert again.returncode != 0
+    assert "memspec:specs/pools/" in again.stdout + again.stderr
+
+
+@pytest.mark.parametrize("value", ["'yes'", "1", "[true]"])
+def test_a_library_declaration_that_is_not_a_boolean_is_refused(tmp_path: Path,
+                                                                 value: str) -> None:
+    root = _user_project(tmp_path)
+    (root / "memspec.yaml").write_text(f"project: bench\nlibrary: {value}\n")
+    result = run_cli("validate", cwd=root, env=NO_CACHE)
+    assert result.returncode == 2
+    assert "memspec.yaml:2:" in result.stderr and "library must be true or false" in \
+        result.stderr, result.stderr
+
+
 def test_an_export_format_of_the_library_is_named_memspec(tmp_path: Path,
                                                           built_dist: Path) -> None:
     # A project of one's own exports into the layouts that ship with memspec by their
