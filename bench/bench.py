@@ -373,13 +373,14 @@ def _best_of(runs: int, command: list[str], cwd: Path) -> float:
     return best
 
 
-def bench_verify(tmp: Path, groups: int) -> dict[str, Any]:
+def bench_verify(tmp: Path, groups: int, release: str = RELEASE) -> dict[str, Any]:
     """(d) `memspec verify` against `sha256sum -c` on the same release: a large one made
-    for the purpose (its data is what both must read), and the largest bundled one (where
-    starting Python is most of memspec's time). Best of three runs each."""
+    for the purpose (its data is what both must read), and a bundled one, by default the
+    largest of an earlier layout (where starting Python is most of memspec's time). Best of
+    three runs each."""
     rows = {}
-    _peak_rss_kib("build", RELEASE, "--out", str(tmp))
-    for label, folder in (("large", _scale_release(tmp, groups)), ("bundled", tmp / RELEASE)):
+    _peak_rss_kib("build", release, "--out", str(tmp))
+    for label, folder in (("large", _scale_release(tmp, groups)), ("bundled", tmp / release)):
         project = folder.parent.parent if label == "large" else REPO
         size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
         coreutils = _best_of(3, ["sha256sum", "-c", "--strict", "--quiet", "SHA256SUMS"],
@@ -426,6 +427,8 @@ def main() -> None:
                              "1%% of the one-worker time")
     parser.add_argument("--verify-groups", type=int, default=20000,
                         help="groups of the large release for (d): about 150 MB")
+    parser.add_argument("--verify-release", default=RELEASE,
+                        help=f"the bundled release of (d) (default {RELEASE})")
     parser.add_argument("--rss-max", type=int, default=1_000_000,
                         help="largest instance count for (c)")
     parser.add_argument("--json", type=Path, default=REPO / "bench" / "results.json")
@@ -452,7 +455,8 @@ def main() -> None:
             results["c_freeze_rss"] = bench_freeze_rss(
                 [int(n) for n in args.freeze_groups.split(",")], tmp)
         if "d" in wanted:
-            results["d_verify"] = bench_verify(tmp, args.verify_groups)
+            results["d_verify"] = bench_verify(tmp, args.verify_groups,
+                                              args.verify_release)
         if "e" in wanted:
             results["e_validate"] = bench_validate(tmp)
         shutil.rmtree(tmp, ignore_errors=True)
@@ -484,7 +488,7 @@ def _print_table(results: dict[str, Any]) -> None:
             f"growth {r['growth']:.1%}"),
         "d_verify": lambda r: (
             f"(d) {r['large']['bytes'] / 1e6:.0f} MB: sha256sum {r['large']['sha256sum_s']} s, "
-            f"verify {r['large']['memspec_verify_s']} s; {RELEASE} "
+            f"verify {r['large']['memspec_verify_s']} s; {r['bundled']['release']} "
             f"({r['bundled']['bytes'] / 1e6:.0f} MB): {r['bundled']['sha256sum_s']} s vs "
             f"{r['bundled']['memspec_verify_s']} s",
             f"{r['large']['ratio']}x ({r['bundled']['ratio']}x)"),

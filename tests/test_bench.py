@@ -21,7 +21,8 @@ def test_bench_runs_every_measurement_small(tmp_path: Path) -> None:
     finished = subprocess.run(
         [sys.executable, str(REPO / "bench" / "bench.py"), "--worker-groups", "40",
          "--repeats", "2", "--rounds", "2", "--floor-groups", "5", "--rss-max", "10000",
-         "--freeze-groups", "20,40", "--verify-groups", "50", "--json", str(results)],
+         "--freeze-groups", "20,40", "--verify-groups", "50",
+         "--verify-release", "example-v3", "--json", str(results)],
         capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=600,
         env={**os.environ, "TMPDIR": str(tmp_path), "COLUMNS": "100"})
     assert finished.returncode == 0, finished.stderr[-3000:]
@@ -37,7 +38,7 @@ def test_bench_runs_every_measurement_small(tmp_path: Path) -> None:
     assert report["c_rss"]["sizes"]["10000"]["bytes"] > 0
     assert set(report["c_freeze_rss"]["groups"]) == {"20", "40"}
     assert report["d_verify"]["large"]["bytes"] > 0
-    assert report["d_verify"]["bundled"]["release"] == "trustgap-v3"
+    assert report["d_verify"]["bundled"]["release"] == "example-v3"
     assert report["e_validate"]["seconds"] > 0
     for row in ("(a)", "(b) 40 groups", "(c) peak RSS", "(d)", "(e) memspec validate"):
         assert row in finished.stdout

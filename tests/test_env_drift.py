@@ -15,6 +15,7 @@ Python that pyenv has.
 
 from __future__ import annotations
 
+import json
 import shutil
 import stat
 import subprocess
@@ -58,6 +59,12 @@ def turkish(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return {"LOCPATH": str(folder)}
 
 
+def _instances(release: str) -> int:
+    """The instance count of a bundled release, from its committed manifest."""
+    manifest = json.loads((REPO / "manifests" / f"{release}.json").read_text())
+    return int(manifest["counts"]["instances"])
+
+
 def _modes(folder: Path) -> dict[str, int]:
     return {p.relative_to(folder).as_posix() + ("/" if p.is_dir() else ""):
             stat.S_IMODE(p.stat().st_mode) for p in [folder, *folder.rglob("*")]}
@@ -70,15 +77,20 @@ def test_build_is_byte_identical_under_environment_drift(tmp_path: Path, built_d
     # round, so this also covers "twice in a row".
     reference = {name: tree_bytes(built_dist / name) for name in LATEST_RELEASES}
     out = tmp_path / "out"
+    # The largest release (most of the time, none of its code its own) is built under the
+    # Turkish drift only; scripts/drift.py builds every release under every drift.
+    largest = max(LATEST_RELEASES, key=_instances)
     for index, (umask, env) in enumerate(DRIFTS):
-        if env["LC_ALL"].startswith("tr_TR"):
+        turkish_drift = env["LC_ALL"].startswith("tr_TR")
+        if turkish_drift:
             env = {**env, **turkish}
+        names = [n for n in LATEST_RELEASES if n != largest or turkish_drift]
         workdir = tmp_path / f"cwd{index}"
         workdir.mkdir()
-        result = run_cli("--root", str(REPO), "build", *LATEST_RELEASES, "--out", str(out),
+        result = run_cli("--root", str(REPO), "build", *names, "--out", str(out),
                          env=env, cwd=workdir, umask=umask)
         assert result.returncode == 0, result.stderr
-        for name in LATEST_RELEASES:
+        for name in names:
             assert tree_bytes(out / name) == reference[name], f"{name} changed under {env}"
             modes = _modes(out / name)
             wrong = {path: oct(mode) for path, mode in modes.items()
