@@ -77,7 +77,9 @@ def built_dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with FileLock(str(shared / "built-dist.lock")):
         if not done.exists():
             shutil.rmtree(out, ignore_errors=True)
-            result = run_cli("build", "--all", "--out", str(out))
+            # Two worker processes: the other test workers mostly wait for this build.
+            result = run_cli("build", "--all", "--out", str(out), "--workers",
+                             str(min(2, os.cpu_count() or 1)))
             assert result.returncode == 0, result.stderr
             done.write_text(result.stdout)  # the table of releases build verified
     return out
