@@ -40,7 +40,7 @@ from .length_match import match_lengths
 from .limits import BudgetExceeded, group_megabytes, group_seconds, one_group
 from .memo import InputMemo, is_plain
 from .project import LIBRARY_PREFIX, Project
-from .sized import MAX_BUILT, check_method_call, format_width, sized_filters
+from .jinja_sized_filters import MAX_BUILT, check_method_call, format_width, sized_filters
 from .yamlsafe import read_text
 
 #: What an analysis of a template's tree gives (``_StrictSandbox._kept_analysis``).
