@@ -34,6 +34,8 @@ def refuse_control_characters(text: str, what: str) -> str:
         raise SecurityError(f"{what} produced the control character "
                             f"U+{ord(found.group()):04X}, which memspec text may not hold")
     return text
+
+
 #: The first of them marks the fields of a rendered message: MARK role MARK name MARK line
 #: MARK body MARK. Splitting a phase's text at it (in C, at memchr speed) gives [outside, role,
 #: name, line, body, outside, role, …], five parts a message and the text after the last.
