@@ -289,6 +289,34 @@ def test_the_fingerprint_covers_options_filters_and_is_the_same_in_every_process
         assert result.stdout.strip() == base
 
 
+def test_the_fingerprint_covers_the_source_of_every_module_behind_the_render_door(
+        tmp_path: Path) -> None:
+    # Jinja's specifics live in modules of their own (jinja_*.py) that render.py imports: a
+    # change to any of them must make new cache entries, or a stale compiled code would run.
+    import shutil
+
+    shutil.copytree(REPO / "generator", tmp_path / "generator",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    modules = sorted(p.name for p in (tmp_path / "generator").glob("jinja_*.py"))
+    assert len(modules) >= 5
+    code = ("import sys; from pathlib import Path; from generator import code_cache;"
+            "from generator.project import Project;"
+            "from generator.render import _compile_fingerprint, make_environment;"
+            f"env = make_environment(Project(Path({str(REPO)!r})));"
+            "print(_compile_fingerprint(env))\n"
+            "for name in sys.argv[1:]:\n"
+            "    path = Path(code_cache.__file__).parent / name; text = path.read_text()\n"
+            "    path.write_text(text + '# changed\\n'); code_cache.package_source_digest"
+            ".cache_clear()\n"
+            "    print(_compile_fingerprint(env)); path.write_text(text)")
+    result = subprocess.run([sys.executable, "-c", code, *modules], capture_output=True,
+                            text=True, check=True, cwd=tmp_path,
+                            env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    base, *changed = result.stdout.split()
+    assert base == _compile_fingerprint(make_environment(Project(REPO)))
+    assert base not in changed and len(set(changed)) == len(changed) == len(modules)
+
+
 def test_a_parse_is_kept_and_each_load_gets_data_of_its_own(tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch
                                                             ) -> None:
