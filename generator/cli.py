@@ -945,6 +945,8 @@ def audit(
                 err.print(f"note: spec audits skipped: {report.specs_skipped}", markup=False)
             for adversary in report.unavailable:
                 err.print(f"note: adversary not run: {adversary}", markup=False)
+            for family, why in sorted(report.unattacked.items()):
+                err.print(f"note: not attacked on {family}: {why}", markup=False)
             for difference in report.frozen_differences:
                 err.print(f"note: {difference}", markup=False)
             if report.frozen_differences:
