@@ -38,6 +38,7 @@ from .audit_structure import (
 from .audit_view import (
     declared,
     family_chance,
+    is_judged,
     is_memory_choice,
     is_memory_item,
     item_view,
@@ -361,6 +362,9 @@ class AuditRow:
     p_holm: float | None = None
     #: What the adversary did to win, on one item it got right (shown when it fails).
     cue: str = ""
+    #: Whether its answers could be right at all (a policy answering in a form no item
+    #: accepts tests nothing, and covers no family).
+    reaches: bool = True
 
     @property
     def accuracy(self) -> float | None:
@@ -382,6 +386,9 @@ class AuditReport:
     exempt: dict[str, str] = field(default_factory=dict)
     #: Where this audit's summary differs from the one the release's manifest froze.
     frozen_differences: list[str] = field(default_factory=list)
+    #: Per family, the items no memoryless adversary could attack and why (judge-scored
+    #: items: only a judge scores a response to them, and the audit runs none).
+    unattacked: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -437,7 +444,7 @@ class AuditReport:
     def to_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "alpha": ALPHA, "skipped": self.skipped,
                 "unavailable": self.unavailable, "specs_skipped": self.specs_skipped,
-                "exempt": self.exempt,
+                "exempt": self.exempt, "unattacked": self.unattacked,
                 "frozen_differences": self.frozen_differences,
                 "rows": [
             {"check": r.check, "family": r.family, "hits": r.hits, "trials": r.trials,
@@ -469,9 +476,13 @@ class _GroupSampler:
         self._best: dict[tuple[str, int], tuple[int, Item]] = {}
         self.arms = ArmResponses()
         self.exempt: dict[str, str] = {}
+        #: Per family, how many judge-scored items it holds, by variant.
+        self.judged: dict[str, Counter[str]] = defaultdict(Counter)
 
     def add(self, inst: Item) -> None:
         self.arms.add(inst)
+        if is_judged(inst):
+            self.judged[inst["family"]][inst.get("variant", "")] += 1
         reason = declared(inst).get("exempt")
         if reason:
             self.exempt.setdefault(inst["family"], reason)
@@ -566,35 +577,65 @@ def _family_policies(items: Sequence[Item], arms: ArmResponses
     for name in names:
         expected, memoryless = policy_expectation(items[0], name)
         if memoryless:
-            policies.append((f"declared:{name}", per_item(
+            policies.append((f"{DECLARED_PREFIX}{name}", per_item(
                 lambda group, item, name=name: declared_policies(item).get(name)), expected))
     return policies
 
 
 def _response_rows(sampled: Mapping[str, Sequence[Item]], arms: ArmResponses
                    ) -> list[AuditRow]:
-    """The memoryless response policies on every family's open items, scored with the
-    family's own scorer; a policy that has nothing to say to any item is left out."""
+    """The memoryless response policies on every family's items, scored with the family's
+    own scorer: every policy on its open items, and the declared ones on its choice items
+    too (a declared "always answer A" is an adversary like any other; the built-in ones
+    have the option-picking adversaries in their place there). A policy that has nothing to
+    say to any item is left out."""
     rows = []
     for family, every in sorted(sampled.items()):
-        # Choice items have the option-picking adversaries; these answer the open ones.
-        items = [i for i in every if not is_memory_choice(i)]
-        if not items:
-            continue
-        chance = family_chance(items)
-        for name, policy, expected in _family_policies(items, arms):
-            responses = policy(items)
-            tried = [i for i in items if responses.get(i["id"]) is not None]
-            if not tried:
+        for choice in (False, True):
+            items = [i for i in every if is_memory_choice(i) == choice]
+            if not items:
                 continue
-            won = [i for i in tried if is_correct(i["answer"], responses[i["id"]])]
-            null = max(chance, expected) if expected is not None else chance
-            cue = (f"e.g. {won[0]['id']}: answered {_short(responses[won[0]['id']] or '')}"
-                   if won else "")
-            rows.append(AuditRow(name, family, len(won), len(tried), null,
-                                 binomial_test(len(won), len(tried), min(null, 1.0),
-                                               "greater"), cue=cue))
+            policies = [p for p in _family_policies(items, arms)
+                        if not choice or p[0].startswith(DECLARED_PREFIX)]
+            rows += [row for name, policy, expected in policies
+                     if (row := _policy_row(name, family, items, policy, expected))]
     return rows
+
+
+#: How the audit names a policy a paradigm or family declares.
+DECLARED_PREFIX = "declared:"
+#: How many of a policy's distinct responses, and of the items' scorers, are tried against
+#: each other to tell whether it can reach a gold at all (enough to meet every answer form of
+#: a family, at a bounded cost).
+REACH_SAMPLE = 50
+
+
+def _policy_row(name: str, family: str, items: Sequence[Item], policy: FamilyPolicy,
+                expected: float | None) -> AuditRow | None:
+    """One response policy scored on one family's items (None if it answers none), tested
+    against the family's chance or its own expected score where that is higher."""
+    responses = policy(items)
+    tried = [i for i in items if responses.get(i["id"]) is not None]
+    if not tried:
+        return None
+    won = [i for i in tried if is_correct(i["answer"], responses[i["id"]])]
+    chance = family_chance(items)
+    null = max(chance, expected) if expected is not None else chance
+    cue = (f"e.g. {won[0]['id']}: answered {_short(responses[won[0]['id']] or '')}"
+           if won else "")
+    return AuditRow(name, family, len(won), len(tried), null,
+                    binomial_test(len(won), len(tried), min(null, 1.0), "greater"), cue=cue,
+                    reaches=bool(won) or _reaches(tried, responses))
+
+
+def _reaches(items: Sequence[Item], responses: Mapping[str, str | None]) -> bool:
+    """Whether a policy that won no item answers in a form some item's scorer accepts: one
+    of its responses is right for another item of the family. A policy whose every answer no
+    item could accept ("I don't know.", the probe's words where the gold follows a rule the
+    probe never states) cannot reach the gold, and its misses test nothing."""
+    answers = sorted({r for r in responses.values() if r is not None})[:REACH_SAMPLE]
+    return any(is_correct(item["answer"], answer) for answer in answers
+               for item in items[:REACH_SAMPLE])
 
 
 def _coverage(families: Iterable[str], rows: Sequence[AuditRow], findings: Sequence[Finding],
@@ -602,7 +643,7 @@ def _coverage(families: Iterable[str], rows: Sequence[AuditRow], findings: Seque
     """A finding per family that no adversary tested (no row, no control-arm comparison, and
     not every item answered by evidence it is shown): it fails unless the family declares an
     exemption, with its reason."""
-    covered = {r.family for r in rows if r.trials} | {
+    covered = {r.family for r in rows if r.trials and r.reaches} | {
         f.family for f in findings if f.check == "leakage: control arm"} | {
         f.family for f in findings if f.check == "leakage: evidence shown" and f.passed}
     out = []
@@ -610,10 +651,34 @@ def _coverage(families: Iterable[str], rows: Sequence[AuditRow], findings: Seque
         if family in covered:
             continue
         reason = exempt.get(family)
+        blind = sorted({r.check for r in rows if r.family == family and r.trials})
+        what = (f"no adversary can reach the gold ({', '.join(blind)} answered only what no "
+                "item accepts)" if blind else "no adversary applies")
         out.append(Finding("coverage: adversaries", family, reason is not None,
-                           "no adversary applies" + (f"; exempt: {reason}" if reason else ""),
+                           what + (f"; exempt: {reason}" if reason else ""),
                            "" if reason else "no memoryless adversary can test any item of "
-                           "this family (declare audit.exempt with a reason if none should)"))
+                           "this family" + (f": {', '.join(blind)} answered only what no item "
+                                            "accepts" if blind else "") +
+                           " (declare audit.exempt with a reason if none should)"))
+    return out
+
+
+def _unattacked(judged: Mapping[str, Counter[str]], findings: Sequence[Finding]
+                ) -> dict[str, str]:
+    """Per family holding judge-scored items, which ones no adversary attacked and why, in
+    words: no memoryless response to them can be scored without a judge, and the audit
+    calls none. What tests them instead (the control arms' theme words), if anything, is
+    said too, so that a reader never takes them for items an adversary failed to pass."""
+    compared = {f.family for f in findings if f.check == "leakage: control arm"}
+    out = {}
+    for family, variants in sorted(judged.items()):
+        count = sum(variants.values())
+        which = ", ".join(f"{variant} ({n})" for variant, n in sorted(variants.items()))
+        instead = ("their control arms are checked for the theme's words instead"
+                   if family in compared else "nothing else in the audit tests them")
+        out[family] = (f"{count} judge-scored items, every group's variants {which}: only a "
+                       f"judge can score a response to them and the audit calls none; "
+                       f"{instead}")
     return out
 
 
@@ -666,6 +731,7 @@ def audit_families(sources: Mapping[str, Source], seed: int = 0, *,
     report.findings = [f for family in sorted(structures)
                        for f in structures[family].findings()]
     report.findings += _coverage(sources, report.rows, report.findings, report.exempt)
+    report.unattacked = _unattacked(sampler.judged, report.findings)
     if manifest is None:
         report.specs_skipped = "no manifest given"
     else:

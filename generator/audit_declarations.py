@@ -91,3 +91,43 @@ def candidate_records(value: Any) -> list[dict[str, Any]] | None:
         else:
             return None
     return out
+
+
+#: How far a declared chance may lie from one over the number of options (a rounded third).
+CHANCE_TOLERANCE = 0.005
+
+
+def chance_contradictions(block: Mapping[str, Any], analysis: Mapping[str, Any],
+                          answer: Mapping[str, Any]) -> list[tuple[str, tuple]]:
+    """What the declarations say that a choice item's data contradicts, each with where it
+    is declared (``("audit", "chance")``, ``("analysis", "chance")`` or a policy's
+    ``expected``). A memoryless pick among k options is right one time in k: a declared
+    chance must be 1/k (an ``audit.chance`` of 1 declares a positive control, which a
+    memoryless reasoner is meant to pass), and a memoryless policy cannot be expected to
+    score above the chance its item allows. A declaration trusted as written would otherwise
+    let an adversary beat the real chance and pass."""
+    options = answer.get("options")
+    if answer.get("scorer") != "choice" or not options:
+        return []
+    guess = 1 / len(options)
+    found: list[tuple[str, tuple]] = []
+    for where, value, positive in ((("audit", "chance"), block.get("chance"), True),
+                                   (("analysis", "chance"), analysis.get("chance"), False)):
+        if value is None or abs(float(value) - guess) <= CHANCE_TOLERANCE or \
+                (positive and float(value) == 1.0):
+            continue
+        found.append((f"{'.'.join(where)} is {value}, but this choice item has "
+                      f"{len(options)} options: a memoryless pick is right 1/{len(options)} "
+                      f"= {guess:.4g} of the time" + (" (or declare 1 for a positive control)"
+                                                      if positive else ""), where))
+    ceiling = 1.0 if block.get("chance") == 1 else guess
+    for name, spec in sorted(block.get("policies", {}).items()):
+        expected = spec.get("expected")
+        if expected is None or not spec.get("memoryless", True) or \
+                float(expected) <= ceiling + CHANCE_TOLERANCE:
+            continue
+        found.append((f"policy {name!r} is memoryless and expected to score {expected}, but "
+                      f"on this choice item of {len(options)} options a memoryless answer "
+                      f"is right at most {ceiling:.4g} of the time", ("audit", "policies",
+                                                                      name, "expected")))
+    return found

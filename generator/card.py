@@ -60,9 +60,10 @@ def render_card(release: ReleaseSpec, counts: Mapping[str, Any], root_sha256: st
                 audit_failures: Sequence[Mapping[str, Any]] = (), *, layout: int = 1,
                 audit_summary: Sequence[Mapping[str, Any]] = (),
                 audit_unavailable: Sequence[str] = (),
-                 audit_exempt: Mapping[str, str] | None = None,
-                 charts: Sequence[str] = (), configs: Sequence[Config] = (),
-                 checks: Sequence[str] = (), draft: bool = False) -> str:
+                audit_exempt: Mapping[str, str] | None = None,
+                audit_unattacked: Mapping[str, str] | None = None,
+                charts: Sequence[str] = (), configs: Sequence[Config] = (),
+                checks: Sequence[str] = (), draft: bool = False) -> str:
     """Markdown with YAML front matter; a pure function of its arguments. ``layout`` 2 adds
     the audit summary and the charts (files of the release, linked by relative path);
     ``layout`` 3 the loader ``configs`` over the Parquet files, the card metadata, the designs
@@ -120,7 +121,8 @@ def render_card(release: ReleaseSpec, counts: Mapping[str, Any], root_sha256: st
         for f in audit_failures:
             lines.append(f"| {f['check']} | `{f['family']}` | {_failure_outcome(f)} |")
     if layout >= 2:
-        lines += _audit_section(audit_summary, audit_unavailable, audit_exempt or {}) \
+        lines += _audit_section(audit_summary, audit_unavailable, audit_exempt or {},
+                                audit_unattacked or {}) \
             + _charts_section(charts)
     lines += list(checks)
     lines += ["", "## What each family measures", ""]
@@ -323,7 +325,7 @@ def _cell(text: Any) -> str:
 
 
 def _audit_section(summary: Sequence[Mapping[str, Any]], unavailable: Sequence[str],
-                   exempt: Mapping[str, str]) -> list[str]:
+                   exempt: Mapping[str, str], unattacked: Mapping[str, str]) -> list[str]:
     complete = any("coverage" in row for row in summary)
     lines = ["", "## Audit", "", _audit_intro(unavailable, complete), "",
              "| family | adversaries (strongest) | balance | leakage | counterfeit | "
@@ -337,6 +339,9 @@ def _audit_section(summary: Sequence[Mapping[str, Any]], unavailable: Sequence[s
     if exempt:
         lines += ["", "No adversary can test these families; each says why:", ""]
         lines += [f"- `{family}`: {reason}" for family, reason in sorted(exempt.items())]
+    if unattacked:
+        lines += ["", "Items no memoryless adversary attacked, and why:", ""]
+        lines += [f"- `{family}`: {why}" for family, why in sorted(unattacked.items())]
     return lines
 
 

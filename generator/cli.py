@@ -251,7 +251,8 @@ def validate(
         _print_problems(sorted(report.problems, key=lambda p: p.sort_key()))
         summary = (f"{report.families} families ({report.instances} instances rendered), "
                    f"{report.paradigms} paradigms, {report.pools} pools, "
-                   f"{report.releases} releases, {report.exports} exports")
+                   f"{report.releases} releases, {report.exports} exports"
+                   + (f", {report.scaffolds} scaffolds" if report.scaffolds else ""))
         if report.problems:
             err.print(f"{len(report.problems)} problem(s); checked {summary}", markup=False)
         else:
@@ -270,7 +271,8 @@ def new(
 ) -> None:
     """Scaffold a family (its spec, with templates and pools where the paradigm has them) that
     validates, generates and freezes as it is."""
-    from .scaffold import scaffold_family
+    from .scaffold import chosen_scaffold, scaffold_family
+    from .scaffold_files import scaffold_for
     from .validate import validate as validate_specs
 
     def action() -> None:
@@ -287,17 +289,19 @@ def new(
         spec = usable.get(paradigm)
         if spec is None:
             raise SpecError.single(unknown_name("paradigm", paradigm, sorted(usable)))
-        written = scaffold_family(project, family_id, spec, paradigm)
+        newer = scaffold_for(project, paradigm)
+        written = scaffold_family(project, family_id, spec, paradigm, newer)
         report = validate_specs(Catalog.load(project), [written[0]])
         for path in written:
             out.print(f"wrote {project.display(path)}", markup=False)
         if report.problems:
             _print_problems(report.problems)
             err.print("the scaffold does not validate for this paradigm; edit the files above "
-                      "(or give the paradigm a scaffold: section)", markup=False)
+                      "(or give the paradigm a scaffold: section or a scaffold file)",
+                      markup=False)
             raise typer.Exit(EXIT_CHECK_FAILED)
         out.print(f"ok: {family_id} validates; try `memspec show {family_id}`", markup=False)
-        groups = (spec.scaffold or {}).get("groups")
+        groups = chosen_scaffold(spec, newer)[0].get("groups")
         if groups:
             out.print(f"note: this paradigm's balance checks hold over {groups} groups: "
                       f"generate and release a multiple of {groups}", markup=False)
@@ -945,6 +949,8 @@ def audit(
                 err.print(f"note: spec audits skipped: {report.specs_skipped}", markup=False)
             for adversary in report.unavailable:
                 err.print(f"note: adversary not run: {adversary}", markup=False)
+            for family, why in sorted(report.unattacked.items()):
+                err.print(f"note: not attacked on {family}: {why}", markup=False)
             for difference in report.frozen_differences:
                 err.print(f"note: {difference}", markup=False)
             if report.frozen_differences:

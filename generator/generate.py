@@ -304,6 +304,7 @@ class FamilyGenerator:
         paradigm_abstain = self.family.paradigm.located.data.get("abstain", [])
         if paradigm_abstain:
             answer["abstain"] = [*paradigm_abstain, *answer.get("abstain", [])]
+        self._refuse_contradicted_chance(answer)
         problems = answer_problems(answer)
         if problems:
             raise self.family.located.error(
@@ -318,6 +319,18 @@ class FamilyGenerator:
         if "accepts" in spec or "rejects" in spec:
             self._check_examples(answer, context)
         return answer
+
+    def _refuse_contradicted_chance(self, answer: Mapping[str, Any]) -> None:
+        """Refuse a declared chance or expected score the item's own data contradicts
+        (``audit_declarations.chance_contradictions``), located where it is declared."""
+        found = audit_declarations.chance_contradictions(
+            self._audit_block, self.family.raw.get("analysis", {}), answer)
+        if not found:
+            return
+        message, where = found[0]
+        located = (self.family.located if where[0] == "analysis"
+                   else self._declared_in(*where[1:]))
+        raise located.error(message, where)
 
     @staticmethod
     def _example_where(spec: Mapping[str, Any], key: str, index: int) -> tuple:

@@ -314,6 +314,7 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
                        audit_summary=audit.get("summary", ()),
                        audit_unavailable=audit.get("unavailable", ()),
                        audit_exempt=audit.get("exempt", {}),
+                       audit_unattacked=audit.get("unattacked", {}),
                        charts=[f"{PLOTS_DIR}/{name}" for name in charts], configs=configs,
                        checks=card_lines(checked), draft=draft)
     files[CARD_FILE] = _write_file(folder / CARD_FILE, card.encode("utf-8"))
@@ -368,7 +369,9 @@ def _audit(catalog: Catalog, release: ReleaseSpec, folder: Path,
             # Recorded only when some adversary could not run, so that the card says so.
             **({"unavailable": report.unavailable} if report.unavailable else {}),
             # And the families no adversary covers that say why, so that the card lists them.
-            **({"exempt": report.exempt} if report.exempt else {})}
+            **({"exempt": report.exempt} if report.exempt else {}),
+            # And the items no adversary could attack (judge-scored), with why.
+            **({"unattacked": report.unattacked} if report.unattacked else {})}
 
 
 def _refuse_field_clash(release: ReleaseSpec, index: int, family: FamilySpec) -> None:

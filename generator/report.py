@@ -98,8 +98,10 @@ def _audit_section(report: AuditReport) -> list[str]:
         finding_classes.append(["", "", "", "ok" if f.passed else "fail", ""])
     notes = []
     if report.skipped:
-        notes.append("No memory-only choice items (no adversary applies): "
+        notes.append("No item an adversary can score (not a pass: see coverage below): "
                      + ", ".join(report.skipped) + ".")
+    notes += [f"Not attacked on {family}: {why}." for family, why in
+              sorted(report.unattacked.items())]
     if report.unavailable:
         notes.append("Adversaries that could not run here: "
                      + ", ".join(report.unavailable) + ".")

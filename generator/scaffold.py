@@ -8,13 +8,15 @@ freezes and passes the audit as it is, for as many groups as its placeholder poo
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from .errors import SpecError
 from .project import LIBRARY_PREFIX, Project
+from .scaffold_files import ScaffoldFile
 from .spec import ParadigmSpec
-from .yamlsafe import dump_yaml
+from .yamlsafe import Located, dump_yaml
 
 
 def _substitute(value: Any, tokens: dict[str, str]) -> Any:
@@ -136,14 +138,25 @@ def library_references(family: dict[str, Any], own_pools: set[str], own_template
     return family
 
 
+def chosen_scaffold(paradigm: ParadigmSpec, newer: ScaffoldFile | None
+                    ) -> tuple[Mapping[str, Any], Located]:
+    """What ``memspec new`` writes for ``paradigm``, and the file that declares it: the
+    newest scaffold file for it, else the paradigm's own section, else a generic family."""
+    if newer is not None:
+        return newer.scaffold, newer.located
+    return paradigm.scaffold or _generic_scaffold(paradigm), paradigm.located
+
+
 def scaffold_family(project: Project, family_id: str, paradigm: ParadigmSpec,
-                    reference: str | None = None) -> list[Path]:
+                    reference: str | None = None, newer: ScaffoldFile | None = None
+                    ) -> list[Path]:
     """Write the files of a new family of ``paradigm`` (named ``reference`` in the family:
-    ``memspec:<id>`` for one of the library); refuse to overwrite anything. Returns the
-    paths."""
+    ``memspec:<id>`` for one of the library), from ``newer`` where the paradigm's scaffold has
+    a newer version; refuse to overwrite anything. Returns the paths."""
     family_dir = family_id.replace(".", "/")
     tokens = {"FAMILY_ID": family_id, "FAMILY_DIR": family_dir}
-    scaffold = _substitute(dict(paradigm.scaffold or _generic_scaffold(paradigm)), tokens)
+    body, declared_in = chosen_scaffold(paradigm, newer)
+    scaffold = _substitute(dict(body), tokens)
     reference = reference or paradigm.paradigm_id
     family = scaffold["family"]
     if reference.startswith(LIBRARY_PREFIX) and project.uses_library:
@@ -168,7 +181,7 @@ def scaffold_family(project: Project, family_id: str, paradigm: ParadigmSpec,
         if not path.resolve().is_relative_to(project.root.resolve()) or \
                 ".." in path.relative_to(project.root).parts:
             where = named.get(path, ("scaffold",))
-            raise paradigm.located.error(
+            raise declared_in.error(
                 f"the scaffold of paradigm {paradigm.paradigm_id!r} would write {where[-1]!r} "
                 "outside the project", where)
     existing = [project.display(p) for p in files if p.exists()]

@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # jsonschema is imported on use: only a rejected document nee
     from referencing import Registry
 
 SCHEMA_NAMES = ("family", "paradigm", "release", "pool", "instance", "manifest", "check",
-                "export", "shard", "analysis", "score")
+                "export", "shard", "analysis", "score", "scaffold")
 
 
 @cache

@@ -25,6 +25,7 @@ from .pool_coverage import PoolCoverage
 from .release import load_release_families
 from .release_of import ReleaseSeed, release_seeds
 from .render import Renderer
+from .scaffold_files import check_scaffold_file
 from .spec import FamilyLoader, FamilySpec, load_paradigm, load_release
 from .yamlsafe import load_yaml_file
 
@@ -42,7 +43,7 @@ _NOTED_FAMILIES = 3
 
 
 #: The kinds of file a report counts (releases are counted when they are checked, last).
-_COUNTED = ("family", "paradigm", "pool", "export")
+_COUNTED = ("family", "paradigm", "pool", "export", "scaffold")
 
 
 @dataclass
@@ -52,6 +53,7 @@ class ValidationReport:
     pools: int = 0
     releases: int = 0
     exports: int = 0
+    scaffolds: int = 0
     instances: int = 0
     problems: list[Problem] = field(default_factory=list)
     exit_code: int = EXIT_OK
@@ -68,6 +70,8 @@ class ValidationReport:
             self.pools += 1
         elif kind == "export":
             self.exports += 1
+        elif kind == "scaffold":
+            self.scaffolds += 1
 
     def add(self, err: MemspecError) -> None:
         self.problems.extend(err.problems)
@@ -83,7 +87,7 @@ def _kind(path: Path, catalog: Catalog) -> str | None:
     except (ValueError, IndexError):
         top = ""
     by_folder = {"families": "family", "paradigms": "paradigm", "pools": "pool",
-                 "releases": "release", "exports": "export"}
+                 "releases": "release", "exports": "export", "scaffolds": "scaffold"}
     if top in by_folder:
         return by_folder[top]
     data = load_yaml_file(path, catalog.project.display(path)).data
@@ -152,6 +156,8 @@ class _FileValidator:
                 self._loader.pool_file(path)
             elif kind == "export":
                 check_export_file(path, self.catalog.project, self._renderer)
+            elif kind == "scaffold":
+                check_scaffold_file(path, self.catalog)
         except MemspecError as err:
             return _FileResult(kind, error=err)
         return _FileResult(kind)
@@ -286,7 +292,7 @@ def validate(catalog: Catalog, paths: list[Path] | None = None,
         elif result.kind in _COUNTED:
             report.count(result.kind, result.instances)
         else:
-            report.problems.append(Problem("not a family, paradigm, pool or release spec",
+            report.problems.append(Problem("not a family, paradigm, pool, scaffold or release spec",
                                            project.display(path), 1, 1))
     seen_releases: dict[str, str] = {}
     for path in releases:

@@ -124,6 +124,9 @@ def scaffold_groups(paradigm: str) -> int | None:
     declares it (None: any number)."""
     from generator.catalog import Catalog
     from generator.project import Project
+    from generator.scaffold import chosen_scaffold
+    from generator.scaffold_files import scaffold_for
 
-    spec = Catalog.load(Project(REPO)).paradigms[paradigm]
-    return (spec.scaffold or {}).get("groups")
+    project = Project(REPO)
+    spec = Catalog.load(project).paradigms[paradigm]
+    return chosen_scaffold(spec, scaffold_for(project, paradigm))[0].get("groups")

@@ -217,6 +217,38 @@ def declared_policy_passable(flawed: bool) -> list[dict]:
     return items
 
 
+def declared_letter_passable(flawed: bool) -> list[dict]:
+    """A choice family declaring "always answer A" (expected at chance, a third); when
+    flawed, A is right in every item, so the declared policy itself wins."""
+    items = []
+    audit = {"policies": {"letter_a": {"expected": 1 / 3}}, "chance": 1 / 3}
+    for g in range(GROUPS):
+        item = _choice("lab.letters", g, _options(g), 0 if flawed else g % 3,
+                       policies={"letter_a": "A"})
+        item["analysis"] = {"audit": audit}
+        items.append(item)
+    return items
+
+
+def naming_rule_unreachable(flawed: bool) -> list[dict]:
+    """The earlier session set a naming rule for files; the probe asks for a file name
+    without stating it. When flawed, no memoryless policy answers in a form any item accepts
+    (no declared example, no prior): every one fails, and their misses test nothing. The
+    twin declares an example response per item, so the most common answer is a file name of
+    the family's form, which could be right."""
+    items = []
+    for g in range(GROUPS):
+        noun = NOUNS[g % 24]
+        item = _open("lab.naming", g, [_user("Name files YEAR-thing.csv from now on."),
+                                       _assistant("Noted.")],
+                     f"What should I call the notes on the {noun}?", rf"^\d{{4}}-{noun}\.csv$",
+                     f"{2000 + g}-{noun}.csv")
+        if flawed:
+            del item["answer"]["example"]
+        items.append(item)
+    return items
+
+
 def _judged(family: str, group: int, arm: str, text: str, audit: dict | None = None) -> dict:
     item = {"id": f"{family}-{group:05d}-{arm}", "family": family, "group": group,
             "paradigm": "lab.priming", "design": "main", "variant": arm, "axes": {"arm": arm},
@@ -265,6 +297,12 @@ FLAWS: dict[str, tuple[Callable[[bool], list[dict]], str, str, str]] = {
                                       "answered '"),
     "passable by a declared policy": (declared_policy_passable, "lab.cautious",
                                       "declared:cautious_default", "answered \"preview("),
+    "passable by a declared letter policy on choice items": (
+        declared_letter_passable, "lab.letters", "declared:letter_a", "answered 'A'"),
+    "no adversary can reach the gold": (
+        naming_rule_unreachable, "lab.naming", "coverage: adversaries",
+        "abstain, echo_last_reply, echo_probe, majority_answer answered only what no item "
+        "accepts"),
     "control arm leaks one theme word": (control_leaks_one_word, "lab.priming",
                                          "leakage: control arm", "(tide)"),
 }
@@ -329,3 +367,40 @@ def test_a_marker_in_one_of_three_families_escapes_the_classifier_across_familie
     # The classifier trained on the other families never meets "brass"; within, it does.
     assert not rows[("probe_classifier", "lab.marker_b")].failed
     assert rows[("probe_classifier_within", "lab.marker_b")].failed
+
+
+def test_a_declared_letter_policy_is_scored_on_choice_items_with_the_other_adversaries() -> None:
+    """The declared policy's row sits beside the option-picking adversaries of the choice
+    family, held to one over the number of options, and Holm-corrected with them."""
+    flawed = audit_instances(declared_letter_passable(True))
+    rows = {r.check: r for r in flawed.rows if r.family == "lab.letters"}
+    assert "position_prior" in rows and "declared:letter_a" in rows
+    letter = rows["declared:letter_a"]
+    assert (letter.hits, letter.trials, letter.chance) == (GROUPS, GROUPS, 1 / 3)
+    # Holm over every row of the audit: the adjusted p is the raw one times the rows that
+    # are not smaller, at least; never below the raw one.
+    assert letter.p_holm is not None and letter.p_holm >= letter.p_value
+    twin = audit_instances(declared_letter_passable(False))
+    row = next(r for r in twin.rows if r.check == "declared:letter_a")
+    assert (row.hits, row.trials) == (GROUPS // 3, GROUPS) and not row.failed
+
+
+def test_a_family_only_trivial_policies_reach_can_be_exempted_and_its_summary_says_so() -> None:
+    items = naming_rule_unreachable(True)
+    report = audit_instances(items)
+    assert report.summary()[0]["coverage"] == "FAIL: coverage: adversaries"
+    reason = "the file name's form is taught by the earlier session alone"
+    for item in items:
+        item["analysis"] = {"audit": {"exempt": reason}}
+    exempt = audit_instances(items)
+    assert exempt.ok and exempt.exempt == {"lab.naming": reason}
+
+
+def test_judge_scored_items_no_adversary_attacks_are_listed_with_why() -> None:
+    """Judge-scored items cannot be scored without a judge: the audit says which (by family,
+    variant and count) and what tests them instead, never leaving them out silently."""
+    report = audit_instances(control_leaks_one_word(False))
+    assert report.unattacked == {"lab.priming": (
+        "16 judge-scored items, every group's variants control (8), experimental (8): only "
+        "a judge can score a response to them and the audit calls none; their control arms "
+        "are checked for the theme's words instead")}

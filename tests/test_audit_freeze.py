@@ -166,6 +166,16 @@ def test_an_exempt_family_freezes_and_its_card_says_why(tmp_path: Path) -> None:
     manifest = json.loads((tmp_path / "p/manifests/tidy-v1.json").read_text())
     assert manifest["audit"]["exempt"] == {
         "lab.tidy.folders": "the judge alone can tell a careful tidy from a careless one"}
+    # The judge-scored items no adversary attacked are named, with why, not passed in silence.
+    why = ("48 judge-scored items, every group's variants act (24), hold (24): only a judge "
+           "can score a response to them and the audit calls none; nothing else in the audit "
+           "tests them")
+    assert manifest["audit"]["unattacked"] == {"lab.tidy.folders": why}
+    assert "Items no memoryless adversary attacked, and why:" in card
+    assert f"- `lab.tidy.folders`: {why}" in card
+    audited = run_cli("audit", str(out / "tidy-v1"), root=tmp_path / "p")
+    assert audited.returncode == 0, audited.stderr
+    assert f"note: not attacked on lab.tidy.folders: {why}" in " ".join(audited.stderr.split())
 
 
 def test_audit_declarations_are_checked_where_they_are_written(tmp_path: Path) -> None:

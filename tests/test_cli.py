@@ -77,13 +77,6 @@ def test_validate_all_bundled_specs() -> None:
 PARADIGMS = sorted(Catalog.load(Project(REPO)).paradigms)
 
 
-#: The bundled paradigms whose scaffold placeholder the complete audit refuses, with why.
-SCAFFOLDS_AUDIT_REFUSES = {
-    "example.paired": "audit: coverage: adversaries fails on mybench.trial.first_family",
-    "feedback.session": "audit: majority_answer beats chance on mybench.trial.first_family",
-}
-
-
 @pytest.mark.parametrize("paradigm", PARADIGMS)
 def test_new_scaffolds_a_family_that_validates_and_generates(project_copy: Path,
                                                              paradigm: str) -> None:
@@ -100,18 +93,13 @@ def test_new_scaffolds_a_family_that_validates_and_generates(project_copy: Path,
     rows = [json.loads(line) for line in generated.stdout.splitlines()]
     assert rows and all(r["family"] == family and r["paradigm"] == paradigm for r in rows)
     # As written, the placeholder freezes for as many groups as its pools have items (four):
-    # nothing to undo before the author starts on real content. It passes the audit, except
-    # where a bundled paradigm's placeholder is one a memoryless policy passes (its paradigm
-    # file is pinned by frozen releases): the audit then says so, naming its cue. A paradigm
+    # nothing to undo before the author starts on real content. It passes the audit (where
+    # a paradigm's own scaffold did not, a newer scaffold file takes its place). A paradigm
     # whose balance checks hold over more groups is released with that many.
     (project_copy / "specs/releases/trial-v1.yaml").write_text(
         "name: trial\nversion: v1\nseed: 1\ndescription: the scaffold as written\n"
         f"families:\n  - family: {family}\n    groups: {scaffold_groups(paradigm) or 4}\n")
     frozen = run_cli("freeze", "trial-v1", root=project_copy)
-    refused = SCAFFOLDS_AUDIT_REFUSES.get(paradigm)
-    if refused:
-        assert frozen.returncode == 1 and refused in frozen.stderr, frozen.stderr
-        frozen = run_cli("freeze", "trial-v1", "--allow-audit-failures", root=project_copy)
     assert frozen.returncode == 0, frozen.stderr
     again = run_cli("new", family, "--paradigm", paradigm, root=project_copy)
     assert again.returncode == 2 and "already exists" in again.stderr
@@ -235,3 +223,40 @@ def test_a_problem_reached_several_ways_is_reported_once(project_copy: Path) -> 
     assert result.returncode == 2
     assert result.stderr.count("duplicate pool item (same as item 0)") == 1
     assert "1 problem(s)" in result.stderr
+
+
+def test_the_newest_scaffold_file_takes_the_place_of_the_paradigms_section(
+        project_copy: Path) -> None:
+    """feedback.session's own scaffold (pinned by its frozen releases) answers "yes" to every
+    task; its scaffold file, version 2, is written instead, and a version 3 beside it wins."""
+    written = run_cli("new", "mybench.trial.first", "--paradigm", "feedback.session",
+                      root=project_copy)
+    assert written.returncode == 0, written.stderr
+    family = (project_copy / "specs/families/mybench/trial/first.yaml").read_text()
+    assert "question.yes" in family and "question.ask" in family
+    newer = (project_copy / "specs/scaffolds/feedback/session.yaml").read_text().replace(
+        "version: 2", "version: 3").replace("TODO: name the preference", "TODO (v3): name it")
+    (project_copy / "specs/scaffolds/feedback/session3.yaml").write_text(newer)
+    again = run_cli("new", "mybench.trial.second", "--paradigm", "feedback.session",
+                    root=project_copy)
+    assert again.returncode == 0, again.stderr
+    assert "TODO (v3): name it" in \
+        (project_copy / "specs/families/mybench/trial/second.yaml").read_text()
+
+
+def test_a_scaffold_file_is_checked_where_it_is_written(project_copy: Path) -> None:
+    scaffolds = project_copy / "specs/scaffolds"
+    text = (scaffolds / "example/paired.yaml").read_text()
+    (scaffolds / "example/again.yaml").write_text(text)
+    (scaffolds / "example/unknown.yaml").write_text(
+        text.replace("scaffold_of: example.paired", "scaffold_of: example.paried"))
+    result = run_cli("validate", str(scaffolds), root=project_copy)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "specs/scaffolds/example/unknown.yaml:1:1: unknown paradigm 'example.paried'" \
+        in result.stderr
+    made = run_cli("new", "mybench.trial.third", "--paradigm", "example.paired",
+                   root=project_copy)
+    assert made.returncode == 2
+    assert "scaffold version 2 of paradigm 'example.paired' is also in " in made.stderr
+    assert "specs/scaffolds/example/paired.yaml:2:1: " in made.stderr
+    assert not (project_copy / "specs/families/mybench").exists()
