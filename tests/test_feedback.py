@@ -215,13 +215,14 @@ def test_memorybench_export_is_scored_by_upstream_dataset_classes(release: Path,
     rule never accepts what memspec's scorer refuses; a rubric to HelloBench's checklist
     judge. The re-implemented resolution reports an unknown class, metrics the class does not
     give and a field it reads that is missing."""
-    from upstream_checks import dialsim_exact, memorybench_problems
+    from upstream_checks import MEMORYBENCH_COMMIT, dialsim_exact, memorybench_problems
 
     from generator.scoring import is_correct
 
     out = tmp_path / "export"
     assert run_cli("export", str(release), "--format", "memorybench", "--out",
                    str(out)).returncode == 0
+    assert f"commit {MEMORYBENCH_COMMIT}" in (out / "README.md").read_text()
     registry = json.loads((out / "configs/datasets/each.json").read_text())
     by_id = {i["id"]: i for i in instances}
     classes = Counter()

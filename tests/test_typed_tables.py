@@ -1,8 +1,9 @@
-"""Releases of layout 4 in the common loaders: Parquet columns typed with one schema for every
-family (axes, fields, distractors and policies as ``{name, value}`` lists, the answer a
+"""Releases of layout 4 and later in the common loaders: Parquet columns typed with one schema
+for every family (axes, fields, distractors and policies as ``{name, value}`` lists, the answer a
 struct, ``gold_index`` a nullable integer, feedback a list of rounds), every value equal to the
 JSONL line whichever loader reads it (``datasets``, pandas, polars, duckdb, as the card shows
-them), and a Croissant description of the distractors, the feedback and the analysis."""
+them), and a Croissant description of the distractors, the feedback and the analysis (from
+layout 5 also its entries that are lists of objects, one repeated field each)."""
 
 from __future__ import annotations
 
@@ -43,6 +44,7 @@ families:
     disjoint: [task]
     fields: {domain: legal, format: SiSo}
   - {family: trustgap.memory_trust.airline, groups: 4, fields: {domain: none}}
+  - {family: memorychecks.binding.topic_partner, groups: 4, fields: {domain: none}}
 """
 
 
@@ -172,7 +174,7 @@ def test_croissant_describes_distractors_feedback_and_analysis(typed_release: Pa
                             stdin=subprocess.DEVNULL, env={**os.environ})
     assert result.returncode == 0, result.stderr[-3000:]
     records = json.loads(result.stdout.strip().splitlines()[-1])
-    seen = {"distractors": 0, "feedback": 0, "analysis": 0}
+    seen = {"distractors": 0, "feedback": 0, "analysis": 0, "analysis lists": 0}
     for instance in release_instances(typed_release):
         record = next(r for r in records[instance["family"]] if r["id"] == instance["id"])
         distractors = instance["answer"].get("distractors")
@@ -191,4 +193,22 @@ def test_croissant_describes_distractors_feedback_and_analysis(typed_release: Pa
             elif isinstance(value, list) and not any(isinstance(v, dict) for v in value):
                 assert record["analysis"][key] == value
                 seen["analysis"] += 1
+            elif isinstance(value, list):  # layout 5: a repeated field, one record per item
+                read = [{k: v for k, v in r.items() if v is not None}
+                        for r in record[f"analysis_{key}"]]
+                assert read == [_flat_scalars(item) for item in value]
+                seen["analysis lists"] += len(value)
     assert all(seen.values()), seen
+
+
+def _flat_scalars(item: dict[str, Any]) -> dict[str, Any]:
+    """An analysis object as Croissant's sub-fields read it: its scalars, and the scalars of
+    its objects as ``<key>_<inner key>``."""
+    flat = {}
+    for key, value in item.items():
+        if isinstance(value, dict):
+            flat.update({f"{key}_{inner}": v for inner, v in value.items()
+                         if v is not None and not isinstance(v, (dict, list))})
+        elif value is not None and not isinstance(value, list):
+            flat[key] = value
+    return flat

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+#: The MemoryBench commit whose code these checks re-implement (and the export follows).
+MEMORYBENCH_COMMIT = "9a33aae9d0c1d0c472527ab5bb8c7e2be3263e23"
 REGISTRY_KEYS = ("dataset_name", "task_tag", "domain_tag", "test_metrics", "max_output_len",
                  "class_name", "dataset_size", "random_seed", "sample_count")
 DOMAINS = ("Open-Domain", "Legal", "Academic&Knowledge")
