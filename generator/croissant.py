@@ -197,8 +197,11 @@ def _analysis_list_fields(family: str, file: str, shape: FamilyShape) -> list[di
     for key, path, kind in shape.analysis_lists:
         typed.setdefault((key, path), set()).add(kind)
     entries: dict[str, list[dict[str, Any]]] = {}
+    named: set[tuple[str, str]] = set()
     for (key, path), kinds in sorted(typed.items()):
-        if len(kinds) == 1:
+        # A path of one type only, and one per name: 'a.b' and a key 'a_b' would share an @id.
+        if len(kinds) == 1 and (key, path.replace(".", "_")) not in named:
+            named.add((key, path.replace(".", "_")))
             entries.setdefault(key, []).append(_field(
                 family, f"analysis_{key}/{path.replace('.', '_')}", next(iter(kinds)), file,
                 "analysis", (_quoted(key), ".".join(map(_quoted, path.split("."))))))

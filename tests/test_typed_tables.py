@@ -212,3 +212,28 @@ def _flat_scalars(item: dict[str, Any]) -> dict[str, Any]:
         elif value is not None and not isinstance(value, list):
             flat[key] = value
     return flat
+
+
+def test_croissant_analysis_lists_quote_keys_and_keep_names_unique() -> None:
+    """Layout 5 reads a key that is a word of the JSON path language (``where``) as a key, and
+    gives one sub-field per name where a nested path and a key flatten alike; layout 4 leaves
+    lists of objects out, as its frozen files have them."""
+    from generator.croissant import FamilyShape, _record_set
+
+    shape = FamilyShape()
+    shape.observe({"axes": {}, "fields": {}, "answer": {"scorer": "exact"},
+                   "analysis": {"contrasts": [{"where": {"design": "main"}, "a_b": 1,
+                                               "a": {"b": "x"}, "order": 2},
+                                              {"where": {"design": "factorial"}, "a_b": 2,
+                                               "a": {"b": "y"}, "order": 2.5}]}})
+    fields = {f["name"]: f for f in _record_set("fam", "data/fam.jsonl", shape, "d",
+                                                layout=5)["field"]}
+    subs = fields["analysis_contrasts"]["subField"]
+    assert fields["analysis_contrasts"]["repeated"] is True
+    assert [s["name"] for s in subs] == ["a_b", "where_design"]  # order: int and float
+    assert subs[0]["source"]["transform"] == [{"jsonPath": '"contrasts"'}, {"jsonPath": '"a"."b"'}]
+    assert subs[1]["source"]["transform"] == [{"jsonPath": '"contrasts"'},
+                                              {"jsonPath": '"where"."design"'}]
+    assert len({s["@id"] for s in subs}) == len(subs)
+    four = _record_set("fam", "data/fam.jsonl", shape, "d", layout=4)["field"]
+    assert not [f for f in four if f["name"].startswith("analysis_")]
