@@ -10,6 +10,7 @@ the JSONL lines and the Parquet files, which keep the whole conversation.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -78,6 +79,8 @@ class FamilyShape:
         self.answer: set[str] = set()
         self.distractors: set[str] = set()
         self.analysis: set[tuple[str, str, bool]] = set()  # (JSON path, type, repeated)
+        # (entry, JSON path within one of its objects, type): entries that are lists of objects
+        self.analysis_lists: set[tuple[str, str, str]] = set()
         self.feedback = False
 
     def observe(self, instance: Mapping[str, Any]) -> None:
@@ -86,6 +89,7 @@ class FamilyShape:
         self.answer.update(key for key in instance["answer"] if key in _ANSWER_TYPES)
         self.distractors.update(instance["answer"].get("distractors", {}))
         self.analysis.update(_analysis_paths(instance.get("analysis", {})))
+        self.analysis_lists.update(_analysis_list_paths(instance.get("analysis", {})))
         self.feedback = self.feedback or "feedback" in instance
 
 
@@ -117,6 +121,25 @@ def _analysis_paths(analysis: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
     return paths
 
 
+def _analysis_list_paths(analysis: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """The entries of an analysis block that are lists of objects, with the paths Croissant
+    can type in each object: its scalars and the scalars of its objects (a list inside an
+    object is left to the JSONL)."""
+    paths = []
+    for key, value in analysis.items():
+        if not isinstance(value, list) or not value or \
+                not all(isinstance(item, Mapping) for item in value):
+            continue
+        for item in value:
+            for sub, inner in item.items():
+                if isinstance(inner, Mapping):
+                    paths += [(key, f"{sub}.{name}", kind) for name, leaf in inner.items()
+                              if (kind := _scalar_type(leaf))]
+                elif kind := _scalar_type(inner):
+                    paths.append((key, sub, kind))
+    return paths
+
+
 def spdx_url(license_id: str) -> str:
     """The SPDX page of a licence identifier (e.g. CC-BY-4.0)."""
     return f"https://spdx.org/licenses/{license_id}.html"
@@ -129,9 +152,14 @@ def semantic_version(version: str) -> str:
 
 
 def _field(family: str, name: str, data_type: str, file: str, column: str,
-           json_path: str | None = None, repeated: bool = False) -> dict[str, Any]:
+           json_path: str | tuple[str, ...] | None = None,
+           repeated: bool = False) -> dict[str, Any]:
+    """A typed field read from a column of the JSONL, through a JSON path (or several applied
+    in turn: the second to each item of the list the first gives)."""
     source: dict[str, Any] = {"fileObject": {"@id": file}, "extract": {"column": column}}
-    if json_path is not None:
+    if isinstance(json_path, tuple):
+        source["transform"] = [{"jsonPath": step} for step in json_path]
+    elif json_path is not None:
         source["transform"] = {"jsonPath": json_path}
     return {"@type": "cr:Field", "@id": f"{family}/{name}", "name": name.rsplit("/", 1)[-1],
             "dataType": data_type, "source": source, **({"repeated": True} if repeated else {})}
@@ -150,9 +178,44 @@ FULL_RECORD_LAYOUT = 4
 _FEEDBACK_TYPES = (("round", "sc:Integer"), ("action", "sc:Text"), ("terminated", "sc:Boolean"))
 
 
-def _more_fields(family: str, file: str, shape: FamilyShape) -> list[dict[str, Any]]:
+#: The first layout whose record sets also describe the analysis entries that are lists of
+#: objects (one repeated field each); layout 4 leaves them to the JSONL.
+NESTED_ANALYSIS_LAYOUT = 5
+
+
+def _quoted(name: str) -> str:
+    """A key as a quoted JSON path step, so that a key that is a word of the path language
+    (``where``, ``id``) or holds other characters reads as the key."""
+    return json.dumps(name)
+
+
+def _analysis_list_fields(family: str, file: str, shape: FamilyShape) -> list[dict[str, Any]]:
+    """Layout 5: each analysis entry that is a list of objects as a repeated field
+    ``analysis_<entry>``, one sub-field per path of one type (``a.b`` named ``a_b``); the
+    entry is taken from the analysis column, then each path from each of its objects."""
+    typed: dict[tuple[str, str], set[str]] = {}
+    for key, path, kind in shape.analysis_lists:
+        typed.setdefault((key, path), set()).add(kind)
+    entries: dict[str, list[dict[str, Any]]] = {}
+    named: set[tuple[str, str]] = set()
+    for (key, path), kinds in sorted(typed.items()):
+        # A path of one type only, and one per name: 'a.b' and a key 'a_b' would share an @id.
+        if len(kinds) == 1 and (key, path.replace(".", "_")) not in named:
+            named.add((key, path.replace(".", "_")))
+            entries.setdefault(key, []).append(_field(
+                family, f"analysis_{key}/{path.replace('.', '_')}", next(iter(kinds)), file,
+                "analysis", (_quoted(key), ".".join(map(_quoted, path.split("."))))))
+    return [_group(family, f"analysis_{key}", sub_fields,
+                   f"the analysis entry {key}, one record per item (a list inside an item is "
+                   "in the JSONL line)", repeated=True)
+            for key, sub_fields in entries.items()]
+
+
+def _more_fields(family: str, file: str, shape: FamilyShape,
+                 layout: int = FULL_RECORD_LAYOUT) -> list[dict[str, Any]]:
     """Layout 4: the distractors (by name), the feedback log (round by round) and the
-    analysis block (each entry as JSON text, its shape varying by family)."""
+    analysis block (each entry as JSON text, its shape varying by family); layout 5 adds the
+    analysis entries that are lists of objects."""
     fields = []
     if shape.distractors:
         fields.append(_group(family, "distractors", [
@@ -173,7 +236,10 @@ def _more_fields(family: str, file: str, shape: FamilyShape) -> list[dict[str, A
             _field(family, f"analysis/{path.replace('.', '_')}", kind, file, "analysis", path,
                    repeated=repeated) for path, kind, repeated in chosen],
             "the family's analysis block (judge scale, pairs, baselines; an entry that is a "
-            "list of objects is in the JSONL line)"))
+            + ("list of objects is a repeated field analysis_<entry>)"
+               if layout >= NESTED_ANALYSIS_LAYOUT else "list of objects is in the JSONL line)")))
+    if layout >= NESTED_ANALYSIS_LAYOUT:
+        fields += _analysis_list_fields(family, file, shape)
     return fields
 
 
@@ -197,7 +263,7 @@ def _record_set(family: str, file: str, shape: FamilyShape, description: str,
         "the phases in order (their messages are in the JSONL line and the Parquet row)",
         repeated=True))
     if layout >= FULL_RECORD_LAYOUT:
-        fields += _more_fields(family, file, shape)
+        fields += _more_fields(family, file, shape, layout)
     return {"@type": "cr:RecordSet", "@id": family, "name": family,
             "description": " ".join(description.split()), "key": {"@id": f"{family}/id"},
             "field": fields}

@@ -12,7 +12,7 @@ import os
 import shutil
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -33,6 +33,9 @@ class ExportFormat:
     layouts: Mapping[str, Mapping[str, Any]]
     located: Located
     extra: tuple[Mapping[str, Any], ...] = ()  # files written once for the whole export
+    #: Named plain values (a table a format needs in several places, declared once), seen by
+    #: every expression as ``constants``.
+    constants: Mapping[str, Any] = field(default_factory=dict)
 
 
 #: The format memspec writes itself (an inspect_ai dataset and task), besides the declared ones.
@@ -60,7 +63,8 @@ def find_export(project: Project, name: str) -> ExportFormat:
                 if found:
                     raise SpecError(found)
                 return ExportFormat(name, located.data["paradigms"], located,
-                                    tuple(located.data.get("files", ())))
+                                    tuple(located.data.get("files", ())),
+                                    located.data.get("constants", {}))
     raise SpecError(problems or [Problem(f"unknown export format {name!r}; known: "
                                          f"{', '.join(sorted([*known, BUILT_IN_FORMAT]))}")])
 
@@ -201,7 +205,8 @@ def export_release(project: Project, fmt: ExportFormat, manifest: Mapping[str, A
                                    f"{paradigm!r} (family {family})", fmt.located.file)
         where = ("paradigms", paradigm)
         base = {"family": family, "paradigm": paradigm, "seed": manifest["seed"],
-                "release": manifest["release"], "version": manifest["version"]}
+                "release": manifest["release"], "version": manifest["version"],
+                "constants": fmt.constants}
         # The path is rendered per record, so one family may fill several files (one per
         # split, say); the records of each file are numbered from 0.
         by_path: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -226,7 +231,7 @@ def export_release(project: Project, fmt: ExportFormat, manifest: Mapping[str, A
             files[relative] = _json_bytes(document)
     whole = {"families": families, "records": [r for f in families for r in f["records"]],
              "seed": manifest["seed"], "release": manifest["release"],
-             "version": manifest["version"]}
+             "version": manifest["version"], "constants": fmt.constants}
     for index, extra in enumerate(fmt.extra):
         where = ("files", index)
         rendered = shaper.text(extra["path"], whole, (*where, "path")).strip()

@@ -72,7 +72,7 @@ from .yamlsafe import read_digest
 
 TMP_PREFIX = ".memspec-tmp-"
 #: The newest release layout (``manifest_version``): what a first freeze writes.
-LATEST_LAYOUT = 4
+LATEST_LAYOUT = 5
 PLOTS_DIR = "plots"
 #: Told (name, groups done) as each chunk of a family is written, and (phase, 0) as each
 #: later phase begins (the audit, the charts and card, the seal), so that a person watching

@@ -91,7 +91,7 @@ def test_a_consumer_without_memspec_gets_a_typed_release_whole(
     folder, args = _prepared(freeze_mix(tmp_path), tmp_path)
     checked = _consumer(clean_python, folder, *args)
     assert checked.returncode == 0, (checked.stdout + checked.stderr)[-4000:]
-    assert "ok polars: 232 rows equal to the JSONL" in checked.stdout
+    assert "ok polars: 244 rows equal to the JSONL" in checked.stdout
 
 
 def test_the_clean_environment_cannot_import_memspec(clean_python: Path,

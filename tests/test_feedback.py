@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from scipy.stats import zscore
 
-from conftest import run_cli
+from conftest import REPO, run_cli
 
 RELEASE = "feedback-v1"
 PARTITIONS = {(d, f) for d in ("open_domain", "academic_knowledge", "legal")
@@ -205,3 +205,92 @@ def test_memorybench_export_passes_the_upstream_checks(release: Path, instances:
     test[0]["test_idx"] = json.loads((out / family / "train.json").read_text())[0]["test_idx"]
     (out / family / "test.json").write_text(json.dumps(test))
     assert any("duplicate test_idx" in p for p in memorybench_problems(out))
+
+
+def test_memorybench_export_is_scored_by_upstream_dataset_classes(release: Path,
+                                                                  instances: list[dict],
+                                                                  tmp_path: Path) -> None:
+    """Each exported dataset names the upstream class that scores it (upstream has none for
+    memspec's names): a short gold goes to DialSim's exact-or-judged accuracy, whose exact
+    rule never accepts what memspec's scorer refuses; a rubric to HelloBench's checklist
+    judge. The re-implemented resolution reports an unknown class, metrics the class does not
+    give and a field it reads that is missing."""
+    from upstream_checks import MEMORYBENCH_COMMIT, dialsim_exact, memorybench_problems
+
+    from generator.scoring import is_correct
+
+    out = tmp_path / "export"
+    assert run_cli("export", str(release), "--format", "memorybench", "--out",
+                   str(out)).returncode == 0
+    assert f"commit {MEMORYBENCH_COMMIT}" in (out / "README.md").read_text()
+    registry = json.loads((out / "configs/datasets/each.json").read_text())
+    by_id = {i["id"]: i for i in instances}
+    classes = Counter()
+    for name, entry in registry.items():
+        rows = [r for split in ("train", "test")
+                for r in json.loads((out / name / f"{split}.json").read_text())]
+        for row in rows:
+            info = json.loads(row["info"])
+            answer = by_id[info["memspec_id"]]["answer"]
+            assert row["input_prompt"] == json.loads(row["input_chat_messages"])[-1]["content"]
+            if answer["scorer"] == "judge":
+                assert entry["class_name"] == "HelloBench.HelloBench_Dataset"
+                assert info["checklist"] == [{"checklist_id": 1,
+                                              "checklist_content": answer["rubric"]}]
+                continue
+            assert entry["class_name"] == "DialSim.DialSim_Dataset"
+            assert is_correct(answer, info["golden_answer"]) is True
+            for wrong in answer.get("distractors", {}).values():
+                assert not dialsim_exact(wrong, info["golden_answer"])
+                assert not dialsim_exact(f"{wrong}.", info["golden_answer"])
+        classes[entry["class_name"], tuple(entry["test_metrics"])] += 1
+    assert classes == {("DialSim.DialSim_Dataset", ("accuracy",)): 9,
+                       ("HelloBench.HelloBench_Dataset", ("avg_score",)): 3}
+    assert memorybench_problems(out) == []
+    # What upstream would refuse is reported: a class it has not, metrics the class does
+    # not give, a checklist or a text prompt the class reads missing.
+    judged = next(n for n, e in registry.items() if e["class_name"].startswith("HelloBench"))
+    short = next(n for n, e in registry.items() if e["class_name"].startswith("DialSim"))
+    registry[judged]["class_name"] = f"memspec.{judged}"
+    registry[short]["test_metrics"] = ["judge_score"]
+    (out / "configs/datasets/each.json").write_text(json.dumps(registry))
+    rows = json.loads((out / short / "test.json").read_text())
+    del rows[0]["input_prompt"]
+    (out / short / "test.json").write_text(json.dumps(rows))
+    problems = memorybench_problems(out)
+    assert any(f"class_name 'memspec.{judged}' is no dataset class" in p for p in problems)
+    assert any(f"{short}: DialSim.DialSim_Dataset gives no ['judge_score']" in p
+               for p in problems)
+    assert any(f"{short}/{rows[0]['test_idx']}: DialSim.DialSim_Dataset reads input_prompt"
+               in p for p in problems)
+
+
+def test_memorybench_satisfaction_score_only_where_feedback_carries_one(
+        release: Path, tmp_path: Path) -> None:
+    """The bundled feedback records hold implicit actions only (as upstream's simulated users
+    give), so satisfaction_score is null; a record that carries a satisfaction value of its
+    own exports it, round by round."""
+    from generator.catalog import Catalog
+    from generator.export import export_release, find_export
+    from generator.project import find_project
+    from generator.release_data import load_release_instances
+
+    catalog = Catalog.load(find_project(REPO))
+    manifest, instances = load_release_instances(release, catalog)
+    fmt = find_export(catalog.project, "memorybench")
+    export_release(catalog.project, fmt, manifest, instances, tmp_path / "plain")
+    scored = [{**i, "feedback": [{**f, "satisfaction": 1 + (f["round"] + i["group"]) % 5}
+                                 for f in i["feedback"]]} for i in instances]
+    export_release(catalog.project, fmt, manifest, scored, tmp_path / "scored")
+    expected = {i["id"]: [f["satisfaction"] for f in i["feedback"]] for i in scored}
+    seen = 0
+    for path in sorted((tmp_path / "scored").glob("*/*.json")):
+        plain = json.loads((tmp_path / "plain" / path.relative_to(tmp_path / "scored"))
+                           .read_text())
+        for row, bare in zip(json.loads(path.read_text()), plain, strict=True):
+            memspec_id = json.loads(row["info"])["memspec_id"]
+            assert [f["satisfaction_score"] for f in row["implicit_feedback"]] == \
+                expected[memspec_id]
+            assert {f["satisfaction_score"] for f in bare["implicit_feedback"]} <= {None}
+            seen += len(row["implicit_feedback"])
+    assert seen == sum(len(i["feedback"]) for i in instances) > 0

@@ -13,6 +13,7 @@ from xml.etree import ElementTree
 import pytest
 
 from conftest import ALL_RELEASES, run_cli, tree_bytes
+from generator.release import LATEST_LAYOUT
 
 
 def test_coreutils_sha256sum_accepts_the_release(built_example: Path) -> None:
@@ -139,9 +140,10 @@ def test_freeze_writes_manifest_for_a_new_release(project_copy: Path) -> None:
     verify = run_cli("verify", str(project_copy / "dist" / "example-v8"), root=project_copy)
     assert verify.returncode == 0, verify.stderr
     # A first freeze writes the newest layout: the audit summary and the charts (2), the
-    # Parquet copies and the Croissant description (3), Markdown in descriptions escaped (4).
+    # Parquet copies and the Croissant description (3), Markdown in descriptions escaped (4),
+    # the analysis entries that are lists of objects described in the Croissant file (5).
     data = json.loads(manifest.read_text())
-    assert data["manifest_version"] == 4 and data["audit"]["summary"]
+    assert data["manifest_version"] == LATEST_LAYOUT == 5 and data["audit"]["summary"]
     card = (project_copy / "dist" / "example-v8" / "README.md").read_text()
     assert "copy\\_file takes the destination first" in card
     assert any(name.startswith("plots/") for name in data["files"])

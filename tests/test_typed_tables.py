@@ -1,8 +1,9 @@
-"""Releases of layout 4 in the common loaders: Parquet columns typed with one schema for every
-family (axes, fields, distractors and policies as ``{name, value}`` lists, the answer a
+"""Releases of layout 4 and later in the common loaders: Parquet columns typed with one schema
+for every family (axes, fields, distractors and policies as ``{name, value}`` lists, the answer a
 struct, ``gold_index`` a nullable integer, feedback a list of rounds), every value equal to the
 JSONL line whichever loader reads it (``datasets``, pandas, polars, duckdb, as the card shows
-them), and a Croissant description of the distractors, the feedback and the analysis."""
+them), and a Croissant description of the distractors, the feedback and the analysis (from
+layout 5 also its entries that are lists of objects, one repeated field each)."""
 
 from __future__ import annotations
 
@@ -43,6 +44,7 @@ families:
     disjoint: [task]
     fields: {domain: legal, format: SiSo}
   - {family: trustgap.memory_trust.airline, groups: 4, fields: {domain: none}}
+  - {family: memorychecks.binding.topic_partner, groups: 4, fields: {domain: none}}
 """
 
 
@@ -172,7 +174,7 @@ def test_croissant_describes_distractors_feedback_and_analysis(typed_release: Pa
                             stdin=subprocess.DEVNULL, env={**os.environ})
     assert result.returncode == 0, result.stderr[-3000:]
     records = json.loads(result.stdout.strip().splitlines()[-1])
-    seen = {"distractors": 0, "feedback": 0, "analysis": 0}
+    seen = {"distractors": 0, "feedback": 0, "analysis": 0, "analysis lists": 0}
     for instance in release_instances(typed_release):
         record = next(r for r in records[instance["family"]] if r["id"] == instance["id"])
         distractors = instance["answer"].get("distractors")
@@ -191,4 +193,47 @@ def test_croissant_describes_distractors_feedback_and_analysis(typed_release: Pa
             elif isinstance(value, list) and not any(isinstance(v, dict) for v in value):
                 assert record["analysis"][key] == value
                 seen["analysis"] += 1
+            elif isinstance(value, list):  # layout 5: a repeated field, one record per item
+                read = [{k: v for k, v in r.items() if v is not None}
+                        for r in record[f"analysis_{key}"]]
+                assert read == [_flat_scalars(item) for item in value]
+                seen["analysis lists"] += len(value)
     assert all(seen.values()), seen
+
+
+def _flat_scalars(item: dict[str, Any]) -> dict[str, Any]:
+    """An analysis object as Croissant's sub-fields read it: its scalars, and the scalars of
+    its objects as ``<key>_<inner key>``."""
+    flat = {}
+    for key, value in item.items():
+        if isinstance(value, dict):
+            flat.update({f"{key}_{inner}": v for inner, v in value.items()
+                         if v is not None and not isinstance(v, (dict, list))})
+        elif value is not None and not isinstance(value, list):
+            flat[key] = value
+    return flat
+
+
+def test_croissant_analysis_lists_quote_keys_and_keep_names_unique() -> None:
+    """Layout 5 reads a key that is a word of the JSON path language (``where``) as a key, and
+    gives one sub-field per name where a nested path and a key flatten alike; layout 4 leaves
+    lists of objects out, as its frozen files have them."""
+    from generator.croissant import FamilyShape, _record_set
+
+    shape = FamilyShape()
+    shape.observe({"axes": {}, "fields": {}, "answer": {"scorer": "exact"},
+                   "analysis": {"contrasts": [{"where": {"design": "main"}, "a_b": 1,
+                                               "a": {"b": "x"}, "order": 2},
+                                              {"where": {"design": "factorial"}, "a_b": 2,
+                                               "a": {"b": "y"}, "order": 2.5}]}})
+    fields = {f["name"]: f for f in _record_set("fam", "data/fam.jsonl", shape, "d",
+                                                layout=5)["field"]}
+    subs = fields["analysis_contrasts"]["subField"]
+    assert fields["analysis_contrasts"]["repeated"] is True
+    assert [s["name"] for s in subs] == ["a_b", "where_design"]  # order: int and float
+    assert subs[0]["source"]["transform"] == [{"jsonPath": '"contrasts"'}, {"jsonPath": '"a"."b"'}]
+    assert subs[1]["source"]["transform"] == [{"jsonPath": '"contrasts"'},
+                                              {"jsonPath": '"where"."design"'}]
+    assert len({s["@id"] for s in subs}) == len(subs)
+    four = _record_set("fam", "data/fam.jsonl", shape, "d", layout=4)["field"]
+    assert not [f for f in four if f["name"].startswith("analysis_")]

@@ -1,7 +1,8 @@
 """Re-implementations of what the public loaders of two benchmarks check of their data, written
 from the facts of their layouts (MemoryBench at commit
-9a33aae9d0c1d0c472527ab5bb8c7e2be3263e23: its dataset loader, base dataset class, registry
-and feedback consumers; ImplicitMemBench: its files as a harness that loads them reads them).
+9a33aae9d0c1d0c472527ab5bb8c7e2be3263e23: its dataset loader, base dataset class, registry,
+the dataset classes a registry entry resolves to and what each reads to score, and feedback
+consumers; ImplicitMemBench: its files as a harness that loads them reads them).
 Standard library and ``datasets`` only, so that they run where memspec is not installed.
 Each returns the problems found (empty where the export passes)."""
 
@@ -10,9 +11,13 @@ from __future__ import annotations
 import ast
 import contextlib
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+#: The MemoryBench commit whose code these checks re-implement (and the export follows).
+MEMORYBENCH_COMMIT = "9a33aae9d0c1d0c472527ab5bb8c7e2be3263e23"
 REGISTRY_KEYS = ("dataset_name", "task_tag", "domain_tag", "test_metrics", "max_output_len",
                  "class_name", "dataset_size", "random_seed", "sample_count")
 DOMAINS = ("Open-Domain", "Legal", "Academic&Knowledge")
@@ -47,7 +52,9 @@ def memorybench_problems(folder: Path) -> list[str]:
     """A MemoryBench dataset folder as its loader reads it: every registry entry's dataset
     loads with ``datasets.load_dataset(folder, name)`` into train and test; rows carry the
     required columns, test_idx unique across both splits, the test prompt last; feedback
-    records carry implicit_actions (a list) and satisfaction_score."""
+    records carry implicit_actions (a list) and satisfaction_score; each entry's class_name is
+    an upstream dataset class that takes its name, gives its test_metrics and finds in every
+    row what it reads to score it."""
     import tempfile
 
     with tempfile.TemporaryDirectory() as cache:  # nothing stale from an earlier load
@@ -73,11 +80,11 @@ def _memorybench_problems(folder: Path, cache: str) -> list[str]:
             problems.append(f"{name}: splits {sorted(loaded)}")
             continue
         seen: set[int] = set()
-        rows = 0
+        rows: list[dict[str, Any]] = []
         for split in ("train", "test"):
             for row in loaded[split]:
-                rows += 1
                 row = _to_object(dict(row))
+                rows.append(row)
                 where = f"{name}/{split}/{row.get('test_idx')}"
                 for column in ("test_idx", "dataset_name", "info", "lang"):
                     if column not in row:
@@ -99,8 +106,104 @@ def _memorybench_problems(folder: Path, cache: str) -> list[str]:
                     if not isinstance(record.get("implicit_actions"), list) or \
                             "satisfaction_score" not in record or "round" not in record:
                         problems.append(f"{where}: feedback record {record}")
-        if rows != entry.get("dataset_size"):
-            problems.append(f"{name}: {rows} rows, each.json says {entry.get('dataset_size')}")
+        if len(rows) != entry.get("dataset_size"):
+            problems.append(f"{name}: {len(rows)} rows, each.json says "
+                            f"{entry.get('dataset_size')}")
+        problems += upstream_class_problems(folder, registry, name, rows)
+    return problems
+
+
+@dataclass(frozen=True)
+class UpstreamClass:
+    """One dataset class of MemoryBench (src/dataset/<module>.py at the commit above): the
+    metrics its evaluate_single returns (a registry's test_metrics must be among them, or
+    evaluate_and_summary fails), and what it reads of a record."""
+
+    metrics: frozenset[str]
+    reads: Callable[[dict[str, Any]], list[str]]
+    name_rule: Callable[[str], bool] = lambda name: True
+
+
+def _text_at(row: dict[str, Any], *path: str) -> list[str]:
+    value: Any = row
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return [] if isinstance(value, str) and value.strip() else [f"{'.'.join(path)} is no text"]
+
+
+def _checklist(row: dict[str, Any]) -> list[str]:
+    items = (row.get("info") or {}).get("checklist")
+    if not isinstance(items, list) or not items or not all(
+            isinstance(i, dict) and str(i.get("checklist_id", "")).isdigit() for i in items):
+        return ["info.checklist is no non-empty list of items with a checklist_id"]
+    return []
+
+
+def _locomo(row: dict[str, Any]) -> list[str]:
+    info = row.get("info") or {}
+    return ([] if info.get("category") in (1, 2, 3, 4, 5) and "evidence" in info
+            else ["info.category (1-5) or info.evidence missing"])
+
+
+#: Upstream's dataset classes, by the class_name a registry entry gives (resolved as
+#: src.dataset.<class_name>). DialSim compares the response with info.golden_answer, then asks
+#: a judge, replacing a placeholder by the question: the user prompt, which must then be text
+#: (input_prompt; a list of messages stops it with a TypeError). HelloBench's judge rates
+#: info.checklist item by item. LexEval (ROUGE-L) and WritingPrompts (METEOR) compare with
+#: info.golden_answer; NFCats' judge reads the prompt and response only; Locomo needs a name
+#: ending in -0 to -9 and a category.
+UPSTREAM_CLASSES = {
+    "DialSim.DialSim_Dataset": UpstreamClass(
+        frozenset({"accuracy"}),
+        lambda row: _text_at(row, "info", "golden_answer") + _text_at(row, "input_prompt")),
+    "HelloBench.HelloBench_Dataset": UpstreamClass(
+        frozenset({"avg_score", "checklist_evaluation", "checklist"}), _checklist),
+    "LexEval.LexEval_Dataset": UpstreamClass(
+        frozenset({"rougel", "golden_answer"}), lambda row: _text_at(row, "info", "golden_answer")),
+    "WritingPrompts.WritingPrompts_Dataset": UpstreamClass(
+        frozenset({"meteor"}), lambda row: _text_at(row, "info", "golden_answer")),
+    "NFCats.NFCats_Dataset": UpstreamClass(frozenset({"score"}), lambda row: []),
+    "Locomo.Locomo_Dataset": UpstreamClass(
+        frozenset({"f1", "golden_answer", "evidence"}),
+        lambda row: _text_at(row, "info", "golden_answer") + _locomo(row),
+        lambda name: name.rsplit("-", 1)[-1] in tuple("0123456789")),
+}
+#: Names upstream's loader treats apart: it then also loads corpus/<name>.jsonl.
+CORPUS_NAMES = ("Locomo", "DialSim")
+
+
+def dialsim_exact(response: str, golden_answer: str) -> bool:
+    """DialSim's first rule: the response is the golden answer, case and surrounding space
+    aside, with or without a final full stop (anything else goes to its judge)."""
+    said, gold = response.lower().strip(), golden_answer.lower().strip()
+    return said in (gold, f"{gold}.")
+
+
+def upstream_class_problems(folder: Path, registry: dict[str, Any], name: str,
+                            rows: list[dict[str, Any]]) -> list[str]:
+    """How upstream resolves a registry entry to its dataset class and whether that class can
+    load and score the entry's rows (``rows`` as its loader turns them into objects)."""
+    entry = registry[name]
+    found = UPSTREAM_CLASSES.get(entry.get("class_name"))
+    if found is None:
+        return [f"each.json {name}: class_name {entry.get('class_name')!r} is no dataset class "
+                f"of upstream (src.dataset.<module>.<class>: {sorted(UPSTREAM_CLASSES)})"]
+    problems = []
+    if not found.name_rule(name):
+        problems.append(f"{name}: {entry['class_name']} refuses the name")
+    if any(word in name for word in CORPUS_NAMES) and \
+            not (folder / "corpus" / f"{name}.jsonl").exists():
+        problems.append(f"{name}: upstream loads corpus/{name}.jsonl for this name")
+    extra = set(entry.get("test_metrics") or []) - found.metrics
+    if extra:
+        problems.append(f"each.json {name}: {entry['class_name']} gives no {sorted(extra)}")
+    for row in rows:
+        problems += [f"{name}/{row.get('test_idx')}: {entry['class_name']} reads {p}"
+                     for p in found.reads(row)]
+        prompt = row.get("input_prompt")
+        if prompt and row.get("input_chat_messages") != [{"role": "user", "content": prompt}]:
+            # Upstream gives the model input_prompt where it is set: it must be the same task.
+            problems.append(f"{name}/{row.get('test_idx')}: input_prompt is not the task")
     return problems
 
 
