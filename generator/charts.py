@@ -32,6 +32,17 @@ def _svg(width: int, height: int, title: str, body: list[str]) -> str:
         *body, "</svg>", ""])
 
 
+def _legend(names: Sequence[str], left: int, step: int) -> list[str]:
+    """A swatch and a name per series, in a row at the top, ``step`` pixels apart."""
+    body = []
+    for k, name in enumerate(names):
+        x = left + k * step
+        body += [f'<rect x="{x}" y="28" width="10" height="10" '
+                 f'fill="{PALETTE[k % len(PALETTE)]}"/>',
+                 f'<text x="{x + 14}" y="37" {_FONT}>{escape(name)}</text>']
+    return body
+
+
 def stacked_bars(title: str, rows: Sequence[tuple[str, Sequence[int]]],
                  legend: Sequence[str]) -> str:
     """One horizontal bar per row, split into segments by share (e.g. how often the right
@@ -39,12 +50,7 @@ def stacked_bars(title: str, rows: Sequence[tuple[str, Sequence[int]]],
     label_width, bar_width, row_height = 330, 360, 22
     height = 48 + row_height * len(rows) + 24
     width = label_width + bar_width + 20
-    body = []
-    for k, name in enumerate(legend):
-        x = label_width + k * 80
-        body += [f'<rect x="{x}" y="28" width="10" height="10" '
-                 f'fill="{PALETTE[k % len(PALETTE)]}"/>',
-                 f'<text x="{x + 14}" y="37" {_FONT}>{escape(name)}</text>']
+    body = _legend(legend, label_width, 80)
     for index, (label, counts) in enumerate(rows):
         y = 48 + index * row_height
         body.append(f'<text x="{label_width - 6}" y="{y + 15}" {_FONT} '
@@ -97,4 +103,33 @@ def histogram(title: str, frequencies: Mapping[int, int], bins: int = 20, unit: 
         f'<text x="{left + plot_w // 2}" y="{axis_y + 32}" {_FONT} text-anchor="middle">'
         f"{sum(counts)} values, {len(counts)} bins of {step}</text>",
     ]
+    return _svg(width, height, title, body)
+
+
+def paired_bars(title: str, rows: Sequence[tuple[str, Sequence[float], str]],
+                legend: Sequence[str], unit: str = "") -> str:
+    """Bars side by side, one per arm, for each row (e.g. a phase at one level of the other
+    axes), all on one scale from 0, each labelled with its value; each row's ``note`` (e.g.
+    in how many groups the arms are the same text) is written after its bars."""
+    label_width, bar_width, bar_height = 230, 300, 14
+    row_height = bar_height * len(legend) + 10
+    width, top = label_width + bar_width + 200, 48
+    height = top + row_height * len(rows) + 8
+    body = _legend(legend, label_width, 140)
+    largest = max((v for _, values, _ in rows for v in values), default=0) or 1
+    for index, (label, values, note) in enumerate(rows):
+        y = top + index * row_height
+        body.append(f'<text x="{label_width - 6}" y="{y + bar_height}" {_FONT} '
+                    f'text-anchor="end">{escape(label)}</text>')
+        for k, value in enumerate(values):
+            length = bar_width * value / largest
+            bar_y = y + k * bar_height
+            body += [f'<rect x="{label_width}" y="{bar_y + 1}" width="{_num(length)}" '
+                     f'height="{bar_height - 2}" fill="{PALETTE[k % len(PALETTE)]}">'
+                     f"<title>{escape(label)}: {escape(legend[k])} {_num(value)}{escape(unit)}"
+                     "</title></rect>",
+                     f'<text x="{_num(label_width + length + 4)}" y="{bar_y + bar_height - 3}" '
+                     f'font-family="sans-serif" font-size="10">{_num(value)}</text>']
+        body.append(f'<text x="{label_width + bar_width + 44}" y="{y + bar_height}" {_FONT} '
+                    f'fill="#555">{escape(note)}</text>')
     return _svg(width, height, title, body)

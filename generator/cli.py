@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 
 from .catalog import Catalog
+from .cli_metavars import NamedMetavarsGroup
 from .errors import (
     EXIT_BAD_INPUT,
     EXIT_BROKEN_PIPE,
@@ -47,6 +48,8 @@ app = typer.Typer(
     # Completion for bash, zsh, fish and PowerShell: `memspec --install-completion`.
     add_completion=True,
     pretty_exceptions_enable=False,
+    # Every value an option or argument takes is named in one table (cli_metavars).
+    cls=NamedMetavarsGroup,
     # Plain help, wrapped to the terminal's width: rich's panels cut long flag names short
     # at 80 columns.
     rich_markup_mode=None,
@@ -235,7 +238,7 @@ def init(
 @app.command(short_help="Check specs and render every family.")
 def validate(
     paths: Annotated[list[Path] | None, typer.Argument(
-        metavar="PATH", help="Spec files or folders (default: all of specs/).")] = None,
+        help="Spec files or folders (default: all of specs/).")] = None,
     workers: Annotated[int | None, typer.Option(
         help="Processes that validate files side by side (default: one per core).",
         min=1)] = None,
@@ -549,7 +552,6 @@ def freeze_cmd(
 @app.command(short_help="Assemble a release from its shards.")
 def merge(
     shards: Annotated[list[Path], typer.Argument(
-        metavar="SHARD",
         help="The folders of every shard of one release (from freeze --shard I/N).")],
     out_dir: Annotated[Path | None, typer.Option("--out", help="Output folder (default dist/).")]
     = None,
@@ -652,7 +654,6 @@ def verify(
 @app.command(short_help="Freeze and verify the project's releases.")
 def build(
     releases: Annotated[list[str] | None, typer.Argument(
-        metavar="RELEASE",
         help="Releases to build (<name>-<version> or file, any version); default: the newest "
              "version of each release of the project.", autocompletion=_complete_releases)]
     = None,
@@ -815,7 +816,6 @@ def score(
         help="Score instances without a response as unanswered, and judge requests without "
              "a judgment as unjudged, instead of refusing.")] = False,
     abstain_pattern: Annotated[list[str] | None, typer.Option(
-        metavar="REGEX",
         help="Extra regular expression marking an abstention (repeatable).")] = None,
     resamples: Annotated[int, typer.Option(min=100, max=100_000, help="Bootstrap resamples "
                                            "(each holds a draw of every value in memory).")
@@ -1061,7 +1061,6 @@ def judge_requests(
 @app.command("rho-star", short_help="The first level where memory hurts (ρ*).")
 def rho_star_cmd(
     runs: Annotated[list[str], typer.Argument(
-        metavar="LEVEL=SCORES.json",
         help="LEVEL=SCORES.json, in level order (score --format json outputs).")],
     where: Annotated[str | None, typer.Option(
         help="The group of each run whose Δmem to read, as KEY=VALUE[,KEY=VALUE], e.g. "

@@ -192,6 +192,9 @@ def unit_values(contrast: Contrast, instances: Sequence[Mapping[str, Any]],
     sides = [(side, index, tuple(selector.get(k) for k in keys))
              for side, cells in (("a", contrast.a), ("b", contrast.b))
              for index, selector in enumerate(cells)]
+    # The cells an instance falls in depend only on its values of the keys: matched once
+    # per distinct combination (a few dozen), not once per instance (tens of thousands).
+    cells_of: dict[tuple[str, ...], list[tuple[str, int]]] = {}
     for instance, value in zip(instances, values, strict=True):
         if value is None:
             continue
@@ -199,9 +202,13 @@ def unit_values(contrast: Contrast, instances: Sequence[Mapping[str, Any]],
             continue
         unit = (instance["family"], instance["group"])
         seen = tuple(key_value(instance, k) for k in keys)
-        for side, index, wanted in sides:
-            if all(w is None or w == v for w, v in zip(wanted, seen, strict=True)):
-                sums[(unit, side, index)].append(value)
+        cells = cells_of.get(seen)
+        if cells is None:
+            cells = cells_of[seen] = [
+                (side, index) for side, index, wanted in sides
+                if all(w is None or w == v for w, v in zip(wanted, seen, strict=True))]
+        for side, index in cells:
+            sums[(unit, side, index)].append(value)
     units = {unit for unit, _, _ in sums}
     result = {}
     for unit in sorted(units):

@@ -28,7 +28,7 @@ td.ok, span.ok { color: #1b5e20; }
 td.near { color: #8a5a00; font-weight: bold; }
 nav.contents ol { margin: 0.3rem 0; } .feedback { font-size: 0.8rem; margin: 0.3rem 0; }
 code { font-size: 0.85rem; }
-.charts { display: flex; flex-wrap: wrap; gap: 1rem; }
+.charts { display: flex; flex-wrap: wrap; gap: 1rem; } svg { max-width: 100%; height: auto; }
 .variants { display: flex; flex-wrap: wrap; gap: 0.75rem; align-items: flex-start; }
 .axis-row { margin: 0.4rem 0 0.8rem; } .axis-row > h4 { margin: 0.2rem 0; font-size: 0.85rem; }
 .instance { border: 1px solid #bbb; border-radius: 4px; padding: 0.4rem 0.6rem;

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from .arm_charts import arm_chart, compare_arms
 from .audit import FROZEN_AUDIT_NOTE, AuditReport
 from .checks import messages_tokens
 from .html_page import page, table, variants_html
@@ -17,7 +18,8 @@ from .report_format import audit_strength, audit_verdict, format_p, format_value
 SHOWN_VARIANTS = 12
 #: The report's sections: their anchors and headings, in order (the table of contents).
 SECTIONS = (("counts", "Counts"), ("balance", "Balance"), ("lengths", "Lengths"),
-            ("audit", "Audit"), ("examples", "An example group per family"))
+            ("arms", "Paired arms"), ("audit", "Audit"),
+            ("examples", "An example group per family"))
 
 
 def _heading(anchor: str) -> str:
@@ -81,6 +83,20 @@ def _lengths_by_family(instances: Sequence[Mapping[str, Any]]) -> list[str]:
     return ["<h3>Lengths per family</h3>",
             table(["family", "phase", "instances", "least tokens", "median tokens",
                    "most tokens"], rows)]
+
+
+def _arms_section(instances: Sequence[Mapping[str, Any]]) -> list[str]:
+    """A chart per declared pair of arms of each family (``arm_charts``)."""
+    charts = [arm_chart(c) for c in compare_arms(instances)]
+    return [_heading("arms"),
+            '<p class="note">What the paired-arm charts count: for each family that declares '
+            "two arms to compare, each phase's approximate tokens in either arm, at each level "
+            "of its other axes. The group is the unit: a group's variants in an arm are "
+            "averaged, then the groups. After the bars: in how many groups the phase is the "
+            "same text in both arms (a paired design differs only where its manipulation "
+            "is).</p>",
+            f'<div class="charts">{"".join(charts)}</div>' if charts else
+            '<p class="note">No family of this release declares paired arms.</p>']
 
 
 def _audit_section(report: AuditReport) -> list[str]:
@@ -148,14 +164,15 @@ def _examples_section(instances: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def render_report(manifest: Mapping[str, Any], instances: Sequence[Mapping[str, Any]],
                   report: AuditReport) -> str:
-    """The report page of a release: counts, balance and length charts, the audit, and an
-    example group per family."""
+    """The report page of a release: counts, balance and length charts, the paired arms side
+    by side, the audit, and an example group per family."""
     title = f"{manifest['release']}-{manifest['version']}"
     return page(f"Release report: {title}", [
         *_contents(),
         *_counts_section(manifest),
         *_charts_section(ReleaseStats.of(instances)),
         *_lengths_by_family(instances),
+        *_arms_section(instances),
         *_audit_section(report),
         *_examples_section(instances),
     ])

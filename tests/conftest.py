@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,23 @@ def _version_key(stem: str) -> tuple[str, tuple[int, ...]]:
 ALL_RELEASES = sorted((p.stem for p in (REPO / "specs" / "releases").glob("*.yaml")),
                       key=_version_key)
 LATEST_RELEASES = sorted({_version_key(stem)[0]: stem for stem in ALL_RELEASES}.values())
+
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    """Debian's chromium, headless, driven by Playwright (the pages' tests open them in it)."""
+    from playwright.sync_api import sync_playwright
+
+    assert Path(CHROMIUM).exists(), "chromium is missing: apt-get install -y chromium"
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run"])
+        yield launched
+        launched.close()
 
 
 @pytest.fixture

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,6 +43,46 @@ def test_help_lists_the_choices_and_the_parser_enforces_them() -> None:
     assert "<local|dask>" in run_cli("freeze", "-h").stdout
     refused = run_cli("score", "dist/x", "r.jsonl", "--correction", "sidak")
     assert refused.returncode == 2 and "'holm', 'bonferroni', 'none'" in refused.stderr
+
+
+#: What the parser would name a value by its type alone: typer's ``<str>``, ``<int range>``,
+#: ``<list[Path]>`` and click's ``TEXT``, ``INTEGER``, ``PATH``; none says what to give.
+GENERIC_METAVAR = re.compile(
+    r"<(?:list\[|tuple\[)?(?:str|int|float|bool|path|Path|file|uuid|datetime)(?: range)?\]?>"
+    r"|\b(?:TEXT|INTEGER|FLOAT|BOOLEAN|PATH|FILENAME|DIRECTORY|UUID)\b")
+
+
+def _commands() -> list[tuple[list[str], Any]]:
+    """Every command of the command line (the group itself first) with its words."""
+    import typer
+
+    group = typer.main.get_command(app)
+    return [([], group), *(([name], sub) for name, sub in group.commands.items())]
+
+
+@pytest.mark.parametrize("words, command", _commands(),
+                         ids=lambda v: " ".join(v) if isinstance(v, list) else "")
+def test_every_value_is_named_for_what_it_takes(words: list[str], command: Any) -> None:
+    from typer.testing import CliRunner
+
+    from generator.cli_metavars import METAVARS
+
+    shown = CliRunner().invoke(app, [*words, "--help"], env={"COLUMNS": "80"})
+    assert shown.exit_code == 0, shown.output
+    assert not GENERIC_METAVAR.search(shown.output), (words, shown.output)
+    rows = shown.output.split("\nArguments:")[-1]
+    usage = shown.output.splitlines()[0]
+    for param in command.params:
+        if getattr(param, "is_flag", False):
+            continue
+        if param.type_descriptor.is_choice:
+            named = "<" + "|".join(map(str, param.type_descriptor.choices)) + ">"
+        else:  # every free value is named in the one table
+            named = METAVARS[param.name]
+        if param.param_type_name == "argument":
+            assert named in usage and f"\n  {named}  " in rows, (param.name, usage)
+        else:
+            assert f"{param.opts[0]} {named}" in shown.output, (param.name, named)
 
 
 def test_version() -> None:

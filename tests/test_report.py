@@ -5,30 +5,15 @@ itself, and show what they should."""
 from __future__ import annotations
 
 import json
-import shutil
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from conftest import REPO, bundled_release, release_instances, run_cli
+from generator.checks import messages_tokens
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = REPO / "tests" / "artifacts"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    from playwright.sync_api import sync_playwright
-
-    assert Path(CHROMIUM).exists(), "chromium is missing: apt-get install -y chromium"
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--no-first-run"])
-        yield launched
-        launched.close()
 
 
 class Loaded:
@@ -80,15 +65,17 @@ def test_the_report_loads_clean_and_shows_every_family(browser, built_dist: Path
     holm = [float(cells[6]) for cells in (row.locator("td").all_text_contents()
                                           for row in adversary_rows.all())]
     assert holm == sorted(holm)
+    pairs = {(i["family"], p["axis"], p["a"], p["b"]) for i in instances
+             for p in i["analysis"].get("paired", [])}
     assert loaded.count("svg") == 1 + len({p["phase"] for i in instances for p in i["phases"]
-                                           if p["messages"]})
+                                           if p["messages"]}) + len(pairs)
     assert "The audit passed." in loaded.page.inner_text("body")
     bars = loaded.page.locator("svg rect title").all_text_contents()
     assert "memorychecks.binding.topic_partner: option A 72" in bars
     # A table of contents whose every entry leads to its section, and every chart says what
     # it counts.
     links = loaded.page.locator("nav.contents a").evaluate_all("a => a.map(x => x.hash)")
-    assert links == ["#counts", "#balance", "#lengths", "#audit", "#examples"]
+    assert links == ["#counts", "#balance", "#lengths", "#arms", "#audit", "#examples"]
     assert all(loaded.count(anchor) == 1 for anchor in links)
     body = loaded.page.inner_text("body")
     assert body.count("What the chart counts") == 1 and body.count("What the charts count") == 1
@@ -128,6 +115,68 @@ def test_the_report_shows_feedback_actions_lettered_options_and_near_misses() ->
     lines = [line for line in console.export_text().splitlines() if "│ f " in line]
     assert [line.split("│")[1].strip() for line in lines] == ["strong", "near", "weak"]
     assert "near miss (p 0.01 before Holm)" in lines[1]
+
+
+def test_the_report_sets_paired_arms_side_by_side_with_the_group_as_unit(
+        browser, built_dist: Path, tmp_path: Path) -> None:
+    release = bundled_release(built_dist, "example-v3")
+    out = tmp_path / "report.html"
+    assert run_cli("report", str(release), "--out", str(out)).returncode == 0
+    instances = release_instances(release)
+    loaded = Loaded(browser, out, "report-arms-example-v3.png")
+    assert loaded.console == []
+    charts = loaded.page.locator("h2#arms ~ div.charts").first.locator("svg")
+    # The one paired family: its judged treatment beside its control.
+    assert charts.count() == 1
+    assert charts.locator("title").first.text_content() == \
+        "example.priming.harbour_fog: arm = experimental vs control"
+    bars = charts.locator("rect title").all_text_contents()
+    notes = charts.locator("text[fill='#555']").all_text_contents()
+    paired = [i for i in instances if i["family"] == "example.priming.harbour_fog"]
+    phases = sorted({p["phase"] for i in paired for p in i["phases"]})
+    assert len(bars) == 2 * len(phases) and len(notes) == len(phases)
+    groups = sorted({i["group"] for i in paired})
+    def words(i: dict, phase: str) -> list[str]:
+        return [m["content"] for p in i["phases"] if p["phase"] == phase for m in p["messages"]]
+
+    for phase, note in zip(phases, notes, strict=True):
+        by_arm = {(i["group"], i["axes"]["arm"]): i for i in paired}
+        for arm in ("experimental", "control"):
+            # One instance a group and arm here: the mean over groups of its tokens.
+            mean = sum(messages_tokens(p["messages"]) for g in groups
+                       for p in by_arm[g, arm]["phases"] if p["phase"] == phase) / len(groups)
+            assert f"{phase}: {arm} {mean:.1f}".removesuffix(".0") + " tokens" in bars
+        same = sum(words(by_arm[g, "experimental"], phase) == words(by_arm[g, "control"], phase)
+                   for g in groups)
+        assert note == f"same text in {same}/{len(groups)} groups"
+    # Only the priming text differs between the arms; interference and probe are shared.
+    assert notes == ["same text in 12/12 groups", "same text in 0/12 groups",
+                     "same text in 12/12 groups"]
+    body = loaded.page.inner_text("body")
+    assert "What the paired-arm charts count" in body
+
+
+def test_arm_comparisons_average_within_a_group_before_across_groups() -> None:
+    from generator.arm_charts import compare_arms
+
+    def item(group: int, arm: str, rotation: str, words: int) -> dict:
+        return {"family": "f", "group": group, "axes": {"arm": arm, "rotation": rotation},
+                "analysis": {"paired": [{"axis": "arm", "a": "x", "b": "y"}]},
+                "phases": [{"phase": "probe", "messages": [
+                    {"role": "user", "content": " ".join(["w"] * words)}]}]}
+
+    # At each level of the other axes (here one rotation), arm by arm over the groups.
+    instances = [item(0, "x", "r0", 2), item(0, "y", "r0", 2), item(1, "x", "r0", 9),
+                 item(1, "y", "r0", 1)]
+    rows = compare_arms(instances)[0].rows
+    assert [(r.level, r.means, r.groups, r.same) for r in rows] == \
+        [("rotation=r0", (5.5, 1.5), 2, 1)]
+    # Group 0 has two variants of arm x (2 and 4 tokens, mean 3), group 1 one (9 tokens): the
+    # mean of group means is 6, not the instance mean 5.
+    pooled = [dict(i, axes={"arm": i["axes"]["arm"]}) for i in instances]
+    pooled.insert(1, item(0, "x", "r1", 4) | {"axes": {"arm": "x"}})
+    (row,) = compare_arms(pooled)[0].rows
+    assert row.level == "all" and row.means == ((3 + 9) / 2, 1.5) and row.same == 0
 
 
 @pytest.mark.parametrize("width", [1400, 800])
