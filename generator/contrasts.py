@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .cell_plans import CellPlan, plan_cells, unit_differences
+
 #: Interaction order estimated where a factorial does not say.
 DEFAULT_ORDER = 2
 
@@ -177,6 +179,26 @@ def _crossed(members: Sequence[Mapping[str, Any]], factors: Sequence[str]) -> bo
     return all(len(c) == 2 ** len(factors) for c in cells.values())
 
 
+def plan_contrast(contrast: Contrast, instances: Sequence[Mapping[str, Any]],
+                  key_value: Callable[[Mapping[str, Any], str], str]) -> CellPlan:
+    """The cells of ``contrast`` among ``instances`` (within its ``where``), as a plan that
+    ``cell_differences`` runs on any vector of item values."""
+    # Each key is read once per instance, not once per cell that names it: a factorial's
+    # effect names 2**k cells, and a report estimates dozens of effects.
+    keys = sorted({k for cells in (contrast.a, contrast.b) for selector in cells
+                   for k in selector})
+    wanted = [tuple(selector.get(k) for k in keys) for selector in (*contrast.a, *contrast.b)]
+    members: list[list[int]] = [[] for _ in wanted]
+    for index, instance in enumerate(instances):
+        if contrast.where and not _selects(instance, contrast.where, key_value):
+            continue
+        seen = tuple(key_value(instance, k) for k in keys)
+        for cell, selector in enumerate(wanted):
+            if all(w is None or w == v for w, v in zip(selector, seen, strict=True)):
+                members[cell].append(index)
+    return plan_cells(instances, members[:len(contrast.a)], members[len(contrast.a):])
+
+
 def unit_values(contrast: Contrast, instances: Sequence[Mapping[str, Any]],
                 values: Sequence[float | None],
                 key_value: Callable[[Mapping[str, Any], str], str]
@@ -184,37 +206,7 @@ def unit_values(contrast: Contrast, instances: Sequence[Mapping[str, Any]],
     """Per group: the mean over the ``a`` cells of each cell's mean of ``values`` (None: the
     item does not count, e.g. unanswered) less the same over the ``b`` cells. A group lacking
     a value in any cell is left out."""
-    sums: dict[tuple[tuple[str, int], str, int], list[float]] = defaultdict(list)
-    # Each key is read once per instance, not once per cell that names it: a factorial's
-    # effect names 2**k cells, and a report estimates dozens of effects.
-    keys = sorted({k for cells in (contrast.a, contrast.b) for selector in cells
-                   for k in selector})
-    sides = [(side, index, tuple(selector.get(k) for k in keys))
-             for side, cells in (("a", contrast.a), ("b", contrast.b))
-             for index, selector in enumerate(cells)]
-    for instance, value in zip(instances, values, strict=True):
-        if value is None:
-            continue
-        if contrast.where and not _selects(instance, contrast.where, key_value):
-            continue
-        unit = (instance["family"], instance["group"])
-        seen = tuple(key_value(instance, k) for k in keys)
-        for side, index, wanted in sides:
-            if all(w is None or w == v for w, v in zip(wanted, seen, strict=True)):
-                sums[(unit, side, index)].append(value)
-    units = {unit for unit, _, _ in sums}
-    result = {}
-    for unit in sorted(units):
-        means = {}
-        for side, cells in (("a", contrast.a), ("b", contrast.b)):
-            cell_means = [sums.get((unit, side, k)) for k in range(len(cells))]
-            if any(not m for m in cell_means):
-                break
-            means[side] = math.fsum(math.fsum(m) / len(m) for m in cell_means if m) \
-                / len(cells)
-        else:
-            result[unit] = means["a"] - means["b"]
-    return result
+    return unit_differences(plan_contrast(contrast, instances, key_value), values)
 
 
 def load_analysis_file(path: Path) -> Mapping[str, Any]:

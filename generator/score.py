@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import safe_regex
+from .cell_plans import CellPlan, plan_cells, unit_differences
 from .contrasts import Contrast, estimand, unit_values
 from .contrasts import declared as declared_contrasts
 from .contrasts import derived as derived_contrasts
@@ -29,7 +30,7 @@ from .instances import pair_key
 from .parquet_export import split_of
 from .scoring import canonical_text, first_attempt, first_choice, first_line, is_correct
 from .signal_detection import group_rates, sdt_metrics
-from .stats import adjust, bootstrap_ci, normalise, sign_flip_test
+from .stats import adjust, bootstrap_ci, expanded_level, normalise, sign_flip_test
 
 #: Responses that decline to answer, matched against the first line of a response. A
 #: paradigm or family adds its own with ``answer.abstain``; ``score --abstain-pattern`` too.
@@ -170,19 +171,30 @@ TAIL_RESAMPLES = 20
 
 
 def _mean_and_ci(units: Mapping[tuple[str, int], float], clusters: Mapping[tuple[str, int], str],
-                 options: ScoreOptions, level: float = 0.95
+                 options: ScoreOptions, level: float = 0.95, expand: bool = False
                  ) -> tuple[float | None, list[float] | None]:
+    """The mean of the groups' values and its bootstrap interval at ``level``; with
+    ``expand``, read at the expanded percentile level for the number of units (groups, or
+    clusters), as the intervals that are tested against 0 are (Δmem and the contrasts)."""
     if not units:
         return None, None
     keys = sorted(units)
     values = [units[k] for k in keys]
     labels = [clusters[k] for k in keys] if options.cluster else None
+    if expand:
+        level = expanded_level(level, len(set(labels)) if labels else len(values))
     # A simultaneous (Bonferroni) interval reads a far quantile: enough resamples for it.
-    resamples = max(options.resamples, math.ceil(TAIL_RESAMPLES * 2 / (1 - level)))
+    resamples = bootstrap_resamples(options.resamples, level)
     ci = bootstrap_ci(values, labels, resamples=resamples, seed=options.seed, level=level)
     # Summed exactly, the mean of equal values is that value, not one some ulps off it.
     mean = math.fsum(values) / len(values)
     return mean, _containing(mean, ci) if ci else None
+
+
+def bootstrap_resamples(asked: int, level: float) -> int:
+    """Resamples for an interval at ``level``: those asked, or more, so that at least
+    ``TAIL_RESAMPLES`` fall beyond each bound of a far (simultaneous) interval."""
+    return max(asked, math.ceil(TAIL_RESAMPLES * 2 / (1 - level)))
 
 
 #: How far (relative) a bootstrap bound may miss the point estimate and still be rounding.
@@ -261,7 +273,7 @@ def metrics(subset: Sequence[Outcome], everything: Sequence[Outcome], key: Mappi
     delta = _delta_mem(subset, everything, key)
     if delta is not None:
         result["delta_mem"], result["delta_mem_ci"] = _mean_and_ci(delta, clusters, options,
-                                                                    delta_level)
+                                                                    delta_level, expand=True)
         result["delta_mem_pairs"] = len(delta)
     signalled = [o for o in subset if o.instance.get("analysis", {}).get("signal")]
     if signalled:
@@ -306,29 +318,42 @@ def _delta_mem(subset: Sequence[Outcome], everything: Sequence[Outcome],
     """Per group: accuracy on the answered items of the subset's conditions minus accuracy
     on the answered items of the group's baseline; only groups answered on both sides count
     (an empty pairing is None: the difference is undefined, not 0)."""
-    baselines = {(b["axis"], b["value"]) for o in subset
-                 if (b := o.instance.get("analysis", {}).get("baseline"))}
+    position = {id(o): index for index, o in enumerate(everything)}
+    plan = delta_mem_plan([o.instance for o in everything],
+                          [position[id(o)] for o in subset], key)
+    if plan is None:
+        return None
+    return unit_differences(plan, [_metric_value(o, "accuracy") for o in everything])
+
+
+def delta_mem_plan(instances: Sequence[Mapping[str, Any]], row: Sequence[int],
+                   key: Mapping[str, str]) -> CellPlan | None:
+    """Δmem of the row of ``instances`` at the indices ``row`` (keyed ``key``) as cells: its
+    items outside the declared baseline condition against the baseline items of the same
+    slice; None where the row declares no single baseline or either side is empty."""
+    baselines = {(b["axis"], b["value"]) for i in row
+                 if (b := instances[i].get("analysis", {}).get("baseline"))}
     if len(baselines) != 1:
         return None
     axis, value = baselines.pop()
+
+    def scored(instance: Mapping[str, Any]) -> bool:
+        return instance["answer"]["scorer"] != "judge"
+
     # An act/don't-act design is read by signal detection: a difference of accuracy there
     # would measure a response bias, not memory.
-    treated = [o for o in subset if axis in o.instance["axes"]
-               and o.instance["axes"][axis] != value and o.correct is not None
-               and not o.instance["analysis"].get("signal")]
+    treated = [i for i in row if axis in instances[i]["axes"]
+               and instances[i]["axes"][axis] != value and scored(instances[i])
+               and not instances[i]["analysis"].get("signal")]
     # The variant name changes with the baseline axis, so it cannot also hold for the
     # baseline instances; the other keys narrow the baseline to the same slice.
     other_keys = {k: v for k, v in key.items() if k not in (axis, "variant", "id")}
-    base = [o for o in everything if o.instance["axes"].get(axis) == value
-            and o.correct is not None
-            and all(key_value(o.instance, k) == v for k, v in other_keys.items())]
+    base = [i for i, instance in enumerate(instances)
+            if instance["axes"].get(axis) == value and scored(instance)
+            and all(key_value(instance, k) == v for k, v in other_keys.items())]
     if not treated or not base:
         return None
-    treated_means = _unit_means(treated, lambda o: float(bool(o.correct)) if o.answered
-                                else None)
-    base_means = _unit_means(base, lambda o: float(bool(o.correct)) if o.answered else None)
-    shared = sorted(set(treated_means) & set(base_means))
-    return {u: treated_means[u] - base_means[u] for u in shared}
+    return plan_cells(instances, [treated], [base])
 
 
 def _scale_span(subset: Sequence[Outcome]) -> float | None:
@@ -522,21 +547,27 @@ def _metric_value(o: Outcome, metric: str) -> float | None:
     return None if value is None else float(value)
 
 
-def _contrast_units(outcomes: Sequence[Outcome], options: ScoreOptions
-                    ) -> list[tuple[Contrast, dict[tuple[str, int], float]]]:
-    """Every declared and derived contrast with its value per group."""
-    instances = [o.instance for o in outcomes]
+def report_contrasts(instances: Sequence[Mapping[str, Any]],
+                     analysis: Sequence[Mapping[str, Any]] = ()) -> list[Contrast]:
+    """The contrasts a report estimates: the declared ones (the instances' analysis blocks,
+    then ``analysis``), then the derived ones that estimate something new."""
     try:
-        chosen = declared_contrasts(instances, options.analysis, key_value)
+        chosen = declared_contrasts(instances, analysis, key_value)
     except ValueError as exc:
         raise SpecError.single(str(exc)) from None
     names = {c.name for c in chosen}
     estimated = {estimand(c) for c in chosen}
-    chosen += [c for c in derived_contrasts(instances)
-               if c.name not in names and estimand(c) not in estimated]
+    return chosen + [c for c in derived_contrasts(instances)
+                     if c.name not in names and estimand(c) not in estimated]
+
+
+def _contrast_units(outcomes: Sequence[Outcome], options: ScoreOptions
+                    ) -> list[tuple[Contrast, dict[tuple[str, int], float]]]:
+    """Every declared and derived contrast with its value per group."""
+    instances = [o.instance for o in outcomes]
     values: dict[str, list[float | None]] = {}
     result = []
-    for contrast in chosen:
+    for contrast in report_contrasts(instances, options.analysis):
         if contrast.metric not in values:
             values[contrast.metric] = [_metric_value(o, contrast.metric) for o in outcomes]
         result.append((contrast, unit_values(contrast, instances, values[contrast.metric],
@@ -556,7 +587,7 @@ def _cluster_means(units: Mapping[tuple[str, int], float],
 def _contrast_result(contrast: Contrast, units: Mapping[tuple[str, int], float],
                      clusters: Mapping[tuple[str, int], str], options: ScoreOptions,
                      level: float) -> dict[str, Any]:
-    estimate, interval = _mean_and_ci(units, clusters, options, level)
+    estimate, interval = _mean_and_ci(units, clusters, options, level, expand=True)
     entry: dict[str, Any] = {
         "name": contrast.name, "kind": contrast.kind, "metric": contrast.metric,
         "source": contrast.source, "estimate": estimate, "ci": interval,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 #: Resamples drawn by default for a bootstrap interval.
 BOOTSTRAP_RESAMPLES = 2000
@@ -28,7 +29,7 @@ def bootstrap_ci(values: Sequence[float], clusters: Sequence[str] | None = None,
         return None
     rng = np.random.Generator(np.random.PCG64(seed))
     if clusters is None:
-        picks = rng.integers(0, data.size, size=(resamples, data.size))
+        picks = _group_picks(rng, data.size, resamples)
         means = data[picks].mean(axis=1)
     else:
         labels = sorted(set(clusters))
@@ -43,6 +44,52 @@ def bootstrap_ci(values: Sequence[float], clusters: Sequence[str] | None = None,
     alpha = (1 - level) / 2
     low, high = np.quantile(means, [alpha, 1 - alpha])
     return float(low), float(high)
+
+
+def _group_picks(rng: Any, size: int, resamples: int) -> Any:
+    """The groups each resample draws (with replacement), one row per resample."""
+    return rng.integers(0, size, size=(resamples, size))
+
+
+def bootstrap_cis(columns: Any, *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0,
+                  level: float = 0.95) -> tuple[Any, Any]:
+    """``bootstrap_ci`` of many columns of one size at once (an array with a row per group
+    and a column per series, e.g. one per simulated run): the same resamples, drawn once,
+    so each column's interval is the one ``bootstrap_ci`` gives it, up to the rounding of
+    a sum taken in another order. Returns the arrays of lower and upper bounds."""
+    import numpy as np
+
+    data = np.asarray(columns, dtype=float)
+    rng = np.random.Generator(np.random.PCG64(seed))
+    picks = _group_picks(rng, data.shape[0], resamples)
+    # How often each resample draws each group: the resamples' means are then one product.
+    counts = np.zeros((resamples, data.shape[0]))
+    np.add.at(counts, (np.repeat(np.arange(resamples), data.shape[0]), picks.ravel()), 1)
+    alpha = (1 - level) / 2
+    low, high = np.empty(data.shape[1]), np.empty(data.shape[1])
+    chunk = 256  # columns per product, so that the resamples' means stay a few MB
+    for start in range(0, data.shape[1], chunk):
+        means = counts @ data[:, start:start + chunk] / data.shape[0]
+        low[start:start + chunk], high[start:start + chunk] = np.quantile(
+            means, [alpha, 1 - alpha], axis=0)
+    return low, high
+
+
+def expanded_level(level: float, groups: int) -> float:
+    """The percentile level at which a bootstrap over ``groups`` units reads its quantiles so
+    that its interval holds ``level``: Hesterberg's expanded percentile interval, whose tail
+    is 2 Φ(−√(n/(n−1)) · t_{n−1}(1 − (1−level)/2)). A percentile bootstrap of a mean draws
+    from the units' own spread, which is narrower than the population's by (n−1)/n, and
+    its tails are normal where Student's are due: at the far levels of simultaneous
+    intervals over a few dozen groups it excluded 0 for a random policy in 8.5% of reports
+    rather than 5%."""
+    from scipy import stats as scipy_stats
+
+    if groups < 2:
+        return level
+    tail = (1 - level) / 2
+    spread = math.sqrt(groups / (groups - 1)) * scipy_stats.t.ppf(1 - tail, groups - 1)
+    return float(1 - 2 * scipy_stats.norm.cdf(-spread))
 
 
 def binomial_test(successes: int, trials: int, chance: float,
