@@ -180,22 +180,38 @@ def _crossed(members: Sequence[Mapping[str, Any]], factors: Sequence[str]) -> bo
 
 
 def plan_contrast(contrast: Contrast, instances: Sequence[Mapping[str, Any]],
-                  key_value: Callable[[Mapping[str, Any], str], str]) -> CellPlan:
+                  key_value: Callable[[Mapping[str, Any], str], str],
+                  columns: dict[str, list[str]] | None = None) -> CellPlan:
     """The cells of ``contrast`` among ``instances`` (within its ``where``), as a plan that
-    ``cell_differences`` runs on any vector of item values."""
+    ``cell_differences`` runs on any vector of item values. ``columns`` keeps each key's
+    value per instance between calls (a report plans dozens of effects on the same keys)."""
+    columns = {} if columns is None else columns
+
+    def column(key: str) -> list[str]:
+        if key not in columns:
+            columns[key] = [key_value(instance, key) for instance in instances]
+        return columns[key]
+
     # Each key is read once per instance, not once per cell that names it: a factorial's
     # effect names 2**k cells, and a report estimates dozens of effects.
     keys = sorted({k for cells in (contrast.a, contrast.b) for selector in cells
                    for k in selector})
     wanted = [tuple(selector.get(k) for k in keys) for selector in (*contrast.a, *contrast.b)]
     members: list[list[int]] = [[] for _ in wanted]
-    for index, instance in enumerate(instances):
-        if contrast.where and not _selects(instance, contrast.where, key_value):
+    where = sorted((contrast.where or {}).items())
+    rows = list(zip(*(column(k) for k in keys), strict=True)) if keys \
+        else [()] * len(instances)
+    inside = [all(column(k)[index] == v for k, v in where) for index in range(len(instances))]
+    matching: dict[tuple[str, ...], list[int]] = {}  # the cells of each combination of keys
+    for index, seen in enumerate(rows):
+        if not inside[index]:
             continue
-        seen = tuple(key_value(instance, k) for k in keys)
-        for cell, selector in enumerate(wanted):
-            if all(w is None or w == v for w, v in zip(selector, seen, strict=True)):
-                members[cell].append(index)
+        if seen not in matching:
+            matching[seen] = [cell for cell, selector in enumerate(wanted)
+                              if all(w is None or w == v
+                                     for w, v in zip(selector, seen, strict=True))]
+        for cell in matching[seen]:
+            members[cell].append(index)
     return plan_cells(instances, members[:len(contrast.a)], members[len(contrast.a):])
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from . import safe_regex
 from .cell_plans import CellPlan, plan_cells, unit_differences
-from .contrasts import Contrast, estimand, unit_values
+from .contrasts import Contrast, estimand, plan_contrast
 from .contrasts import declared as declared_contrasts
 from .contrasts import derived as derived_contrasts
 from .declared_outcomes import outcome_units
@@ -566,12 +566,13 @@ def _contrast_units(outcomes: Sequence[Outcome], options: ScoreOptions
     """Every declared and derived contrast with its value per group."""
     instances = [o.instance for o in outcomes]
     values: dict[str, list[float | None]] = {}
+    columns: dict[str, list[str]] = {}
     result = []
     for contrast in report_contrasts(instances, options.analysis):
         if contrast.metric not in values:
             values[contrast.metric] = [_metric_value(o, contrast.metric) for o in outcomes]
-        result.append((contrast, unit_values(contrast, instances, values[contrast.metric],
-                                             key_value)))
+        plan = plan_contrast(contrast, instances, key_value, columns)
+        result.append((contrast, unit_differences(plan, values[contrast.metric])))
     return result
 
 

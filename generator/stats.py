@@ -6,6 +6,7 @@ hurts (ρ*)."""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -60,18 +61,21 @@ def bootstrap_cis(columns: Any, *, resamples: int = BOOTSTRAP_RESAMPLES, seed: i
     import numpy as np
 
     data = np.asarray(columns, dtype=float)
+    groups = data.shape[0]
     rng = np.random.Generator(np.random.PCG64(seed))
-    picks = _group_picks(rng, data.shape[0], resamples)
+    picks = _group_picks(rng, groups, resamples)
     # How often each resample draws each group: the resamples' means are then one product.
-    counts = np.zeros((resamples, data.shape[0]))
-    np.add.at(counts, (np.repeat(np.arange(resamples), data.shape[0]), picks.ravel()), 1)
+    rows = np.repeat(np.arange(resamples) * groups, groups)
+    counts = np.bincount(rows + picks.ravel(), minlength=resamples * groups
+                         ).reshape(resamples, groups).astype(float)
     alpha = (1 - level) / 2
     low, high = np.empty(data.shape[1]), np.empty(data.shape[1])
     chunk = 256  # columns per product, so that the resamples' means stay a few MB
     for start in range(0, data.shape[1], chunk):
-        means = counts @ data[:, start:start + chunk] / data.shape[0]
+        # A row per column: each quantile is then read along contiguous memory.
+        means = data[:, start:start + chunk].T @ counts.T / groups
         low[start:start + chunk], high[start:start + chunk] = np.quantile(
-            means, [alpha, 1 - alpha], axis=0)
+            means, [alpha, 1 - alpha], axis=1)
     return low, high
 
 
@@ -92,10 +96,12 @@ def expanded_level(level: float, groups: int) -> float:
     return float(1 - 2 * scipy_stats.norm.cdf(-spread))
 
 
+@functools.lru_cache(maxsize=4096)
 def binomial_test(successes: int, trials: int, chance: float,
                   alternative: str = "two-sided") -> float | None:
     """Exact binomial p-value of ``successes`` in ``trials`` against ``chance`` (two-sided, or
-    ``greater`` for "better than chance")."""
+    ``greater`` for "better than chance"); kept, since a report's rows and a simulation's
+    runs ask the same few questions again and again."""
     if trials == 0:
         return None
     from scipy import stats as scipy_stats  # imported on use: it costs a second at start-up

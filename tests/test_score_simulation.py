@@ -104,7 +104,8 @@ def test_random_policy_family_wise_error_is_at_most_alpha(release: tuple[str, li
     plans = [plan for _, indices in rows for plan in plan_tests(instances, indices)]
     deltas = [plan for key, indices in rows
               if (plan := delta_mem_plan(instances, indices, key)) is not None]
-    contrasts = [(c.metric, plan_contrast(c, instances, key_value))
+    columns: dict[str, list[str]] = {}
+    contrasts = [(c.metric, plan_contrast(c, instances, key_value, columns))
                  for c in report_contrasts(instances)]
     correct_table, relied_table, sizes = _random_outcomes(instances)
     rng = np.random.Generator(np.random.PCG64(20261204))
@@ -143,7 +144,6 @@ def test_random_policy_family_wise_error_is_at_most_alpha(release: tuple[str, li
             for (run, _), lo, hi in zip(columns, low, high, strict=True):
                 significant[run] |= bool(lo > ROUNDING or hi < -ROUNDING)
     wrong = int(significant.sum())
-    print(name, 'tests', by_tests, 'all', wrong)
     assert wrong <= TOLERATED, (name, wrong, by_tests, len(plans), len(deltas),
                                 len(contrasts))
 
