@@ -275,6 +275,9 @@ def metrics(subset: Sequence[Outcome], everything: Sequence[Outcome], key: Mappi
         result["delta_mem"], result["delta_mem_ci"] = _mean_and_ci(delta, clusters, options,
                                                                     delta_level, expand=True)
         result["delta_mem_pairs"] = len(delta)
+        # Not among the report's tests (its intervals are what the report corrects): read
+        # by rho-star, which corrects it across the levels it scans.
+        result["delta_mem_p_value"] = _sign_flip(delta, clusters, options)
     signalled = [o for o in subset if o.instance.get("analysis", {}).get("signal")]
     if signalled:
         rates = group_rates([(o.instance, o.response) for o in signalled
@@ -585,6 +588,13 @@ def _cluster_means(units: Mapping[tuple[str, int], float],
     return [math.fsum(v) / len(v) for _, v in sorted(members.items())]
 
 
+def _sign_flip(units: Mapping[tuple[str, int], float], clusters: Mapping[tuple[str, int], str],
+               options: ScoreOptions) -> float | None:
+    """The exact sign-flip p-value of the groups' (or clusters') values against 0."""
+    return sign_flip_test(_cluster_means(units, clusters) if options.cluster
+                          else [units[u] for u in sorted(units)])
+
+
 def _contrast_result(contrast: Contrast, units: Mapping[tuple[str, int], float],
                      clusters: Mapping[tuple[str, int], str], options: ScoreOptions,
                      level: float) -> dict[str, Any]:
@@ -593,8 +603,7 @@ def _contrast_result(contrast: Contrast, units: Mapping[tuple[str, int], float],
         "name": contrast.name, "kind": contrast.kind, "metric": contrast.metric,
         "source": contrast.source, "estimate": estimate, "ci": interval,
         "groups": len(units),
-        "p_value": sign_flip_test(_cluster_means(units, clusters) if options.cluster
-                                  else [units[u] for u in sorted(units)]),
+        "p_value": _sign_flip(units, clusters, options),
     }
     if contrast.kind == "pairwise":
         entry.update(a=dict(contrast.a[0]), b=dict(contrast.b[0]))

@@ -2,13 +2,13 @@
 clustered), exact McNemar, exact binomial against chance, the exact sign-flip test of group
 means against chance (the binomial one where every group's mean is 0 or 1), Holm and
 Bonferroni corrections, judge-score normalisation, and the first level at which stale memory
-hurts (ρ*)."""
+hurts (ρ*, Holm-corrected across the levels scanned)."""
 
 from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 #: Resamples drawn by default for a bootstrap interval.
@@ -299,13 +299,17 @@ def normalise(scores: Sequence[float], method: str,
     raise ValueError(f"unknown normalisation {method!r}")
 
 
-def rho_star(levels: Sequence[tuple[str, Mapping[str, object]]]) -> str | None:
-    """The first level (in the order given) whose Δmem interval lies wholly below zero.
-
-    ``levels`` pairs a level name with the metrics of the stale condition at that level."""
-    for name, metrics in levels:
-        interval = metrics.get("delta_mem_ci")
-        if isinstance(interval, (list, tuple)) and interval and interval[1] is not None \
-                and interval[1] < 0:
+def rho_star(levels: Sequence[tuple[str, float | None, float | None]],
+             alpha: float = 0.05) -> str | None:
+    """ρ*: the first level (in the order given) at which memory hurts, corrected across every
+    level scanned. ``levels`` gives, per level, its name, its estimate (a Δmem or a contrast)
+    and that estimate's p-value against 0; the p-values are adjusted together by Holm's
+    step-down, and ρ* is the first level whose estimate is below 0 with an adjusted p-value
+    below ``alpha``. Scanning levels for the first one that looks significant is a test at
+    each level: uncorrected, a policy that never hurts would find a ρ* at one level in
+    twenty, and at more the more levels are scanned."""
+    adjusted = holm([p for _, _, p in levels])
+    for (name, estimate, _), p in zip(levels, adjusted, strict=True):
+        if estimate is not None and estimate < 0 and p is not None and p < alpha:
             return name
     return None
