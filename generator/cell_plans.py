@@ -11,7 +11,7 @@ difference, for the groups with a value in every cell.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -67,9 +67,23 @@ def cell_differences(plan: CellPlan, values: np.ndarray) -> tuple[np.ndarray, np
     return full, side_a - side_b
 
 
-def unit_differences(plan: CellPlan, values: Sequence[float | None]
+def unit_differences(plan: CellPlan, values: Sequence[float | None] | np.ndarray
                      ) -> dict[tuple[str, int], float]:
-    """``cell_differences`` keyed by (family, group), sorted; None counts as no value."""
-    array = np.array([np.nan if v is None else float(v) for v in values], dtype=float)
-    codes, diffs = cell_differences(plan, array)
+    """``cell_differences`` keyed by (family, group), sorted; None (or NaN) counts as no
+    value."""
+    codes, diffs = cell_differences(plan, values if isinstance(values, np.ndarray)
+                                    else as_values(values))
     return dict(sorted((plan.units[c], float(d)) for c, d in zip(codes, diffs, strict=True)))
+
+
+def restrict(plan: CellPlan, within: np.ndarray) -> CellPlan:
+    """``plan`` over the items ``within`` marks (a boolean per instance) only: the same
+    contrast in one row of a report."""
+    keep = within[plan.items]
+    return replace(plan, items=plan.items[keep], slots=plan.slots[keep])
+
+
+def as_values(values: Sequence[float | None]) -> np.ndarray:
+    """Item values as ``cell_differences`` reads them: NaN for None (the item does not
+    count)."""
+    return np.array([np.nan if v is None else float(v) for v in values], dtype=float)

@@ -18,8 +18,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from . import safe_regex
-from .cell_plans import CellPlan, plan_cells, unit_differences
+from .cell_plans import CellPlan, as_values, plan_cells, restrict, unit_differences
 from .contrasts import Contrast, estimand, plan_contrast
 from .contrasts import declared as declared_contrasts
 from .contrasts import derived as derived_contrasts
@@ -219,8 +221,6 @@ def _tests(outcomes: Sequence[Outcome], cluster: str | None = None) -> list[dict
     """The row's tests on its answered items, the group the unit (see ``group_tests``): the
     group means against chance, and each declared pair of arms. Their p-values are adjusted
     later, across the whole report."""
-    import numpy as np
-
     instances = [o.instance for o in outcomes]
     answered = np.array([o.answered for o in outcomes], dtype=bool)
     correct = np.array([o.correct is True for o in outcomes], dtype=bool)
@@ -472,19 +472,33 @@ def score_outcomes(outcomes: Sequence[Outcome], by: Sequence[str],
     (Bonferroni over the rows that have one) unless the correction is ``none``; the
     ``multiplicity`` section says which."""
     check_keys(outcomes, by, options.cluster)
-    rows = [(key, [outcomes[i] for i in indices])
-            for key, indices in report_rows([o.instance for o in outcomes], by)]
-    contrast_units = _contrast_units(outcomes, options)
+    indexed = report_rows([o.instance for o in outcomes], by)
+    rows = [(key, [outcomes[i] for i in indices]) for key, indices in indexed]
+    # The contrasts over the whole run (row 0), then each within every row that holds part
+    # of it (see ``contrast_plans``).
+    per_row: dict[int, list[tuple[Contrast, dict[tuple[str, int], float]]]] = defaultdict(list)
+    arrays = {metric: as_values([_metric_value(o, metric) for o in outcomes])
+              for metric in ("accuracy", "reliance")}
+    for row, contrast, plan in contrast_plans([o.instance for o in outcomes], indexed,
+                                              options.analysis):
+        units = unit_differences(plan, arrays[contrast.metric])
+        if row == 0 or units:
+            per_row[row].append((contrast, units))
     intervals = sum(1 for key, subset in rows if _delta_mem(subset, outcomes, key)) \
-        + sum(1 for _, units in contrast_units if units)
+        + sum(1 for entries in per_row.values() for _, units in entries if units)
     simultaneous = options.correction != "none" and intervals > 1
     level = 1 - options.alpha / intervals if simultaneous else 1 - options.alpha
     computed = [(key, metrics(subset, outcomes, key, options, level)) for key, subset in rows]
     clusters = {o.unit: key_value(o.instance, options.cluster) if options.cluster else ""
                 for o in outcomes}
     contrasts = [_contrast_result(contrast, units, clusters, options, level)
-                 for contrast, units in contrast_units]
-    tests = _correct([*(m.get("tests", []) for _, m in computed), contrasts], options)
+                 for contrast, units in per_row[0]]
+    for row, (_, m) in enumerate(computed[1:], 1):
+        if per_row.get(row):
+            m["contrasts"] = [_contrast_result(contrast, units, clusters, options, level)
+                              for contrast, units in per_row[row]]
+    tests = _correct([*([*m.get("tests", []), *m.get("contrasts", [])] for _, m in computed),
+                      contrasts], options)
     report: dict[str, Any] = {
         "overall": computed[0][1],
         "groups": [{"key": key, "metrics": m} for key, m in computed[1:]],
@@ -564,19 +578,25 @@ def report_contrasts(instances: Sequence[Mapping[str, Any]],
                      if c.name not in names and estimand(c) not in estimated]
 
 
-def _contrast_units(outcomes: Sequence[Outcome], options: ScoreOptions
-                    ) -> list[tuple[Contrast, dict[tuple[str, int], float]]]:
-    """Every declared and derived contrast with its value per group."""
-    instances = [o.instance for o in outcomes]
-    values: dict[str, list[float | None]] = {}
+def contrast_plans(instances: Sequence[Mapping[str, Any]],
+                   rows: Sequence[tuple[Mapping[str, str], Sequence[int]]],
+                   analysis: Sequence[Mapping[str, Any]] = ()
+                   ) -> list[tuple[int, Contrast, CellPlan]]:
+    """(row, contrast, plan) for every declared and derived contrast: over the whole run
+    (row 0, the first of ``rows``), then within each later row that holds part of its
+    items but not all (a row holding all of them would repeat the run's estimate)."""
     columns: dict[str, list[str]] = {}
-    result = []
-    for contrast in report_contrasts(instances, options.analysis):
-        if contrast.metric not in values:
-            values[contrast.metric] = [_metric_value(o, contrast.metric) for o in outcomes]
-        plan = plan_contrast(contrast, instances, key_value, columns)
-        result.append((contrast, unit_differences(plan, values[contrast.metric])))
-    return result
+    whole = [(contrast, plan_contrast(contrast, instances, key_value, columns))
+             for contrast in report_contrasts(instances, analysis)]
+    planned = [(0, contrast, plan) for contrast, plan in whole]
+    for row, (_, indices) in enumerate(rows[1:], 1):
+        within = np.zeros(len(instances), dtype=bool)
+        within[list(indices)] = True
+        for contrast, plan in whole:
+            part = restrict(plan, within)
+            if 0 < part.items.size < plan.items.size:
+                planned.append((row, contrast, part))
+    return planned
 
 
 def _cluster_means(units: Mapping[tuple[str, int], float],

@@ -16,15 +16,13 @@ from scipy.stats import binom
 
 from conftest import LATEST_RELEASES, bundled_release, release_instances
 from generator.cell_plans import cell_differences
-from generator.contrasts import plan_contrast
 from generator.group_tests import plan_tests, run_test
 from generator.policies import POLICIES, act_on, oracle
 from generator.score import (
     bootstrap_resamples,
+    contrast_plans,
     delta_mem_plan,
-    key_value,
     outcome,
-    report_contrasts,
     report_rows,
 )
 from generator.stats import adjust, bootstrap_cis, expanded_level, sign_flip_test
@@ -94,8 +92,9 @@ def _random_outcomes(instances: list[dict]) -> tuple[np.ndarray, np.ndarray, np.
 
 def test_random_policy_family_wise_error_is_at_most_alpha(release: tuple[str, list[dict]]
                                                           ) -> None:
-    """Every test of a report (rows and contrasts, Holm-corrected together) and every
-    simultaneous interval (Δmem, contrasts, factorial effects): a random policy's report has
+    """Every test of a report (rows and contrasts, the run's and each row's, Holm-corrected
+    together) and every simultaneous interval (Δmem, contrasts, factorial effects): a random
+    policy's report has
     any adjusted p < α or any of those intervals excluding 0 in at most α of the runs (up
     to the binomial tolerance)."""
     name, instances = release
@@ -104,9 +103,8 @@ def test_random_policy_family_wise_error_is_at_most_alpha(release: tuple[str, li
     plans = [plan for _, indices in rows for plan in plan_tests(instances, indices)]
     deltas = [plan for key, indices in rows
               if (plan := delta_mem_plan(instances, indices, key)) is not None]
-    columns: dict[str, list[str]] = {}
-    contrasts = [(c.metric, plan_contrast(c, instances, key_value, columns))
-                 for c in report_contrasts(instances)]
+    # The run's contrasts and each row's own, as score plans them.
+    contrasts = [(c.metric, plan) for _, c, plan in contrast_plans(instances, rows)]
     correct_table, relied_table, sizes = _random_outcomes(instances)
     rng = np.random.Generator(np.random.PCG64(20261204))
     picks = np.floor(rng.random((RUNS, len(instances))) * sizes).astype(int)
