@@ -76,11 +76,23 @@ def unit_differences(plan: CellPlan, values: Sequence[float | None] | np.ndarray
     return dict(sorted((plan.units[c], float(d)) for c, d in zip(codes, diffs, strict=True)))
 
 
-def restrict(plan: CellPlan, within: np.ndarray) -> CellPlan:
+def restrict(plan: CellPlan, within: np.ndarray) -> CellPlan | None:
     """``plan`` over the items ``within`` marks (a boolean per instance) only: the same
-    contrast in one row of a report."""
+    contrast in one row of a report, over the cells the row holds (a main effect within a
+    row that fixes another factor is its simple effect there); None where the row holds no
+    cell of a side."""
     keep = within[plan.items]
-    return replace(plan, items=plan.items[keep], slots=plan.slots[keep])
+    items, slots = plan.items[keep], plan.slots[keep]
+    cells = plan.a_cells + plan.b_cells
+    held = np.unique(slots % cells)
+    a_cells = int((held < plan.a_cells).sum())
+    if a_cells == 0 or a_cells == held.size:
+        return None
+    renumber = np.full(cells, -1)
+    renumber[held] = np.arange(held.size)
+    return replace(plan, items=items,
+                   slots=(slots // cells) * held.size + renumber[slots % cells],
+                   a_cells=a_cells, b_cells=int(held.size) - a_cells)
 
 
 def as_values(values: Sequence[float | None]) -> np.ndarray:

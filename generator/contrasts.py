@@ -41,6 +41,8 @@ class Contrast:
     b: tuple[Mapping[str, str], ...]
     source: str  # "declared" or "derived"
     where: Mapping[str, str] | None = None
+    #: The factors of a main effect or interaction (none for a pairwise contrast).
+    axes: tuple[str, ...] = ()
 
 
 def estimand(contrast: Contrast) -> tuple[Any, ...]:
@@ -98,7 +100,8 @@ def _factorial(name: str, axes: Sequence[str], levels: Mapping[str, list[str]], 
             label = " x ".join(f"{a} ({levels[a][0]} - {levels[a][1]})" for a in subset)
             effects.append(Contrast(f"{name}: {label}",
                                     "main_effect" if size == 1 else "interaction", metric,
-                                    tuple(plus), tuple(minus), source, where))
+                                    tuple(plus), tuple(minus), source, where,
+                                    tuple(subset)))
     return effects
 
 

@@ -584,7 +584,9 @@ def contrast_plans(instances: Sequence[Mapping[str, Any]],
                    ) -> list[tuple[int, Contrast, CellPlan]]:
     """(row, contrast, plan) for every declared and derived contrast: over the whole run
     (row 0, the first of ``rows``), then within each later row that holds part of its
-    items but not all (a row holding all of them would repeat the run's estimate)."""
+    items but not all (a row holding all of them would repeat the run's estimate), over the
+    cells the row holds: a factorial effect only where the row holds both levels of each of
+    its factors (a simple effect where the row fixes another factor)."""
     columns: dict[str, list[str]] = {}
     whole = [(contrast, plan_contrast(contrast, instances, key_value, columns))
              for contrast in report_contrasts(instances, analysis)]
@@ -594,7 +596,9 @@ def contrast_plans(instances: Sequence[Mapping[str, Any]],
         within[list(indices)] = True
         for contrast, plan in whole:
             part = restrict(plan, within)
-            if 0 < part.items.size < plan.items.size:
+            if part is None or part.items.size == plan.items.size:
+                continue
+            if all(len({columns[axis][i] for i in part.items}) == 2 for axis in contrast.axes):
                 planned.append((row, contrast, part))
     return planned
 
