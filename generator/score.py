@@ -187,15 +187,42 @@ def _mean_and_ci(units: Mapping[tuple[str, int], float], clusters: Mapping[tuple
         level = expanded_level(level, len(set(labels)) if labels else len(values))
     # A simultaneous (Bonferroni) interval reads a far quantile: enough resamples for it.
     resamples = bootstrap_resamples(options.resamples, level)
-    ci = bootstrap_ci(values, labels, resamples=resamples, seed=options.seed, level=level)
+    if resamples > MAX_RESAMPLES:
+        ci = unit_range(values, labels)
+    else:
+        ci = bootstrap_ci(values, labels, resamples=resamples, seed=options.seed, level=level)
     # Summed exactly, the mean of equal values is that value, not one some ulps off it.
     mean = math.fsum(values) / len(values)
     return mean, _containing(mean, ci) if ci else None
 
 
+#: Most resamples an interval draws. A tail further out than TAIL_RESAMPLES of them (an
+#: expanded level over very few groups, or thousands of simultaneous intervals) is read as
+#: the limit of the percentile interval, the range of the units' values.
+MAX_RESAMPLES = 400_000
+
+
+def unit_range(values: Sequence[float], labels: Sequence[str] | None = None
+               ) -> tuple[float, float] | None:
+    """(least, greatest) of the units' values, or of their clusters' means: the widest
+    interval a bootstrap of their mean can give, and its limit at a level near 1 (None with
+    one cluster, as the bootstrap has)."""
+    if labels is None:
+        return (min(values), max(values)) if values else None
+    members: dict[str, list[float]] = defaultdict(list)
+    for value, label in zip(values, labels, strict=True):
+        members[label].append(value)
+    if len(members) < 2:
+        return None
+    means = [math.fsum(v) / len(v) for v in members.values()]
+    return min(means), max(means)
+
+
 def bootstrap_resamples(asked: int, level: float) -> int:
     """Resamples for an interval at ``level``: those asked, or more, so that at least
     ``TAIL_RESAMPLES`` fall beyond each bound of a far (simultaneous) interval."""
+    if level >= 1:  # a tail below a float's resolution: no number of resamples reaches it
+        return MAX_RESAMPLES + 1
     return max(asked, math.ceil(TAIL_RESAMPLES * 2 / (1 - level)))
 
 

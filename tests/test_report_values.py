@@ -432,3 +432,20 @@ def test_influence_is_the_mean_of_a_groups_pairs_then_of_the_groups() -> None:
     overall = score_outcomes(outcomes, [], ScoreOptions())["overall"]
     assert overall["influence"] == pytest.approx(0.0)
     assert overall["judge_score"] == pytest.approx((4 + 2.5) / 2)
+
+
+def test_an_interval_beyond_what_resampling_reaches_is_the_range_of_the_groups() -> None:
+    # Three groups: a 95% interval at the expanded level reads a tail of about 1e-7, which
+    # no affordable number of resamples reaches; its limit is the groups' range, [-1, 0].
+    pairs = []
+    for g, stale_right in enumerate([True, False, True]):
+        base = _choice(g, True, axes={"condition": "none"})
+        stale = _choice(g, stale_right, axes={"condition": "stale"})
+        for instance, _ in (base, stale):
+            instance["analysis"]["baseline"] = {"axis": "condition", "value": "none"}
+        pairs += [base, stale]
+    assert 1 - expanded_level(0.95, 3) < 1e-6
+    report = _report(pairs, ["condition"], correction="none")
+    stale = next(g["metrics"] for g in report["groups"] if g["key"] == {"condition": "stale"})
+    assert stale["delta_mem"] == pytest.approx(-1 / 3)
+    assert stale["delta_mem_ci"] == [-1.0, 0.0]
