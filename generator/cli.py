@@ -1069,8 +1069,8 @@ def rho_star_cmd(
         help="The contrast of each run to read instead (its name in the report's "
              "contrasts).")] = None,
 ) -> None:
-    """ρ*: the first level whose Δmem interval (in the chosen group), or the chosen
-    contrast's interval, lies wholly below 0."""
+    """ρ*: the first level whose Δmem (in the chosen group), or the chosen contrast, is below
+    0 by its exact sign-flip test, Holm-corrected across all the levels given."""
     from .stats import rho_star
 
     def action() -> None:
@@ -1082,24 +1082,28 @@ def rho_star_cmd(
             if not parts or not all("=" in part for part in parts):
                 raise SpecError.single(f"--where {where!r} is not KEY=VALUE[,KEY=VALUE]")
             wanted = dict(part.split("=", 1) for part in parts)
-        levels: list[tuple[str, dict[str, Any]]] = []
+        levels: list[tuple[str, float | None, float | None]] = []
         for run in runs:
             level, sep, path = run.partition("=")
             if not sep or not level:
                 raise SpecError.single(f"{run!r} is not LEVEL=SCORES.json")
-            if any(level == seen for seen, _ in levels):
+            if any(level == seen for seen, _, _ in levels):
                 raise SpecError.single(f"level {level!r} is given twice")
-            levels.append((level, _stale_group(path, wanted) if contrast is None
-                           else _contrast_interval(path, contrast)))
+            levels.append((level, *(_stale_group(path, wanted) if contrast is None
+                                    else _contrast_estimate(path, contrast))))
         found = rho_star(levels)
         out.print(found if found is not None else "none", markup=False)
 
     _run(action)
 
 
-def _contrast_interval(path: str, name: str) -> dict[str, Any]:
-    """The named contrast of a `score --format json` file, as ``{"delta_mem_ci": CI}`` for
-    ρ*; refused with the reason where the file has no such contrast or it has no interval."""
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _contrast_estimate(path: str, name: str) -> tuple[float, float]:
+    """The named contrast of a `score --format json` file: its estimate and p-value, for ρ*;
+    refused with the reason where the file has no such contrast or it has no value."""
     report = _read_scores(path)
     contrasts = report.get("contrasts") if isinstance(report, dict) else None
     if not isinstance(contrasts, list):
@@ -1110,13 +1114,11 @@ def _contrast_interval(path: str, name: str) -> dict[str, Any]:
         known = ", ".join(repr(c.get("name")) for c in contrasts if isinstance(c, dict))
         raise SpecError.single(f"no contrast {name!r} in the scores (there are: "
                                f"{known or 'none'})", path)
-    interval = entry.get("ci")
-    if not (isinstance(interval, list) and len(interval) == 2
-            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in interval)):
-        raise SpecError.single(f"cannot compute ρ*: contrast {name!r} has no interval (it "
-                               f"has {entry.get('groups', 0)} groups with a value in both "
-                               "arms)", path)
-    return {"delta_mem_ci": interval}
+    if not (_is_number(entry.get("estimate")) and _is_number(entry.get("p_value"))):
+        raise SpecError.single(f"cannot compute ρ*: contrast {name!r} has no estimate and "
+                               f"p-value (it has {entry.get('groups', 0)} groups with a "
+                               "value in both arms)", path)
+    return float(entry["estimate"]), float(entry["p_value"])
 
 
 def _read_scores(path: str) -> Any:
@@ -1126,10 +1128,11 @@ def _read_scores(path: str) -> Any:
         raise SpecError.single(f"cannot read scores: {exc}", path) from None
 
 
-def _stale_group(path: str, wanted: dict[str, str]) -> dict[str, Any]:
-    """The metrics of the group keyed ``wanted`` in a `score --format json` file, whose Δmem
-    interval must be two numbers: a group without one (no baseline declared, no group
-    answered on both sides) is refused with the reason, since ρ* cannot be computed."""
+def _stale_group(path: str, wanted: dict[str, str]) -> tuple[float, float]:
+    """The Δmem and its p-value of the group keyed ``wanted`` in a `score --format json`
+    file, whose Δmem interval must be two numbers: a group without one (no baseline
+    declared, no group answered on both sides) is refused with the reason, since ρ* cannot
+    be computed."""
     report = _read_scores(path)
     groups = report.get("groups") if isinstance(report, dict) else None
     if not isinstance(groups, list) or not all(
@@ -1154,7 +1157,10 @@ def _stale_group(path: str, wanted: dict[str, str]) -> dict[str, Any]:
                   "condition and the baseline")
         raise SpecError.single(f"cannot compute ρ*: group {wanted} has no Δmem interval: "
                                f"{reason}", path)
-    return metrics
+    if not (_is_number(metrics.get("delta_mem")) and _is_number(metrics.get("delta_mem_p_value"))):
+        raise SpecError.single(f"cannot compute ρ*: group {wanted} has no Δmem p-value "
+                               "(written by an older memspec score?)", path)
+    return float(metrics["delta_mem"]), float(metrics["delta_mem_p_value"])
 
 
 @app.command(short_help="A release in another tool's layout.")

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .cell_plans import CellPlan, plan_cells, unit_differences
+
 #: Interaction order estimated where a factorial does not say.
 DEFAULT_ORDER = 2
 
@@ -39,6 +41,8 @@ class Contrast:
     b: tuple[Mapping[str, str], ...]
     source: str  # "declared" or "derived"
     where: Mapping[str, str] | None = None
+    #: The factors of a main effect or interaction (none for a pairwise contrast).
+    axes: tuple[str, ...] = ()
 
 
 def estimand(contrast: Contrast) -> tuple[Any, ...]:
@@ -96,7 +100,8 @@ def _factorial(name: str, axes: Sequence[str], levels: Mapping[str, list[str]], 
             label = " x ".join(f"{a} ({levels[a][0]} - {levels[a][1]})" for a in subset)
             effects.append(Contrast(f"{name}: {label}",
                                     "main_effect" if size == 1 else "interaction", metric,
-                                    tuple(plus), tuple(minus), source, where))
+                                    tuple(plus), tuple(minus), source, where,
+                                    tuple(subset)))
     return effects
 
 
@@ -177,6 +182,42 @@ def _crossed(members: Sequence[Mapping[str, Any]], factors: Sequence[str]) -> bo
     return all(len(c) == 2 ** len(factors) for c in cells.values())
 
 
+def plan_contrast(contrast: Contrast, instances: Sequence[Mapping[str, Any]],
+                  key_value: Callable[[Mapping[str, Any], str], str],
+                  columns: dict[str, list[str]] | None = None) -> CellPlan:
+    """The cells of ``contrast`` among ``instances`` (within its ``where``), as a plan that
+    ``cell_differences`` runs on any vector of item values. ``columns`` keeps each key's
+    value per instance between calls (a report plans dozens of effects on the same keys)."""
+    columns = {} if columns is None else columns
+
+    def column(key: str) -> list[str]:
+        if key not in columns:
+            columns[key] = [key_value(instance, key) for instance in instances]
+        return columns[key]
+
+    # Each key is read once per instance, not once per cell that names it: a factorial's
+    # effect names 2**k cells, and a report estimates dozens of effects.
+    keys = sorted({k for cells in (contrast.a, contrast.b) for selector in cells
+                   for k in selector})
+    wanted = [tuple(selector.get(k) for k in keys) for selector in (*contrast.a, *contrast.b)]
+    members: list[list[int]] = [[] for _ in wanted]
+    where = sorted((contrast.where or {}).items())
+    rows = list(zip(*(column(k) for k in keys), strict=True)) if keys \
+        else [()] * len(instances)
+    inside = [all(column(k)[index] == v for k, v in where) for index in range(len(instances))]
+    matching: dict[tuple[str, ...], list[int]] = {}  # the cells of each combination of keys
+    for index, seen in enumerate(rows):
+        if not inside[index]:
+            continue
+        if seen not in matching:
+            matching[seen] = [cell for cell, selector in enumerate(wanted)
+                              if all(w is None or w == v
+                                     for w, v in zip(selector, seen, strict=True))]
+        for cell in matching[seen]:
+            members[cell].append(index)
+    return plan_cells(instances, members[:len(contrast.a)], members[len(contrast.a):])
+
+
 def unit_values(contrast: Contrast, instances: Sequence[Mapping[str, Any]],
                 values: Sequence[float | None],
                 key_value: Callable[[Mapping[str, Any], str], str]
@@ -184,44 +225,7 @@ def unit_values(contrast: Contrast, instances: Sequence[Mapping[str, Any]],
     """Per group: the mean over the ``a`` cells of each cell's mean of ``values`` (None: the
     item does not count, e.g. unanswered) less the same over the ``b`` cells. A group lacking
     a value in any cell is left out."""
-    sums: dict[tuple[tuple[str, int], str, int], list[float]] = defaultdict(list)
-    # Each key is read once per instance, not once per cell that names it: a factorial's
-    # effect names 2**k cells, and a report estimates dozens of effects.
-    keys = sorted({k for cells in (contrast.a, contrast.b) for selector in cells
-                   for k in selector})
-    sides = [(side, index, tuple(selector.get(k) for k in keys))
-             for side, cells in (("a", contrast.a), ("b", contrast.b))
-             for index, selector in enumerate(cells)]
-    # The cells an instance falls in depend only on its values of the keys: matched once
-    # per distinct combination (a few dozen), not once per instance (tens of thousands).
-    cells_of: dict[tuple[str, ...], list[tuple[str, int]]] = {}
-    for instance, value in zip(instances, values, strict=True):
-        if value is None:
-            continue
-        if contrast.where and not _selects(instance, contrast.where, key_value):
-            continue
-        unit = (instance["family"], instance["group"])
-        seen = tuple(key_value(instance, k) for k in keys)
-        cells = cells_of.get(seen)
-        if cells is None:
-            cells = cells_of[seen] = [
-                (side, index) for side, index, wanted in sides
-                if all(w is None or w == v for w, v in zip(wanted, seen, strict=True))]
-        for side, index in cells:
-            sums[(unit, side, index)].append(value)
-    units = {unit for unit, _, _ in sums}
-    result = {}
-    for unit in sorted(units):
-        means = {}
-        for side, cells in (("a", contrast.a), ("b", contrast.b)):
-            cell_means = [sums.get((unit, side, k)) for k in range(len(cells))]
-            if any(not m for m in cell_means):
-                break
-            means[side] = math.fsum(math.fsum(m) / len(m) for m in cell_means if m) \
-                / len(cells)
-        else:
-            result[unit] = means["a"] - means["b"]
-    return result
+    return unit_differences(plan_contrast(contrast, instances, key_value), values)
 
 
 def load_analysis_file(path: Path) -> Mapping[str, Any]:

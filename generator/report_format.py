@@ -19,9 +19,10 @@ from .errors import printable
 COLUMNS = ("n", "answered", "missing", "coverage", "accuracy", "selective_risk",
            "accuracy_all", "abstention_rate", "reliance", "delta_mem", "delta_mem_pairs",
            "hit_rate", "false_alarm_rate", "hit_minus_fa", "d_prime", "judge_score",
-           "judge_score_norm", "influence", "influence_percent")
-#: Columns the CSV and JSON carry but the table leaves out: each is 1 minus a column shown.
-NOT_IN_TABLE = ("selective_risk", "abstention_rate")
+           "judge_score_norm", "influence", "influence_percent", "delta_mem_p_value")
+#: Columns the CSV and JSON carry but the table leaves out: 1 minus a column shown, or a
+#: p-value the table of tests does not hold (rho-star's).
+NOT_IN_TABLE = ("selective_risk", "abstention_rate", "delta_mem_p_value")
 #: The metrics reported with a bootstrap interval.
 WITH_INTERVAL = ("coverage", "accuracy", "reliance", "delta_mem", "hit_rate",
                  "false_alarm_rate", "hit_minus_fa", "d_prime", "judge_score",
@@ -175,8 +176,13 @@ def as_tests_table(report: dict[str, Any]) -> Table | None:
 
 
 def as_contrasts_table(report: dict[str, Any]) -> Table | None:
-    """Declared and derived contrasts and factorial effects, one a row."""
-    contrasts = report.get("contrasts") or []
+    """Declared and derived contrasts and factorial effects, one a row: the run's, then each
+    row's own, named with the row's key in brackets."""
+    contrasts = list(report.get("contrasts") or [])
+    for group in report["groups"]:
+        label = ", ".join(f"{k}={v}" for k, v in group["key"].items())
+        contrasts += [{**c, "name": f"{c['name']} [{label}]"}
+                      for c in group["metrics"].get("contrasts") or []]
     if not contrasts:
         return None
     correction = report["multiplicity"]["correction"]
@@ -210,9 +216,43 @@ def as_json(report: dict[str, Any]) -> str:
     return json.dumps(report, indent=2, sort_keys=True, allow_nan=False)
 
 
+def _extra_cells(report: dict[str, Any]) -> list[tuple[dict[str, str], str, Any]]:
+    """(row key, column, value) of what a release declares beyond the fixed metrics: each
+    contrast (the run's on the overall row, each row's own on it) with its interval and
+    adjusted p-value, each declared outcome's rate and interval, and each judge-panel
+    difference on the row of its family and keys."""
+    cells: list[tuple[dict[str, str], str, Any]] = []
+
+    def add(key: dict[str, str], column: str, value: Any, ci: Any,
+            *p_adjusted: float | None) -> None:
+        low, high = ci if ci else (None, None)
+        cells.extend([(key, column, value), (key, f"{column}_ci_low", low),
+                      (key, f"{column}_ci_high", high)])
+        cells.extend((key, f"{column}_p_adjusted", p) for p in p_adjusted)
+
+    rows = [({}, report["overall"], report.get("contrasts") or [])]
+    rows += [(g["key"], g["metrics"], g["metrics"].get("contrasts") or [])
+             for g in report["groups"]]
+    for key, metrics, contrasts in rows:
+        for c in contrasts:
+            add(key, f"contrast: {c['name']}", c["estimate"], c["ci"], c["p_adjusted"])
+        for name, found in sorted((metrics.get("outcomes") or {}).items()):
+            add(key, f"outcome: {name}", found["rate"], found["ci"])
+    for entry in report.get("judge_panel") or []:
+        where = {**entry["key"], "family": entry["family"]}
+        # The row of the entry's family and keys where the report has one, else the
+        # overall row.
+        row = next((g["key"] for g in report["groups"]
+                    if all(where.get(k) == v for k, v in g["key"].items())), {})
+        add(row, f"panel: {entry['family']}: {entry['condition']} - {entry['anchor']}",
+            entry["difference"], entry["difference_ci"], entry["p_adjusted"])
+    return cells
+
+
 def as_csv(report: dict[str, Any]) -> str:
     """The report as CSV: a row per group, and every metric's column whether or not any
-    group has a value for it, so that files of different runs share one header."""
+    group has a value for it, so that files of different runs share one header; then a
+    column for each contrast, declared outcome and judge-panel difference the run has."""
     keys = sorted({k for g in report["groups"] for k in g["key"]})
     columns = COLUMNS
     header = [*keys]
@@ -220,6 +260,10 @@ def as_csv(report: dict[str, Any]) -> str:
         header.append(column)
         if column in WITH_INTERVAL:
             header += [f"{column}_ci_low", f"{column}_ci_high"]
+    extras = _extra_cells(report)
+    extra_columns = list(dict.fromkeys(column for _, column, _ in extras))
+    values = {(tuple(sorted(key.items())), column): value for key, column, value in extras}
+    header += extra_columns
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow([csv_cell(name) for name in header])
@@ -230,6 +274,7 @@ def as_csv(report: dict[str, Any]) -> str:
             if f"{column}_ci_low" in header:
                 ci = m.get(f"{column}_ci") or [None, None]
                 row += ci
+        row += [values.get((tuple(sorted(key.items())), column)) for column in extra_columns]
         writer.writerow(["" if v is None else csv_cell(v) for v in row])
     return buffer.getvalue()
 

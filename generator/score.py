@@ -18,8 +18,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from . import safe_regex
-from .contrasts import Contrast, estimand, unit_values
+from .cell_plans import CellPlan, as_values, plan_cells, restrict, unit_differences
+from .contrasts import Contrast, estimand, plan_contrast
 from .contrasts import declared as declared_contrasts
 from .contrasts import derived as derived_contrasts
 from .declared_outcomes import outcome_units
@@ -29,7 +32,7 @@ from .instances import pair_key
 from .parquet_export import split_of
 from .scoring import canonical_text, first_attempt, first_choice, first_line, is_correct
 from .signal_detection import group_rates, sdt_metrics
-from .stats import adjust, bootstrap_ci, normalise, sign_flip_test
+from .stats import adjust, bootstrap_ci, expanded_level, normalise, sign_flip_test
 
 #: Responses that decline to answer, matched against the first line of a response. A
 #: paradigm or family adds its own with ``answer.abstain``; ``score --abstain-pattern`` too.
@@ -170,19 +173,57 @@ TAIL_RESAMPLES = 20
 
 
 def _mean_and_ci(units: Mapping[tuple[str, int], float], clusters: Mapping[tuple[str, int], str],
-                 options: ScoreOptions, level: float = 0.95
+                 options: ScoreOptions, level: float = 0.95, expand: bool = False
                  ) -> tuple[float | None, list[float] | None]:
+    """The mean of the groups' values and its bootstrap interval at ``level``; with
+    ``expand``, read at the expanded percentile level for the number of units (groups, or
+    clusters), as the intervals that are tested against 0 are (Δmem and the contrasts)."""
     if not units:
         return None, None
     keys = sorted(units)
     values = [units[k] for k in keys]
     labels = [clusters[k] for k in keys] if options.cluster else None
+    if expand:
+        level = expanded_level(level, len(set(labels)) if labels else len(values))
     # A simultaneous (Bonferroni) interval reads a far quantile: enough resamples for it.
-    resamples = max(options.resamples, math.ceil(TAIL_RESAMPLES * 2 / (1 - level)))
-    ci = bootstrap_ci(values, labels, resamples=resamples, seed=options.seed, level=level)
+    resamples = bootstrap_resamples(options.resamples, level)
+    if resamples > MAX_RESAMPLES:
+        ci = unit_range(values, labels)
+    else:
+        ci = bootstrap_ci(values, labels, resamples=resamples, seed=options.seed, level=level)
     # Summed exactly, the mean of equal values is that value, not one some ulps off it.
     mean = math.fsum(values) / len(values)
     return mean, _containing(mean, ci) if ci else None
+
+
+#: Most resamples an interval draws. A tail further out than TAIL_RESAMPLES of them (an
+#: expanded level over very few groups, or thousands of simultaneous intervals) is read as
+#: the limit of the percentile interval, the range of the units' values.
+MAX_RESAMPLES = 400_000
+
+
+def unit_range(values: Sequence[float], labels: Sequence[str] | None = None
+               ) -> tuple[float, float] | None:
+    """(least, greatest) of the units' values, or of their clusters' means: the widest
+    interval a bootstrap of their mean can give, and its limit at a level near 1 (None with
+    one cluster, as the bootstrap has)."""
+    if labels is None:
+        return (min(values), max(values)) if values else None
+    members: dict[str, list[float]] = defaultdict(list)
+    for value, label in zip(values, labels, strict=True):
+        members[label].append(value)
+    if len(members) < 2:
+        return None
+    means = [math.fsum(v) / len(v) for v in members.values()]
+    return min(means), max(means)
+
+
+def bootstrap_resamples(asked: int, level: float) -> int:
+    """Resamples for an interval at ``level``: those asked, or more, so that at least
+    ``TAIL_RESAMPLES`` fall beyond each bound of a far (simultaneous) interval."""
+    if level >= 1:  # a tail below a float's resolution: no number of resamples reaches it
+        return MAX_RESAMPLES + 1
+    return max(asked, math.ceil(TAIL_RESAMPLES * 2 / (1 - level)))
 
 
 #: How far (relative) a bootstrap bound may miss the point estimate and still be rounding.
@@ -207,8 +248,6 @@ def _tests(outcomes: Sequence[Outcome], cluster: str | None = None) -> list[dict
     """The row's tests on its answered items, the group the unit (see ``group_tests``): the
     group means against chance, and each declared pair of arms. Their p-values are adjusted
     later, across the whole report."""
-    import numpy as np
-
     instances = [o.instance for o in outcomes]
     answered = np.array([o.answered for o in outcomes], dtype=bool)
     correct = np.array([o.correct is True for o in outcomes], dtype=bool)
@@ -261,8 +300,11 @@ def metrics(subset: Sequence[Outcome], everything: Sequence[Outcome], key: Mappi
     delta = _delta_mem(subset, everything, key)
     if delta is not None:
         result["delta_mem"], result["delta_mem_ci"] = _mean_and_ci(delta, clusters, options,
-                                                                    delta_level)
+                                                                    delta_level, expand=True)
         result["delta_mem_pairs"] = len(delta)
+        # Not among the report's tests (its intervals are what the report corrects): read
+        # by rho-star, which corrects it across the levels it scans.
+        result["delta_mem_p_value"] = _sign_flip(delta, clusters, options)
     signalled = [o for o in subset if o.instance.get("analysis", {}).get("signal")]
     if signalled:
         rates = group_rates([(o.instance, o.response) for o in signalled
@@ -306,29 +348,42 @@ def _delta_mem(subset: Sequence[Outcome], everything: Sequence[Outcome],
     """Per group: accuracy on the answered items of the subset's conditions minus accuracy
     on the answered items of the group's baseline; only groups answered on both sides count
     (an empty pairing is None: the difference is undefined, not 0)."""
-    baselines = {(b["axis"], b["value"]) for o in subset
-                 if (b := o.instance.get("analysis", {}).get("baseline"))}
+    position = {id(o): index for index, o in enumerate(everything)}
+    plan = delta_mem_plan([o.instance for o in everything],
+                          [position[id(o)] for o in subset], key)
+    if plan is None:
+        return None
+    return unit_differences(plan, [_metric_value(o, "accuracy") for o in everything])
+
+
+def delta_mem_plan(instances: Sequence[Mapping[str, Any]], row: Sequence[int],
+                   key: Mapping[str, str]) -> CellPlan | None:
+    """Δmem of the row of ``instances`` at the indices ``row`` (keyed ``key``) as cells: its
+    items outside the declared baseline condition against the baseline items of the same
+    slice; None where the row declares no single baseline or either side is empty."""
+    baselines = {(b["axis"], b["value"]) for i in row
+                 if (b := instances[i].get("analysis", {}).get("baseline"))}
     if len(baselines) != 1:
         return None
     axis, value = baselines.pop()
+
+    def scored(instance: Mapping[str, Any]) -> bool:
+        return instance["answer"]["scorer"] != "judge"
+
     # An act/don't-act design is read by signal detection: a difference of accuracy there
     # would measure a response bias, not memory.
-    treated = [o for o in subset if axis in o.instance["axes"]
-               and o.instance["axes"][axis] != value and o.correct is not None
-               and not o.instance["analysis"].get("signal")]
+    treated = [i for i in row if axis in instances[i]["axes"]
+               and instances[i]["axes"][axis] != value and scored(instances[i])
+               and not instances[i]["analysis"].get("signal")]
     # The variant name changes with the baseline axis, so it cannot also hold for the
     # baseline instances; the other keys narrow the baseline to the same slice.
     other_keys = {k: v for k, v in key.items() if k not in (axis, "variant", "id")}
-    base = [o for o in everything if o.instance["axes"].get(axis) == value
-            and o.correct is not None
-            and all(key_value(o.instance, k) == v for k, v in other_keys.items())]
+    base = [i for i, instance in enumerate(instances)
+            if instance["axes"].get(axis) == value and scored(instance)
+            and all(key_value(instance, k) == v for k, v in other_keys.items())]
     if not treated or not base:
         return None
-    treated_means = _unit_means(treated, lambda o: float(bool(o.correct)) if o.answered
-                                else None)
-    base_means = _unit_means(base, lambda o: float(bool(o.correct)) if o.answered else None)
-    shared = sorted(set(treated_means) & set(base_means))
-    return {u: treated_means[u] - base_means[u] for u in shared}
+    return plan_cells(instances, [treated], [base])
 
 
 def _scale_span(subset: Sequence[Outcome]) -> float | None:
@@ -444,19 +499,33 @@ def score_outcomes(outcomes: Sequence[Outcome], by: Sequence[str],
     (Bonferroni over the rows that have one) unless the correction is ``none``; the
     ``multiplicity`` section says which."""
     check_keys(outcomes, by, options.cluster)
-    rows = [(key, [outcomes[i] for i in indices])
-            for key, indices in report_rows([o.instance for o in outcomes], by)]
-    contrast_units = _contrast_units(outcomes, options)
+    indexed = report_rows([o.instance for o in outcomes], by)
+    rows = [(key, [outcomes[i] for i in indices]) for key, indices in indexed]
+    # The contrasts over the whole run (row 0), then each within every row that holds part
+    # of it (see ``contrast_plans``).
+    per_row: dict[int, list[tuple[Contrast, dict[tuple[str, int], float]]]] = defaultdict(list)
+    arrays = {metric: as_values([_metric_value(o, metric) for o in outcomes])
+              for metric in ("accuracy", "reliance")}
+    for row, contrast, plan in contrast_plans([o.instance for o in outcomes], indexed,
+                                              options.analysis):
+        units = unit_differences(plan, arrays[contrast.metric])
+        if row == 0 or units:
+            per_row[row].append((contrast, units))
     intervals = sum(1 for key, subset in rows if _delta_mem(subset, outcomes, key)) \
-        + sum(1 for _, units in contrast_units if units)
+        + sum(1 for entries in per_row.values() for _, units in entries if units)
     simultaneous = options.correction != "none" and intervals > 1
     level = 1 - options.alpha / intervals if simultaneous else 1 - options.alpha
     computed = [(key, metrics(subset, outcomes, key, options, level)) for key, subset in rows]
     clusters = {o.unit: key_value(o.instance, options.cluster) if options.cluster else ""
                 for o in outcomes}
     contrasts = [_contrast_result(contrast, units, clusters, options, level)
-                 for contrast, units in contrast_units]
-    tests = _correct([*(m.get("tests", []) for _, m in computed), contrasts], options)
+                 for contrast, units in per_row[0]]
+    for row, (_, m) in enumerate(computed[1:], 1):
+        if per_row.get(row):
+            m["contrasts"] = [_contrast_result(contrast, units, clusters, options, level)
+                              for contrast, units in per_row[row]]
+    tests = _correct([*([*m.get("tests", []), *m.get("contrasts", [])] for _, m in computed),
+                      contrasts], options)
     report: dict[str, Any] = {
         "overall": computed[0][1],
         "groups": [{"key": key, "metrics": m} for key, m in computed[1:]],
@@ -522,26 +591,43 @@ def _metric_value(o: Outcome, metric: str) -> float | None:
     return None if value is None else float(value)
 
 
-def _contrast_units(outcomes: Sequence[Outcome], options: ScoreOptions
-                    ) -> list[tuple[Contrast, dict[tuple[str, int], float]]]:
-    """Every declared and derived contrast with its value per group."""
-    instances = [o.instance for o in outcomes]
+def report_contrasts(instances: Sequence[Mapping[str, Any]],
+                     analysis: Sequence[Mapping[str, Any]] = ()) -> list[Contrast]:
+    """The contrasts a report estimates: the declared ones (the instances' analysis blocks,
+    then ``analysis``), then the derived ones that estimate something new."""
     try:
-        chosen = declared_contrasts(instances, options.analysis, key_value)
+        chosen = declared_contrasts(instances, analysis, key_value)
     except ValueError as exc:
         raise SpecError.single(str(exc)) from None
     names = {c.name for c in chosen}
     estimated = {estimand(c) for c in chosen}
-    chosen += [c for c in derived_contrasts(instances)
-               if c.name not in names and estimand(c) not in estimated]
-    values: dict[str, list[float | None]] = {}
-    result = []
-    for contrast in chosen:
-        if contrast.metric not in values:
-            values[contrast.metric] = [_metric_value(o, contrast.metric) for o in outcomes]
-        result.append((contrast, unit_values(contrast, instances, values[contrast.metric],
-                                             key_value)))
-    return result
+    return chosen + [c for c in derived_contrasts(instances)
+                     if c.name not in names and estimand(c) not in estimated]
+
+
+def contrast_plans(instances: Sequence[Mapping[str, Any]],
+                   rows: Sequence[tuple[Mapping[str, str], Sequence[int]]],
+                   analysis: Sequence[Mapping[str, Any]] = ()
+                   ) -> list[tuple[int, Contrast, CellPlan]]:
+    """(row, contrast, plan) for every declared and derived contrast: over the whole run
+    (row 0, the first of ``rows``), then within each later row that holds part of its
+    items but not all (a row holding all of them would repeat the run's estimate), over the
+    cells the row holds: a factorial effect only where the row holds both levels of each of
+    its factors (a simple effect where the row fixes another factor)."""
+    columns: dict[str, list[str]] = {}
+    whole = [(contrast, plan_contrast(contrast, instances, key_value, columns))
+             for contrast in report_contrasts(instances, analysis)]
+    planned = [(0, contrast, plan) for contrast, plan in whole]
+    for row, (_, indices) in enumerate(rows[1:], 1):
+        within = np.zeros(len(instances), dtype=bool)
+        within[list(indices)] = True
+        for contrast, plan in whole:
+            part = restrict(plan, within)
+            if part is None or part.items.size == plan.items.size:
+                continue
+            if all(len({columns[axis][i] for i in part.items}) == 2 for axis in contrast.axes):
+                planned.append((row, contrast, part))
+    return planned
 
 
 def _cluster_means(units: Mapping[tuple[str, int], float],
@@ -553,16 +639,22 @@ def _cluster_means(units: Mapping[tuple[str, int], float],
     return [math.fsum(v) / len(v) for _, v in sorted(members.items())]
 
 
+def _sign_flip(units: Mapping[tuple[str, int], float], clusters: Mapping[tuple[str, int], str],
+               options: ScoreOptions) -> float | None:
+    """The exact sign-flip p-value of the groups' (or clusters') values against 0."""
+    return sign_flip_test(_cluster_means(units, clusters) if options.cluster
+                          else [units[u] for u in sorted(units)])
+
+
 def _contrast_result(contrast: Contrast, units: Mapping[tuple[str, int], float],
                      clusters: Mapping[tuple[str, int], str], options: ScoreOptions,
                      level: float) -> dict[str, Any]:
-    estimate, interval = _mean_and_ci(units, clusters, options, level)
+    estimate, interval = _mean_and_ci(units, clusters, options, level, expand=True)
     entry: dict[str, Any] = {
         "name": contrast.name, "kind": contrast.kind, "metric": contrast.metric,
         "source": contrast.source, "estimate": estimate, "ci": interval,
         "groups": len(units),
-        "p_value": sign_flip_test(_cluster_means(units, clusters) if options.cluster
-                                  else [units[u] for u in sorted(units)]),
+        "p_value": _sign_flip(units, clusters, options),
     }
     if contrast.kind == "pairwise":
         entry.update(a=dict(contrast.a[0]), b=dict(contrast.b[0]))

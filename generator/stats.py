@@ -2,12 +2,14 @@
 clustered), exact McNemar, exact binomial against chance, the exact sign-flip test of group
 means against chance (the binomial one where every group's mean is 0 or 1), Holm and
 Bonferroni corrections, judge-score normalisation, and the first level at which stale memory
-hurts (ρ*)."""
+hurts (ρ*, Holm-corrected across the levels scanned)."""
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 #: Resamples drawn by default for a bootstrap interval.
 BOOTSTRAP_RESAMPLES = 2000
@@ -28,7 +30,7 @@ def bootstrap_ci(values: Sequence[float], clusters: Sequence[str] | None = None,
         return None
     rng = np.random.Generator(np.random.PCG64(seed))
     if clusters is None:
-        picks = rng.integers(0, data.size, size=(resamples, data.size))
+        picks = _group_picks(rng, data.size, resamples)
         means = data[picks].mean(axis=1)
     else:
         labels = sorted(set(clusters))
@@ -45,10 +47,61 @@ def bootstrap_ci(values: Sequence[float], clusters: Sequence[str] | None = None,
     return float(low), float(high)
 
 
+def _group_picks(rng: Any, size: int, resamples: int) -> Any:
+    """The groups each resample draws (with replacement), one row per resample."""
+    return rng.integers(0, size, size=(resamples, size))
+
+
+def bootstrap_cis(columns: Any, *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0,
+                  level: float = 0.95) -> tuple[Any, Any]:
+    """``bootstrap_ci`` of many columns of one size at once (an array with a row per group
+    and a column per series, e.g. one per simulated run): the same resamples, drawn once,
+    so each column's interval is the one ``bootstrap_ci`` gives it, up to the rounding of
+    a sum taken in another order. Returns the arrays of lower and upper bounds."""
+    import numpy as np
+
+    data = np.asarray(columns, dtype=float)
+    groups = data.shape[0]
+    rng = np.random.Generator(np.random.PCG64(seed))
+    picks = _group_picks(rng, groups, resamples)
+    # How often each resample draws each group: the resamples' means are then one product.
+    rows = np.repeat(np.arange(resamples) * groups, groups)
+    counts = np.bincount(rows + picks.ravel(), minlength=resamples * groups
+                         ).reshape(resamples, groups).astype(float)
+    alpha = (1 - level) / 2
+    low, high = np.empty(data.shape[1]), np.empty(data.shape[1])
+    chunk = 256  # columns per product, so that the resamples' means stay a few MB
+    for start in range(0, data.shape[1], chunk):
+        # A row per column: each quantile is then read along contiguous memory.
+        means = data[:, start:start + chunk].T @ counts.T / groups
+        low[start:start + chunk], high[start:start + chunk] = np.quantile(
+            means, [alpha, 1 - alpha], axis=1)
+    return low, high
+
+
+def expanded_level(level: float, groups: int) -> float:
+    """The percentile level at which a bootstrap over ``groups`` units reads its quantiles so
+    that its interval holds ``level``: Hesterberg's expanded percentile interval, whose tail
+    is 2 Φ(−√(n/(n−1)) · t_{n−1}(1 − (1−level)/2)). A percentile bootstrap of a mean draws
+    from the units' own spread, which is narrower than the population's by (n−1)/n, and
+    its tails are normal where Student's are due: at the far levels of simultaneous
+    intervals over a few dozen groups it excluded 0 for a random policy in 8.5% of reports
+    rather than 5%."""
+    from scipy import stats as scipy_stats
+
+    if groups < 2:
+        return level
+    tail = (1 - level) / 2
+    spread = math.sqrt(groups / (groups - 1)) * scipy_stats.t.ppf(1 - tail, groups - 1)
+    return float(1 - 2 * scipy_stats.norm.cdf(-spread))
+
+
+@functools.lru_cache(maxsize=4096)
 def binomial_test(successes: int, trials: int, chance: float,
                   alternative: str = "two-sided") -> float | None:
     """Exact binomial p-value of ``successes`` in ``trials`` against ``chance`` (two-sided, or
-    ``greater`` for "better than chance")."""
+    ``greater`` for "better than chance"); kept, since a report's rows and a simulation's
+    runs ask the same few questions again and again."""
     if trials == 0:
         return None
     from scipy import stats as scipy_stats  # imported on use: it costs a second at start-up
@@ -246,13 +299,17 @@ def normalise(scores: Sequence[float], method: str,
     raise ValueError(f"unknown normalisation {method!r}")
 
 
-def rho_star(levels: Sequence[tuple[str, Mapping[str, object]]]) -> str | None:
-    """The first level (in the order given) whose Δmem interval lies wholly below zero.
-
-    ``levels`` pairs a level name with the metrics of the stale condition at that level."""
-    for name, metrics in levels:
-        interval = metrics.get("delta_mem_ci")
-        if isinstance(interval, (list, tuple)) and interval and interval[1] is not None \
-                and interval[1] < 0:
+def rho_star(levels: Sequence[tuple[str, float | None, float | None]],
+             alpha: float = 0.05) -> str | None:
+    """ρ*: the first level (in the order given) at which memory hurts, corrected across every
+    level scanned. ``levels`` gives, per level, its name, its estimate (a Δmem or a contrast)
+    and that estimate's p-value against 0; the p-values are adjusted together by Holm's
+    step-down, and ρ* is the first level whose estimate is below 0 with an adjusted p-value
+    below ``alpha``. Scanning levels for the first one that looks significant is a test at
+    each level: uncorrected, a policy that never hurts would find a ρ* at one level in
+    twenty, and at more the more levels are scanned."""
+    adjusted = holm([p for _, _, p in levels])
+    for (name, estimate, _), p in zip(levels, adjusted, strict=True):
+        if estimate is not None and estimate < 0 and p is not None and p < alpha:
             return name
     return None

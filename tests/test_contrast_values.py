@@ -125,3 +125,43 @@ def test_a_declared_factorial_reads_only_instances_with_all_its_axes() -> None:
     assert {c["metric"] for c in found.values()} == {"accuracy"}
     assert found["crossed: memory (on - off)"]["estimate"] == \
         pytest.approx(np.mean(_effects()["main: memory (on - off)"]))
+
+
+def test_each_row_of_a_report_estimates_the_contrasts_it_holds_part_of() -> None:
+    """With --by memory, the row memory=on holds half of the source effect: within it, per
+    group, (on, tool) - (on, note); the memory effect and the interaction need cells outside
+    the row and are not estimated there. The row's contrasts are corrected with the report's
+    tests, simultaneous with its intervals, and written in the CSV."""
+    import csv
+    import io
+
+    from generator.report_format import as_csv
+
+    report = _report(_pairs(), ["memory"])
+    rows = {g["key"]["memory"]: g["metrics"] for g in report["groups"]}
+    name = "main: source (tool - note)"
+    for memory in ("on", "off"):
+        (within,) = rows[memory]["contrasts"]  # the only effect the row holds both sides of
+        values = [c[(memory, "tool")] - c[(memory, "note")] for c in RIGHT]
+        assert within["name"] == name and within["groups"] == 7
+        assert within["estimate"] == pytest.approx(np.mean(values))
+        assert within["p_value"] == pytest.approx(_exact_sign_flip(values))
+        low, high = within["ci"]
+        assert low <= within["estimate"] <= high
+    # Over the run the three effects; within the rows two more: 5 intervals (no Δmem here),
+    # and 5 contrast tests with the rows' chance tests in one Holm family.
+    chance_tests = sum(len(m.get("tests", [])) for m in [report["overall"], *rows.values()])
+    assert report["multiplicity"]["intervals"]["count"] == 5
+    assert report["multiplicity"]["tests"] == 5 + chance_tests
+    table = list(csv.DictReader(io.StringIO(as_csv(report))))
+    by_row = {r["memory"]: r for r in table}
+    on = rows["on"]["contrasts"][0]
+    assert float(by_row["on"][f"contrast: {name}"]) == pytest.approx(on["estimate"])
+    assert float(by_row["on"][f"contrast: {name}_ci_low"]) == pytest.approx(on["ci"][0])
+    assert float(by_row["on"][f"contrast: {name}_p_adjusted"]) == \
+        pytest.approx(on["p_adjusted"])
+    run = next(c for c in report["contrasts"] if c["name"] == name)
+    assert float(by_row["(all)"][f"contrast: {name}"]) == pytest.approx(run["estimate"])
+    # The interaction exists over the run only: empty in the rows.
+    interaction = "contrast: main: memory (on - off) x source (tool - note)"
+    assert by_row["on"][interaction] == "" and by_row["(all)"][interaction] != ""

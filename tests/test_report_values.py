@@ -13,7 +13,14 @@ from scipy import stats as scipy_stats
 
 from generator.errors import SpecError
 from generator.score import ScoreOptions, attach_judgments, outcome, score_outcomes
-from generator.stats import adjust, bootstrap_ci, holm, rho_star, sign_flip_test
+from generator.stats import (
+    adjust,
+    bootstrap_ci,
+    expanded_level,
+    holm,
+    rho_star,
+    sign_flip_test,
+)
 
 
 def _choice(group: int, right: bool, *, family: str = "f", options: int = 3,
@@ -38,9 +45,10 @@ def _report(pairs: list[tuple[dict, str | None]], by: list[str] | None = None,
     return score_outcomes(outcomes, by or [], ScoreOptions(**options))
 
 
-def _scipy_percentile(values: list[float], resamples: int = 40_000) -> tuple[float, float]:
+def _scipy_percentile(values: list[float], resamples: int = 40_000,
+                      level: float = 0.95) -> tuple[float, float]:
     found = scipy_stats.bootstrap((np.asarray(values),), np.mean, method="percentile",
-                                  n_resamples=resamples,
+                                  n_resamples=resamples, confidence_level=level,
                                   random_state=np.random.default_rng(5)).confidence_interval
     return found.low, found.high
 
@@ -59,7 +67,7 @@ def test_accuracy_interval_has_both_bounds_of_a_percentile_bootstrap() -> None:
     assert overall["selective_risk"] == pytest.approx(7 / 12)
 
 
-def test_delta_mem_interval_has_both_bounds_and_rho_star_needs_the_upper() -> None:
+def test_delta_mem_interval_has_both_bounds_at_the_expanded_level() -> None:
     # Per group: stale right or wrong against a baseline always right; Δmem per group is 0
     # or -1, its interval a percentile bootstrap of those values.
     pairs, per_group = [], []
@@ -72,13 +80,22 @@ def test_delta_mem_interval_has_both_bounds_and_rho_star_needs_the_upper() -> No
         per_group.append(0.0 if stale_right else -1.0)
     report = _report(pairs, ["condition"], correction="none")
     stale = next(g["metrics"] for g in report["groups"] if g["key"] == {"condition": "stale"})
-    low, high = _scipy_percentile(per_group)
+    # A 95% interval read at the expanded percentile level for 8 groups: with Student's t on
+    # 7 degrees of freedom, widened by sqrt(8/7), the tails are 2 Φ(-sqrt(8/7) t_7(0.975)).
+    level = 1 - 2 * scipy_stats.norm.cdf(-math.sqrt(8 / 7) * scipy_stats.t.ppf(0.975, 7))
+    assert expanded_level(0.95, 8) == pytest.approx(level)
+    low, high = _scipy_percentile(per_group, level=level)
     assert stale["delta_mem"] == pytest.approx(-3 / 8)
     assert stale["delta_mem_pairs"] == 8
-    assert stale["delta_mem_ci"][0] == pytest.approx(low, abs=0.05)
-    assert stale["delta_mem_ci"][1] == pytest.approx(high, abs=0.05)
-    assert stale["delta_mem_ci"][1] < 0  # every bootstrap Δmem here is negative ...
-    assert stale["delta_mem_ci"][1] > stale["delta_mem"] + 0.1  # ... but the bound is not Δmem
+    # Bootstrap means of 8 values of 0 or -1 fall on steps of 1/8: at a far quantile, the
+    # two resamplings may land on neighbouring steps.
+    assert stale["delta_mem_ci"][0] == pytest.approx(low, abs=0.126)
+    assert stale["delta_mem_ci"][1] == pytest.approx(high, abs=0.126)
+    # A resample draws none of the 3 groups at -1 with probability (5/8)^8 = 2.3%, more
+    # than the expanded tail (0.8%): the upper bound is 0, not Δmem, nor below 0.
+    assert (1 - level) / 2 < (5 / 8) ** 8
+    assert stale["delta_mem_ci"][1] == 0.0
+    assert stale["delta_mem_ci"][0] < stale["delta_mem"] - 0.1
 
 
 def test_a_cluster_bootstrap_of_one_group_a_cluster_is_the_ordinary_one() -> None:
@@ -353,17 +370,16 @@ def test_a_simultaneous_interval_is_estimated_from_enough_resamples() -> None:
     level = intervals["level"]
     assert level == pytest.approx(1 - 0.05 / 3)
     stale = next(g["metrics"] for g in report["groups"] if g["key"] == {"condition": "stale"})
+    level = expanded_level(level, len(per_group))  # read at the expanded percentile level
     expected = bootstrap_ci(per_group, resamples=math.ceil(20 * 2 / (1 - level)), seed=4,
                             level=level)
     assert stale["delta_mem_ci"] == list(expected)
     assert report["overall"]["delta_mem_ci"] == list(expected)
 
 
-def test_rho_star_needs_an_upper_bound_below_zero_not_at_it() -> None:
-    assert rho_star([("a", {"delta_mem_ci": [-0.5, 0.0]}),
-                     ("b", {"delta_mem_ci": [-0.5, -1e-9]})]) == "b"
-    assert rho_star([("a", {"delta_mem_ci": None}), ("b", {"delta_mem_ci": [-0.4, None]}),
-                     ("c", {})]) is None
+def test_rho_star_needs_an_estimate_below_zero_not_at_it() -> None:
+    assert rho_star([("a", 0.0, 0.001), ("b", -1e-9, 0.001)]) == "b"
+    assert rho_star([("a", None, None), ("b", -0.4, None), ("c", None, 0.001)]) is None
 
 
 def test_an_estimated_sign_flip_p_value_is_one_when_nothing_deviates_overall() -> None:
@@ -416,3 +432,20 @@ def test_influence_is_the_mean_of_a_groups_pairs_then_of_the_groups() -> None:
     overall = score_outcomes(outcomes, [], ScoreOptions())["overall"]
     assert overall["influence"] == pytest.approx(0.0)
     assert overall["judge_score"] == pytest.approx((4 + 2.5) / 2)
+
+
+def test_an_interval_beyond_what_resampling_reaches_is_the_range_of_the_groups() -> None:
+    # Three groups: a 95% interval at the expanded level reads a tail of about 1e-7, which
+    # no affordable number of resamples reaches; its limit is the groups' range, [-1, 0].
+    pairs = []
+    for g, stale_right in enumerate([True, False, True]):
+        base = _choice(g, True, axes={"condition": "none"})
+        stale = _choice(g, stale_right, axes={"condition": "stale"})
+        for instance, _ in (base, stale):
+            instance["analysis"]["baseline"] = {"axis": "condition", "value": "none"}
+        pairs += [base, stale]
+    assert 1 - expanded_level(0.95, 3) < 1e-6
+    report = _report(pairs, ["condition"], correction="none")
+    stale = next(g["metrics"] for g in report["groups"] if g["key"] == {"condition": "stale"})
+    assert stale["delta_mem"] == pytest.approx(-1 / 3)
+    assert stale["delta_mem_ci"] == [-1.0, 0.0]

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 from scipy import stats as scipy_stats
+from statsmodels.stats.multitest import multipletests
 
 from generator.stats import (
     adjust,
@@ -94,11 +95,33 @@ def test_normalisation_by_hand() -> None:
     assert normalise([3, 3], "z", (5.0, 2.0)) == [-1.0, -1.0]
 
 
-def test_rho_star_is_the_first_level_whose_interval_is_below_zero() -> None:
-    levels = [("1b", {"delta_mem_ci": [-0.3, 0.1]}), ("7b", {"delta_mem_ci": [-0.4, -0.02]}),
-              ("70b", {"delta_mem_ci": [-0.6, -0.3]})]
-    assert rho_star(levels) == "7b"
-    assert rho_star(levels[:1]) is None
+def test_rho_star_is_the_first_level_below_zero_after_holm_across_the_levels() -> None:
+    # Uncorrected, "1b" (p = 0.04) would be ρ*; over three levels Holm's step-down adjusts
+    # 0.0001, 0.03, 0.04 to 0.0003, 0.06, 0.06: only "70b" is below zero after it.
+    levels = [("1b", -0.1, 0.04), ("7b", -0.2, 0.03), ("70b", -0.3, 0.0001)]
+    theirs = multipletests([p for _, _, p in levels], method="holm")[1]
+    assert list(theirs) == pytest.approx([0.06, 0.06, 0.0003])
+    assert rho_star(levels) == "70b"
+    assert rho_star(levels[:1]) == "1b"  # one level scanned: nothing to correct
+    # A level where memory helps (estimate above 0) is no ρ*, however small its p-value.
+    assert rho_star([("1b", 0.4, 1e-9), ("7b", -0.3, 1e-9)]) == "7b"
+    assert rho_star([("1b", None, None), ("7b", -0.3, 0.2)]) is None
+
+
+def test_rho_star_over_many_levels_keeps_the_family_wise_error() -> None:
+    # Levels at which memory never hurts: each p-value uniform, each estimate's sign a coin.
+    # Scanning five of them for the first p < 0.05 would find a ρ* in about 1 - 0.975^5 =
+    # 12% of runs; corrected across the levels, in at most α of them (binomial tolerance:
+    # the upper 99.9% point of 4000 runs at α).
+    rng = np.random.Generator(np.random.PCG64(33))
+    runs, levels, alpha = 4000, 5, 0.05
+    p_values = rng.random((runs, levels))
+    signs = rng.choice([-1.0, 1.0], size=(runs, levels))
+    found = sum(rho_star([(str(k), signs[r, k], p_values[r, k]) for k in range(levels)])
+                is not None for r in range(runs))
+    uncorrected = int(((p_values < alpha) & (signs < 0)).any(axis=1).sum())
+    assert found <= scipy_stats.binom.ppf(0.999, runs, alpha)
+    assert uncorrected > 2 * found
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
