@@ -63,6 +63,10 @@ def _refused(root: Path, checks: str, groups: int = 4, slots: str = "") -> list[
     ("{kind: forbidden_words, phases: [study, question], words: \"['zebra', 'came']\"}",
      "forbidden word 'came' appears in phase 'question', message 0 (user), line 1 column 12: "
      "…Which word came "),
+    # Whatever the case it is written in, and located where it is.
+    ("{kind: forbidden_words, phases: [question], words: \"['WORD']\"}",
+     "forbidden word 'WORD' appears in phase 'question', message 0 (user), line 1 column 7: "
+     "…Which word came "),
 ])
 def test_a_check_passes_or_names_what_is_wrong(tree: Path, check: str,  # noqa: F811
                                                refusal: str | None) -> None:
@@ -157,3 +161,19 @@ def test_a_crossed_balance_names_a_combination_never_met(tree: Path) -> None:  #
     assert len(found) == 1
     assert found[0].startswith("check balanced failed: cue × side is unbalanced (")
     assert 'cue="first", side="d": 0' in found[0] and 'cue="last", side="d": 0' in found[0]
+
+
+def test_a_forbidden_word_is_shown_where_it_is_with_thirty_characters_around_it(
+        tree: Path) -> None:  # noqa: F811
+    write(tree, "templates/lab/study.j2", """
+        {% message "user" %}Here is the first line of what you should study.
+        Then zebra, and after it a few more words to read.{% endmessage %}
+        {% message "assistant" %}Noted.{% endmessage %}
+        """)
+    found = _refused(tree, "  - {kind: forbidden_words, phases: [question, study], "
+                           "words: \"['zebra']\"}\n", groups=1)
+    # The second line, sixth column; 30 characters either side, the line break as a space.
+    assert found[0] == (
+        "check forbidden_words failed: lab.recall.words-00000-first: forbidden word 'zebra' "
+        "appears in phase 'study', message 0 (user), line 2 column 6: "
+        "…f what you should study. Then zebra, and after it a few more word…")
