@@ -91,8 +91,9 @@ def test_a_check_with_when_applies_to_those_variants_only(tree: Path) -> None:  
 
 def test_a_repeated_message_is_named(tree: Path) -> None:  # noqa: F811
     write(tree, "templates/lab/study.j2", """
-        {% message "user" %}Noted.{% endmessage %}
+        {% message "user" %}Hello there.{% endmessage %}
         {% message "assistant" %}Noted.{% endmessage %}
+        {% message "user" %}Noted.{% endmessage %}
         """)
     found = _refused(tree, "  - {kind: distinct_messages, phase: study}\n", groups=1)
     assert found and all("phase 'study' repeats a message: 'Noted.'" in m for m in found)
@@ -177,3 +178,29 @@ def test_a_forbidden_word_is_shown_where_it_is_with_thirty_characters_around_it(
         "check forbidden_words failed: lab.recall.words-00000-first: forbidden word 'zebra' "
         "appears in phase 'study', message 0 (user), line 2 column 6: "
         "…f what you should study. Then zebra, and after it a few more word…")
+
+
+def test_words_that_change_from_instance_to_instance_are_each_tested(
+        tree: Path) -> None:  # noqa: F811
+    # The first cue's instance forbids a word its question lacks, the last cue's one its
+    # question has: the second list, not the first one again, is what it is held to.
+    found = _refused(tree, "  - {kind: forbidden_words, phases: [question], words: "
+                           "\"'zebra' if instance.axes.cue == 'first' else 'came'\"}\n",
+                     groups=1)
+    assert found == ["check forbidden_words failed: lab.recall.words-00000-last: forbidden "
+                     "word 'came' appears in phase 'question', message 0 (user), line 1 "
+                     "column 12: …Which word came last?…"]
+
+
+def test_a_check_expression_that_fails_is_located_where_it_is_written(
+        tree: Path) -> None:  # noqa: F811
+    from generator.errors import SpecError
+
+    with pytest.raises(SpecError) as error:
+        _refused(tree, "  - kind: expr\n    message: x\n    test: words | nosuchfilter\n")
+    lines = (tree / FAMILY_FILE).read_text(encoding="utf-8").splitlines()
+    line = next(n for n, text in enumerate(lines, 1) if "nosuchfilter" in text)
+    column = lines[line - 1].index("words") + 1
+    assert str(error.value).startswith(
+        f"specs/families/lab/recall_words.yaml:{line}:{column}: expression syntax error: No "
+        "filter named 'nosuchfilter'."), str(error.value)
