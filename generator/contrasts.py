@@ -41,12 +41,17 @@ class Contrast:
     where: Mapping[str, str] | None = None
 
 
-def estimand(contrast: Contrast) -> tuple[Any, ...]:
-    """What a contrast estimates, whatever its name: its metric, its scope and the cells on
-    each side. A derived contrast with the estimand of a declared one is the same estimate
-    twice, and would only weaken the report's correction."""
-    def cells(side: tuple[Mapping[str, str], ...]) -> tuple[tuple[tuple[str, str], ...], ...]:
-        return tuple(sorted(tuple(sorted({**(contrast.where or {}), **c}.items()))
+def estimand(contrast: Contrast, instances: Sequence[Mapping[str, Any]],
+             key_value: Callable[[Mapping[str, Any], str], str]) -> tuple[Any, ...]:
+    """What a contrast estimates, whatever its name: its metric and, for each cell on each
+    side, the instances the cell selects. A derived contrast with the estimand of a declared
+    one is the same estimate twice, and would only weaken the report's correction. (Cells
+    are compared by what they select, not by how they are written: a derived effect scoped
+    to the one design the instances have is the declared effect that names no design.)"""
+    def cells(side: tuple[Mapping[str, str], ...]) -> tuple[tuple[str, ...], ...]:
+        return tuple(sorted(tuple(sorted(i["id"] for i in instances
+                                         if _selects(i, {**(contrast.where or {}), **c},
+                                                     key_value)))
                             for c in side))
     return (contrast.metric, cells(contrast.a), cells(contrast.b))
 

@@ -531,9 +531,9 @@ def _contrast_units(outcomes: Sequence[Outcome], options: ScoreOptions
     except ValueError as exc:
         raise SpecError.single(str(exc)) from None
     names = {c.name for c in chosen}
-    estimated = {estimand(c) for c in chosen}
+    estimated = {estimand(c, instances, key_value) for c in chosen}
     chosen += [c for c in derived_contrasts(instances)
-               if c.name not in names and estimand(c) not in estimated]
+               if c.name not in names and estimand(c, instances, key_value) not in estimated]
     values: dict[str, list[float | None]] = {}
     result = []
     for contrast in chosen:
