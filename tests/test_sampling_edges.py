@@ -191,4 +191,3 @@ def test_an_expression_that_fails_is_located_where_it_is_written(project: Path) 
     assert str(problem).startswith("specs/families/colour.yaml:7:18: template error: "
                                    "ZeroDivisionError: division by zero in expression")
     assert "(expression of slot 'shout', template line 1)" in str(problem)
-
