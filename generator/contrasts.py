@@ -45,14 +45,17 @@ class Contrast:
     axes: tuple[str, ...] = ()
 
 
-def estimand(contrast: Contrast) -> tuple[Any, ...]:
-    """What a contrast estimates, whatever its name: its metric, its scope and the cells on
-    each side. A derived contrast with the estimand of a declared one is the same estimate
-    twice, and would only weaken the report's correction."""
-    def cells(side: tuple[Mapping[str, str], ...]) -> tuple[tuple[tuple[str, str], ...], ...]:
-        return tuple(sorted(tuple(sorted({**(contrast.where or {}), **c}.items()))
-                            for c in side))
-    return (contrast.metric, cells(contrast.a), cells(contrast.b))
+def estimand(contrast: Contrast, instances: Sequence[Mapping[str, Any]],
+             key_value: Callable[[Mapping[str, Any], str], str],
+             columns: dict[str, list[str]] | None = None) -> tuple[Any, ...]:
+    """What a contrast estimates, whatever its name: its metric and, for each cell on each
+    side, the instances the cell selects. A derived contrast with the estimand of a declared
+    one is the same estimate twice, and would only weaken the report's correction. (Cells
+    are compared by what they select, not by how they are written: a derived effect scoped
+    to the one design the instances have is the declared effect that names no design.)"""
+    members = cell_members(contrast, instances, key_value, columns)
+    a, b = members[:len(contrast.a)], members[len(contrast.a):]
+    return (contrast.metric, tuple(sorted(map(tuple, a))), tuple(sorted(map(tuple, b))))
 
 
 def _default_metric(instances: Sequence[Mapping[str, Any]]) -> str:
@@ -182,12 +185,12 @@ def _crossed(members: Sequence[Mapping[str, Any]], factors: Sequence[str]) -> bo
     return all(len(c) == 2 ** len(factors) for c in cells.values())
 
 
-def plan_contrast(contrast: Contrast, instances: Sequence[Mapping[str, Any]],
-                  key_value: Callable[[Mapping[str, Any], str], str],
-                  columns: dict[str, list[str]] | None = None) -> CellPlan:
-    """The cells of ``contrast`` among ``instances`` (within its ``where``), as a plan that
-    ``cell_differences`` runs on any vector of item values. ``columns`` keeps each key's
-    value per instance between calls (a report plans dozens of effects on the same keys)."""
+def cell_members(contrast: Contrast, instances: Sequence[Mapping[str, Any]],
+                 key_value: Callable[[Mapping[str, Any], str], str],
+                 columns: dict[str, list[str]] | None = None) -> list[list[int]]:
+    """The indices of ``instances`` in each cell of ``contrast`` (its ``a`` cells, then its
+    ``b`` cells), within its ``where``. ``columns`` keeps each key's value per instance
+    between calls (a report plans dozens of effects on the same keys)."""
     columns = {} if columns is None else columns
 
     def column(key: str) -> list[str]:
@@ -215,6 +218,15 @@ def plan_contrast(contrast: Contrast, instances: Sequence[Mapping[str, Any]],
                                      for w, v in zip(selector, seen, strict=True))]
         for cell in matching[seen]:
             members[cell].append(index)
+    return members
+
+
+def plan_contrast(contrast: Contrast, instances: Sequence[Mapping[str, Any]],
+                  key_value: Callable[[Mapping[str, Any], str], str],
+                  columns: dict[str, list[str]] | None = None) -> CellPlan:
+    """The cells of ``contrast`` among ``instances`` (within its ``where``), as a plan that
+    ``cell_differences`` runs on any vector of item values."""
+    members = cell_members(contrast, instances, key_value, columns)
     return plan_cells(instances, members[:len(contrast.a)], members[len(contrast.a):])
 
 

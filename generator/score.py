@@ -600,9 +600,10 @@ def report_contrasts(instances: Sequence[Mapping[str, Any]],
     except ValueError as exc:
         raise SpecError.single(str(exc)) from None
     names = {c.name for c in chosen}
-    estimated = {estimand(c) for c in chosen}
-    return chosen + [c for c in derived_contrasts(instances)
-                     if c.name not in names and estimand(c) not in estimated]
+    columns: dict[str, list[str]] = {}  # each key's values, read once for every estimand
+    estimated = {estimand(c, instances, key_value, columns) for c in chosen}
+    return chosen + [c for c in derived_contrasts(instances) if c.name not in names
+                     and estimand(c, instances, key_value, columns) not in estimated]
 
 
 def contrast_plans(instances: Sequence[Mapping[str, Any]],

@@ -87,6 +87,11 @@ def test_declared_contrasts_and_factorials_are_estimated_as_declared() -> None:
     assert pairwise["p_value"] == pytest.approx(_exact_sign_flip(values))
     main = [n for n, c in found.items() if c["source"] == "declared" and n != "tool_vs_note"]
     assert sorted(main) == ["only_main: memory (on - off)", "only_main: source (tool - note)"]
+    # The effects the declarations already estimate are not derived a second time under
+    # another name: only the interaction, which none declares, is.
+    assert sorted(found) == ["main: memory (on - off) x source (tool - note)",
+                             "only_main: memory (on - off)", "only_main: source (tool - note)",
+                             "tool_vs_note"]
     assert found["only_main: memory (on - off)"]["estimate"] == \
         pytest.approx(np.mean(_effects()["main: memory (on - off)"]))
 

@@ -244,6 +244,11 @@ def test_influence_as_a_percentage_of_the_judge_scale() -> None:
     overall = score_outcomes(outcomes, [], ScoreOptions())["overall"]
     assert overall["influence"] == pytest.approx(1.5)
     assert overall["influence_percent"] == pytest.approx(100 * 1.5 / 4)
+    # Its interval is the influence's on the same scale, and a resample of the two groups'
+    # differences (+2, +1) cannot leave [1, 2]: [25%, 50%] of the scale's width of 4.
+    low, high = overall["influence_percent_ci"]
+    assert [low, high] == pytest.approx([100 * v / 4 for v in overall["influence_ci"]])
+    assert 25 <= low <= 37.5 <= high <= 50
 
 
 def test_groups_all_alike_have_the_estimate_as_their_interval() -> None:

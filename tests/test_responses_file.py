@@ -116,3 +116,24 @@ def test_strict_json_bounds_and_default_line() -> None:
         parse_strict_json("[" * 100_000 + "]" * 100_000, "x.json", 3)
     (problem,) = caught.value.problems
     assert (problem.line, problem.column, problem.message) == (3, 1, "JSON nested too deeply")
+
+
+def test_a_file_over_the_limit_is_refused_at_its_start(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(RESPONSES_BYTES_VARIABLE, "40")
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps({"id": KNOWN[0], "response": "ABCDE"}) + "\n")  # 41 bytes
+    with pytest.raises(SpecError) as error:
+        load_responses(path, KNOWN)
+    assert [(p.line, p.column) for p in error.value.problems] == [(1, 1)]
+
+
+def test_a_file_of_foreign_ids_only_says_how_many_it_holds(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps({"id": f"other-{n}", "response": "A"}) + "\n"
+                            for n in range(3)))
+    with pytest.raises(SpecError) as error:
+        load_responses(path, KNOWN)
+    assert [p.message for p in error.value.problems
+            if p.message.startswith("none of the 3 ids in this file is an instance of this "
+                                    "release")]

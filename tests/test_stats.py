@@ -189,3 +189,29 @@ def test_sign_flip_test_too_large_to_enumerate_is_estimated_not_refused() -> Non
         n_resamples=20_000, random_state=0).pvalue
     assert ours is not None and ours == pytest.approx(theirs, abs=0.02)
     assert sign_flip_test(deviations) == ours  # seeded: the same on every run
+
+
+def test_the_sampled_sign_flip_p_value_is_the_seeded_estimate_of_the_exact_one(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Deviations on no small lattice, with the support limit lowered so that the p-value is
+    # estimated: it is the share (1 + b) / (1 + B) of 100,000 sign assignments drawn at once
+    # from PCG64(0), whatever chunks they are drawn in, and close to the exact p-value
+    # counted over all 2**7 assignments by brute force.
+    import itertools
+
+    from generator import stats
+
+    deviations = [0.141421356, -0.173205081, 0.223606798, 0.264575131, -0.1, 0.316227766,
+                  0.331662479]
+    observed = abs(sum(deviations))
+    exact = sum(abs(sum(s * d for s, d in zip(signs, deviations, strict=True)))
+                >= observed - 1e-9
+                for signs in itertools.product([1, -1], repeat=7)) / 2 ** 7
+    monkeypatch.setattr(stats, "SIGN_FLIP_SUPPORT_LIMIT", 10)
+    estimate = stats.sign_flip_test(deviations)
+    values = np.round(np.asarray(deviations), 9)
+    signs = np.random.Generator(np.random.PCG64(0)).integers(
+        0, 2, size=(stats.SIGN_FLIP_RESAMPLES, 7), dtype=np.int8) * 2 - 1
+    extreme = int((np.abs(signs @ values) >= observed - 1e-6).sum())
+    assert estimate == (1 + extreme) / (1 + stats.SIGN_FLIP_RESAMPLES)
+    assert abs(estimate - exact) < 4 * (exact * (1 - exact) / stats.SIGN_FLIP_RESAMPLES) ** 0.5

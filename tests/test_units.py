@@ -768,3 +768,19 @@ def test_a_shared_slot_holds_what_fits_and_refuses_what_does_not() -> None:
     # A chunk's lines travel joined and come back apart, newlines kept.
     chunk = ChunkResult.of_lines([b'{"a":"x\\ny"}\n', b"{}\n"], {})
     assert chunk.count == 2 and chunk.lines() == [b'{"a":"x\\ny"}\n', b"{}\n"]
+
+
+@pytest.mark.parametrize("extra", [1e-07, 0.1, 1e16, [2.5e-05]])
+def test_an_instance_whose_messages_hold_floats_has_the_standard_librarys_bytes(
+        extra: object) -> None:
+    # Messages are checked in C for text only; a float among them (which orjson writes its
+    # own way, 1e-7 for 1e-07) must send the instance down the standard library's path.
+    import json
+
+    from generator.canonical import dump_instance_bytes
+
+    instance = {"id": "f-00000-a", "phases": [
+        {"name": "probe", "messages": [{"role": "user", "content": "Which?", "w": extra}]}]}
+    expected = json.dumps(instance, ensure_ascii=False, sort_keys=True,
+                          separators=(",", ":"), allow_nan=False) + "\n"
+    assert dump_instance_bytes(instance) == expected.encode("utf-8")

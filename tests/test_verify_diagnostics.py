@@ -123,3 +123,52 @@ def test_a_manifest_that_is_json_but_no_manifest_is_named(copy: Path,  # noqa: F
     found = _problems(verify_release(copy, catalog))
     assert found[-1][0] == "manifest.json"
     assert found[-1][1].startswith("manifest.json does not match its schema: ")
+
+
+def _rewrite_manifest(release: Path, change) -> None:
+    """manifest.json changed by ``change`` (on its parsed form), and its SHA256SUMS entry
+    set to the digest coreutils' sha256sum gives the new bytes."""
+    import json
+    import subprocess
+
+    from generator.canonical import dump_pretty_bytes
+
+    manifest = json.loads((release / "manifest.json").read_text(encoding="utf-8"))
+    change(manifest)
+    (release / "manifest.json").write_bytes(dump_pretty_bytes(manifest))
+    digest = subprocess.run(["sha256sum", "manifest.json"], cwd=release, check=True,
+                            capture_output=True, text=True).stdout.split()[0]
+    sums = release / "SHA256SUMS"
+    sums.write_text("".join(digest + line[64:] if line.endswith("  manifest.json\n") else line
+                            for line in sums.read_text().splitlines(keepends=True)))
+
+
+def test_parquet_pinned_as_another_writer_wrote_it_is_checked_by_its_rows(
+        copy: Path) -> None:  # noqa: F811
+    # A release frozen where another pyarrow wrote the Parquet copy: the manifest pins that
+    # writer's bytes, and these bytes (this pyarrow's) hold the same rows. Not a change.
+    parquet = "parquet/demo.recall.colour/test.parquet"
+
+    def pinned_by_another_writer(manifest: dict) -> None:
+        info = manifest["files"][parquet]
+        assert "writer" in info and info["writer"] != "pyarrow 1.0.0"
+        info["writer"], info["sha256"] = "pyarrow 1.0.0", "0" * 64
+
+    _rewrite_manifest(copy, pinned_by_another_writer)
+    report = verify_release(copy, None)
+    assert _problems(report) == []
+    assert report.notes == ["1 Parquet files hold other bytes than the manifest pins (another "
+                            "pyarrow wrote them); their rows match its content_sha256"]
+
+
+def test_a_manifest_listing_no_file_blames_each_listed_file_but_itself(
+        copy: Path) -> None:  # noqa: F811
+    def no_files(manifest: dict) -> None:
+        manifest["files"] = {}
+        manifest["root_sha256"] = hashlib.sha256(b"").hexdigest()  # of no data file
+
+    _rewrite_manifest(copy, no_files)
+    found = _problems(verify_release(copy, None))
+    listed = sorted(line[66:] for line in (copy / "SHA256SUMS").read_text().splitlines())
+    assert found == [(name, "listed in SHA256SUMS but not in manifest.json (added?)")
+                     for name in listed if name != "manifest.json"]
