@@ -26,6 +26,7 @@ from typing import Any
 
 from .canonical import dump_instance_bytes, normalize
 from .errors import SpecError
+from .limits import rendering_alone
 from .spec import FamilySpec, ReleaseFamily
 
 #: Instances a chunk aims at: enough that handing a chunk over (pickling its job and result,
@@ -228,6 +229,14 @@ def render_chunk(job: ChunkJob, generator: Any = None, keep: bool = False) -> Ch
     return ChunkResult.of_lines(lines, generator.checks.take_tallies(),
                                 instances if keep else None,
                                 tuple(generator.renderer.take_fetched()))
+
+
+def render_chunk_alone(job: ChunkJob) -> ChunkResult:
+    """``render_chunk`` on a thread that is not its process's main one (a Dask worker's),
+    alone in its process while it renders, so that each group's memory budget holds there
+    as in a worker process (``rendering_alone``)."""
+    with rendering_alone():
+        return render_chunk(job)
 
 
 class Executor:
@@ -437,7 +446,7 @@ class DaskCluster(Executor):
     def map(self, jobs: Iterable[ChunkJob], local: Any = None, keep: bool = False
             ) -> Iterator[ChunkResult]:
         def submit(job: ChunkJob, _position: int) -> Any:
-            return self.client.submit(render_chunk, job, pure=False)
+            return self.client.submit(render_chunk_alone, job, pure=False)
 
         return _ordered(submit, jobs, self.in_flight)
 

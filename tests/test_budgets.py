@@ -22,7 +22,7 @@ from test_bad_input import FAMILY, FAMILY_ID, FAMILY_YAML, FILES, PARADIGM, TEMP
 from generator.bounded_diff import opcodes
 from generator.errors import SpecError
 from generator.html_page import highlight
-from generator.limits import Budget, BudgetExceeded, CommandBudget
+from generator.limits import Budget, BudgetExceeded, CommandBudget, rendering_alone
 from generator.project import Project
 from generator.render import Renderer
 
@@ -330,3 +330,23 @@ def test_a_hostile_template_is_refused_on_a_dask_worker_as_fast_as_here(
         there = time.monotonic() - start
     assert here < ENDS_WITHIN
     assert there < here + ENDS_WITHIN
+
+
+def test_a_thread_rendering_alone_is_held_to_its_memory_budget() -> None:
+    # A Dask worker's task thread is not the main one, yet alone in its process while it
+    # renders: a group there is held to its memory budget, and the limit is undone after it.
+    outcome: list[str] = []
+
+    def work() -> None:
+        with rendering_alone():
+            try:
+                with Budget(60, 256):
+                    outcome.append(str(len(bytearray(2 * 1024**3))))
+            except MemoryError:
+                outcome.append("refused")
+        outcome.append(str(len(bytearray(300 * 1024**2))))
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    assert outcome == ["refused", str(300 * 1024**2)]

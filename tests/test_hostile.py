@@ -160,6 +160,9 @@ CASES: dict[str, Case] = {
     # Every engine: Dask renders in worker threads, where no alarm reaches.
     "template.nested_loops_dask.j2": Case("group 0 took longer than 1 s to render", 4, 1,
                                           seconds=1, args=("--engine", "dask", "--workers", "1")),
+    # …and where the address-space limit is the whole worker's: one group at a time holds it.
+    "template.string_doubling_dask.j2": Case(MEMORY, 4, 1,
+                                             args=("--engine", "dask", "--workers", "1")),
     "template.include_traversal.j2": Case(
         "template path '../../../../../../etc/passwd' must stay inside templates/", 4, 1),
     "template.include_absolute.j2": Case("template path '/etc/passwd' must stay inside templates/",
