@@ -24,6 +24,7 @@ from .errors import (
     MemspecError,
     Problem,
     SpecError,
+    elide,
     printable,
     summarised,
     unknown_name,
@@ -843,16 +844,17 @@ def score(
         as_tests_table,
     )
     from .responses import load_responses
-    from .safe_regex import PatternTooSlow, pattern_error
+    from .safe_regex import PatternTooSlow, searched_pattern_problem
     from .score import ScoreOptions, attach_judgments, outcome, score_outcomes
 
     def action() -> None:
         if (judgments is None) != (unblind is None):
             raise SpecError.single("--judgments and --unblind go together")
         for pattern in abstain_pattern or []:
-            problem = pattern_error(pattern)
+            problem = searched_pattern_problem(pattern)
             if problem is not None:
-                raise SpecError.single(f"--abstain-pattern {pattern!r}: {problem}")
+                raise SpecError.single(f"--abstain-pattern {elide(repr(pattern), 120)} "
+                                       f"{problem}")
         _check_seed(seed)
         declarations = (load_analysis_file(analysis_file),) if analysis_file else ()
         _, instances = load_release_instances(release_dir, _catalog_if_any())

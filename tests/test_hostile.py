@@ -112,6 +112,11 @@ CASES: dict[str, Case] = {
     "family.regex_gold_backtracks.yaml": Case(
         "gold pattern '^(a|aa)+$' took longer than 1 s to match", 13, 1,
         edits=((PARADIGM, "scorers: [exact]", "scorers: [exact, regex]"),)),
+    # An abstain pattern, tried on every response's first line, is tried at validate on
+    # probe lines with the same time limit: one that backtracks there is refused.
+    "family.abstain_backtracks.yaml": Case(
+        "abstain pattern took longer than 1 s to match ($MEMSPEC_REGEX_SECONDS) a line of 1,024 "
+        "times 'a'", 18, 7),
     # --------------------------------------------------------------------- templates (Jinja)
     "template.format_escape.j2": Case(f"attribute '__class__' of a str {UNSAFE}", 4, 8),
     "template.format_map_escape.j2": Case(f"attribute '__init__' of a str {UNSAFE}", 4, 8),
@@ -192,6 +197,9 @@ CASES: dict[str, Case] = {
     "paradigm.duplicate_id.yaml": Case(
         "paradigm 'demo.recall' is also declared in specs/paradigms/a_impostor.yaml", 1, 1,
         file=PARADIGM, target="specs/paradigms/a_impostor.yaml"),
+    "paradigm.abstain_backtracks.yaml": Case(
+        "abstain pattern took longer than 1 s to match ($MEMSPEC_REGEX_SECONDS) a line of "
+        "1,024 times 'x'", 10, 5),
     "paradigm.scaffold_traversal.yaml": Case(
         "would write '../../../../../escaped.j2' outside the project", 12, 5,
         target="specs/paradigms/evil.yaml", command="new"),

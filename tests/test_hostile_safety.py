@@ -258,3 +258,20 @@ def test_verify_summarises_a_flood_of_added_files(release: Path, project: Path) 
     result = _memspec(project, "verify", release)
     lines = _refused(result, "and 480 more like this (file is not listed in SHA256SUMS", 1)
     assert len([line for line in lines if line.startswith("error: ")]) == 21
+
+
+def test_a_slow_abstain_pattern_on_the_command_line_is_refused_before_scoring(
+        release: Path, project: Path, tmp_path: Path) -> None:
+    responses = tmp_path / "responses.jsonl"
+    assert _memspec(project, "respond", release, "--policy", "oracle", "--out",
+                    responses).returncode == 0  # type: ignore[attr-defined]
+    started = time.monotonic()
+    lines = _refused(_memspec(project, "score", release, responses, "--abstain-pattern",
+                              "^no idea", "--abstain-pattern", "(x+x+)+y"),
+                     "--abstain-pattern '(x+x+)+y' took longer than 1 s to match "
+                     "($MEMSPEC_REGEX_SECONDS) a line of 1,024 times 'x'")
+    assert len(lines) == 1
+    assert time.monotonic() - started < 60
+    # A sound pattern is accepted and scores.
+    assert _memspec(project, "score", release, responses, "--abstain-pattern",
+                    "^no idea").returncode == 0  # type: ignore[attr-defined]
