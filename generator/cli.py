@@ -1034,8 +1034,8 @@ def judge_requests(
 
     The unblinding map goes beside the requests, as <out>.unblind.json."""
     from .canonical import dump_bytes, dump_pretty_bytes
+    from .export import write_all
     from .judge import build_requests
-    from .release import atomic_write_bytes
     from .release_data import load_release_instances
     from .responses import load_responses
 
@@ -1045,9 +1045,12 @@ def judge_requests(
         responses = load_responses(responses_file, (i["id"] for i in instances))
         with CommandBudget("judge-requests", str(responses_file)):
             requests, unblind_map = build_requests(instances, responses, seed)
-        atomic_write_bytes(out_file, b"".join(dump_bytes(r) for r in requests))
         unblind_path = out_file.with_name(out_file.name + ".unblind.json")
-        atomic_write_bytes(unblind_path, dump_pretty_bytes(unblind_map))
+        # The requests are useless without their unblinding map and the map names requests
+        # that must be there: the pair is written all or none, as an export's files are.
+        write_all(out_file.parent, {
+            out_file.name: b"".join(dump_bytes(r) for r in requests),
+            unblind_path.name: dump_pretty_bytes(unblind_map)})
         out.print(f"wrote {len(requests)} requests to {out_file} and the unblinding map to "
                   f"{unblind_path}", markup=False)
 
