@@ -438,27 +438,44 @@ def command_megabytes() -> int:
     return int(_setting("MEMSPEC_COMMAND_MEGABYTES", DEFAULT_COMMAND_MEGABYTES, int, 10**7))
 
 
+#: The analysis command's budget that this process is inside, if any: what ``working_on``
+#: tells which item the work deep inside the command (an audit, an export) is on.
+_COMMAND: CommandBudget | None = None
+
+
+def working_on(item: str) -> None:
+    """Tell the budget of the analysis command running, if one is, what it works on from now
+    (``instance ID``): named by its error if a budget runs out. A plain assignment, cheap
+    enough for every instance of a release; nothing where no command budget is open."""
+    if _COMMAND is not None:
+        _COMMAND.item = item
+
+
 class CommandBudget:
     """The time and memory budget of one analysis command over one input, as a context
-    manager. The command says which item it is working on (``on``: a plain assignment, cheap
-    enough for every response of a release); running out of either budget is an error naming
-    the input and that item."""
+    manager. The command, or the work it calls (``working_on``), says which item it is working
+    on; running out of either budget is an error naming the input and that item."""
 
     def __init__(self, command: str, source: str) -> None:
         self.command = command
         self.source = source
         self.item = ""
         self._budget = Budget(command_seconds(), command_megabytes())
+        self._outer: CommandBudget | None = None
 
     def on(self, item: str) -> None:
         """What the command works on from now: named by the error if a budget runs out."""
         self.item = item
 
     def __enter__(self) -> CommandBudget:
+        global _COMMAND
         self._budget.__enter__()
+        self._outer, _COMMAND = _COMMAND, self
         return self
 
     def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
+        global _COMMAND
+        _COMMAND = self._outer
         try:
             self._budget.__exit__(kind, *rest)
         except BudgetExceeded:

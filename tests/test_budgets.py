@@ -350,3 +350,70 @@ def test_a_thread_rendering_alone_is_held_to_its_memory_budget() -> None:
     thread.start()
     thread.join()
     assert outcome == ["refused", str(300 * 1024**2)]
+
+
+# ------------------------------------------- the item an analysis command's error names
+
+
+@pytest.fixture(scope="module")
+def judged_release(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """The fixture project frozen with a rubric on its answer (so that judge-requests has
+    requests to build), and an oracle's responses: (project, release, responses)."""
+    base = tmp_path_factory.mktemp("judged")
+    root = _write_project(base / "project", {FAMILY: FAMILY_YAML.replace(
+        'gold: "{{ colour }}"', 'gold: "{{ colour }}"\n  rubric: "Names the colour."')})
+    env = {"MEMSPEC_CACHE_DIR": str(base / "cache")}
+    built, _ = _cli(root, "freeze", "demo-v1", "--out", base / "dist",
+                    "--allow-audit-failures", env=env)
+    assert built.returncode == 0, built.stderr
+    release, responses = base / "dist" / "demo-v1", base / "responses.jsonl"
+    answered, _ = _cli(root, "respond", release, "--policy", "oracle", "--out", responses,
+                       env=env)
+    assert answered.returncode == 0, answered.stderr
+    return root, release, responses
+
+
+def _slow_on(target: str, function: object, position: int = 0) -> object:
+    """``function``, taking 30 s (far past a budget of 1 s) where its argument at
+    ``position`` is the instance ``target``, and only there."""
+    def slow(*args: object, **kwargs: object) -> object:
+        if args[position]["id"] == target:  # type: ignore[index]
+            time.sleep(30)
+        return function(*args, **kwargs)  # type: ignore[operator]
+    return slow
+
+
+@pytest.mark.parametrize("command", ["audit", "judge-requests", "export"])
+def test_an_analysis_command_out_of_time_names_the_instance(
+        command: str, judged_release: tuple[Path, Path, Path], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, one_second: None) -> None:
+    """Ended by its budget on one instance, audit, judge-requests and export each name the
+    input and that instance."""
+    from typer.testing import CliRunner
+
+    from generator import audit_structure, export_inspect, judge
+    from generator.cli import app
+
+    root, release, responses = judged_release
+    ids = [json.loads(line)["id"] for line in responses.read_text().splitlines()]
+    target = ids[len(ids) // 2]
+    where, name = {"audit": (audit_structure.FamilyStructure, "add"),
+                   "judge-requests": (judge, "task_prompt"),
+                   "export": (export_inspect, "inspect_sample")}[command]
+    monkeypatch.setattr(where, name, _slow_on(target, getattr(where, name),
+                                              1 if command == "audit" else 0))
+    args = {"audit": ["audit", str(release)],
+            "judge-requests": ["judge-requests", str(release), str(responses), "--out",
+                               str(tmp_path / "requests.jsonl")],
+            "export": ["export", str(release), "--format", "inspect", "--out",
+                       str(tmp_path / "inspect")]}[command]
+    monkeypatch.delenv("MEMSPEC_ROOT", raising=False)
+    start = time.monotonic()
+    result = CliRunner().invoke(app, ["--root", str(root), *args])
+    assert time.monotonic() - start < 20
+    assert result.exit_code == 2, result.output
+    source = responses if command == "judge-requests" else release
+    assert f"error: {source}: {command} took longer than 1 s ($MEMSPEC_COMMAND_SECONDS) " \
+           f"(at instance {target})" in result.output, result.output
+    assert [p.name for p in tmp_path.iterdir() if p.name != "cache"] == [], \
+        "output was written"
