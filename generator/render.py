@@ -41,7 +41,7 @@ from .limits import BudgetExceeded, group_megabytes, group_seconds, one_group
 from .memo import InputMemo, is_plain
 from .project import LIBRARY_PREFIX, Project
 from .sized import MAX_BUILT, check_method_call, format_width, sized_filters
-from .yamlsafe import read_text
+from .yamlsafe import read_digest, read_text
 
 #: What an analysis of a template's tree gives (``_StrictSandbox._kept_analysis``).
 T = TypeVar("T")
@@ -1323,12 +1323,15 @@ class Renderer:
         """Every template file read so far (directly or through include/extends/import)."""
         return sorted(self.env.loader.loaded | self._file_paths)  # type: ignore[union-attr]
 
-    def take_fetched(self) -> list[str]:
-        """The templates (display names) that renders since the last call fetched through
-        include, import or extends, in order; forgotten once handed out."""
+    def take_fetched(self) -> list[tuple[str, str]]:
+        """The templates that renders since the last call fetched through include, import or
+        extends, in order, as (display name, SHA-256 of the bytes this process read of it,
+        or "" where it read none); forgotten once handed out. The digest is of the one read
+        that was compiled and rendered, so that a process that did not render the template
+        never has to read it again to pin it."""
         fetched = sorted(self.env.fetched)
         self.env.fetched.clear()
-        return fetched
+        return [(name, read_digest(self.project.path_of(name)) or "") for name in fetched]
 
     def file(self, relative: str, origin: str | None = None, line: int | None = None,
              column: int | None = None) -> CompiledTemplate:
