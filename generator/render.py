@@ -40,7 +40,15 @@ from .length_match import match_lengths
 from .limits import BudgetExceeded, group_megabytes, group_seconds, one_group
 from .memo import InputMemo, is_plain
 from .project import LIBRARY_PREFIX, Project
-from .sized import MAX_BUILT, check_method_call, format_width, sized_filters
+from .sized import (
+    MAX_BUILT,
+    check_method_call,
+    format_width,
+    formatted_size,
+    refuse_over,
+    sized_filters,
+    text_length,
+)
 from .yamlsafe import read_digest, read_text
 
 #: What an analysis of a template's tree gives (``_StrictSandbox._kept_analysis``).
@@ -408,6 +416,7 @@ class _StrictSandbox(ImmutableSandboxedEnvironment):
             width = format_width(left, values, braces=False)
             if _too_large(width):
                 raise SecurityError(f"format width {width} is too large")
+            refuse_over(formatted_size(left, list(values), braces=False), "'%' formatting")
             return refuse_control_characters(
                 super().call_binop(context, operator, left, right), "'%' formatting")
         return super().call_binop(context, operator, left, right)
@@ -758,6 +767,10 @@ def _finalize(value: Any) -> Any:
         return value
     if isinstance(value, jinja2.Undefined):
         return value  # printing it raises the undefined error itself
+    if isinstance(value, (list, tuple, dict)):
+        # Its text is made by str() in C, out of the alarm's reach: sized first (before
+        # its items are looked at too, which would take as long as they are many).
+        refuse_over(text_length(value), f"printing a {type(value).__name__}")
     _refuse_unprintable(value)
     return value
 

@@ -187,6 +187,11 @@ def test_a_sum_over_the_size_limit_is_refused(renderer: Renderer) -> None:
     ('{{ [1, 2, 3]|sum }}', lambda: "6"),
     ('{{ "a\nb"|indent(3, true) }}', lambda: "   a\n   b"),
     ('{{ "ab".rjust(5, "*") ~ "7".zfill(3) }}', lambda: "ab".rjust(5, "*") + "7".zfill(3)),
+    ('{{ [{"t": "a"}, {"t": "b"}]|join("-", attribute="t") }}', lambda: "a-b"),
+    ('{{ [1, [2, "x"], {"k": 2.5}]|string }}', lambda: str([1, [2, "x"], {"k": 2.5}])),
+    ('{{ [1, [2, "x"], {"k": None}] }}', lambda: str([1, [2, "x"], {"k": None}])),
+    ('{{ "%s|%d" % ([1, "y"], 3) }}', lambda: "%s|%d" % ([1, "y"], 3)),  # noqa: UP031
+    ('{{ "{}".format([1, "y"]) }}', lambda: "[1, 'y']"),
 ])
 def test_sized_filters_give_what_the_originals_give(renderer: Renderer, source: str,
                                                      reference: object) -> None:
@@ -417,3 +422,15 @@ def test_an_analysis_command_out_of_time_names_the_instance(
            f"(at instance {target})" in result.output, result.output
     assert [p.name for p in tmp_path.iterdir() if p.name != "cache"] == [], \
         "output was written"
+
+
+@pytest.mark.parametrize("value", [
+    "", "plain", 0, -1, 10**300, -(2**4000), 3.5, -1.2345678901234567e-308, True, None,
+    [], [1, "two", 3.0], (None, (False,)), {"k": [1, {"n": "v"}], "j": ()},
+    [[list(range(1000))] * 3] * 4, {n: str(n) * n for n in range(50)},
+])
+def test_text_length_is_at_least_the_text_and_not_far_above(value: object) -> None:
+    # str() itself is the reference: the size check refuses no text it would let through.
+    from generator.sized import text_length
+
+    assert len(str(value)) <= text_length(value) <= 2 * len(str(value)) + 24
