@@ -352,6 +352,19 @@ class _InlineReads(CodeGenerator):
             return
         super()._output_child_post(node, frame, finalize)
 
+    @jinja2.compiler.optimizeconst
+    def visit_Concat(self, node: nodes.Concat, frame: Any) -> None:
+        # ``~`` as Jinja writes it, but through ``concat_sized``: str() of a list, tuple or
+        # dict runs in C, out of the alarm's reach, and is sized first.
+        if frame.eval_ctx.volatile or frame.eval_ctx.autoescape:
+            super().visit_Concat(node, frame)
+            return
+        self.write("environment.concat_sized((")
+        for arg in node.nodes:
+            self.visit(arg, frame)
+            self.write(", ")
+        self.write("))")
+
     def _prints_inline(self, frame: Any, finalize: Any) -> bool:
         return not frame.eval_ctx.volatile and not frame.eval_ctx.autoescape and \
             finalize.src == "environment.finalize(" and self.environment.finalize is _finalize
@@ -400,6 +413,14 @@ class _StrictSandbox(ImmutableSandboxedEnvironment):
         template = super().select_template(names, parent, globals)
         self.fetched.add(template.filename or template.name or "")
         return template
+
+    @staticmethod
+    def concat_sized(parts: tuple[Any, ...]) -> str:
+        """The text of ``~``: each part's text joined, a list, tuple or dict's sized first."""
+        for part in parts:
+            if type(part) is not str and isinstance(part, (list, tuple, dict)):
+                refuse_over(text_length(part), "'~'")
+        return "".join(map(str, parts))
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
         if operator == "**" and isinstance(right, int) and abs(right) > 256 and \

@@ -192,6 +192,7 @@ def test_a_sum_over_the_size_limit_is_refused(renderer: Renderer) -> None:
     ('{{ [1, [2, "x"], {"k": None}] }}', lambda: str([1, [2, "x"], {"k": None}])),
     ('{{ "%s|%d" % ([1, "y"], 3) }}', lambda: "%s|%d" % ([1, "y"], 3)),  # noqa: UP031
     ('{{ "{}".format([1, "y"]) }}', lambda: "[1, 'y']"),
+    ('{{ colour ~ [1, "y"] ~ 2 ~ (3,) }}', lambda: "red[1, 'y']2(3,)"),
 ])
 def test_sized_filters_give_what_the_originals_give(renderer: Renderer, source: str,
                                                      reference: object) -> None:

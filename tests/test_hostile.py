@@ -169,6 +169,7 @@ CASES: dict[str, Case] = {
                                         seconds=1),
     "template.print_nested_list.j2": Case("printing a list would build a value of", 4, 1,
                                           seconds=1),
+    "template.concat_list.j2": Case("'~' would build a value of", 4, 1, seconds=1),
     "template.percent_of_list.j2": Case("'%' formatting would build a value of", 4, 1,
                                         seconds=1),
     # Every engine: Dask renders in worker threads, where no alarm reaches.
