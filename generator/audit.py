@@ -45,6 +45,7 @@ from .audit_view import (
     probe_text,
 )
 from .catalog import Catalog
+from .limits import working_on
 from .rng import KeyedRandom
 from .scoring import is_correct
 from .stats import binomial_test, holm
@@ -710,6 +711,7 @@ def audit_families(sources: Mapping[str, Source], seed: int = 0, *,
     adversaries' draw, and once more for the spec audits. Only counts, one pick per group and
     a few bytes per group are kept, never the instances, so memory stays flat however large
     the release."""
+    sources = {family: _naming(source) for family, source in sources.items()}
     report = AuditReport()
     duplicates = DuplicateIndex()
     sampler = _GroupSampler(seed)
@@ -723,6 +725,7 @@ def audit_families(sources: Mapping[str, Source], seed: int = 0, *,
     report.skipped = sorted(set(sources) - set(sampled))
     report.exempt = {f: r for f, r in sorted(sampler.exempt.items()) if f in sources}
     report.unavailable.extend(unavailable_adversaries())
+    working_on("the memoryless adversaries")
     report.rows = _choice_rows(sampled) + _response_rows(sampled, sampler.arms)
     for row, adjusted in zip(report.rows, holm([r.p_value for r in report.rows]), strict=True):
         row.p_holm = adjusted
@@ -746,6 +749,16 @@ def audit_families(sources: Mapping[str, Source], seed: int = 0, *,
             report.specs_skipped is None:
         report.frozen_differences = frozen_differences(report.summary(), manifest)
     return report
+
+
+def _naming(source: Source) -> Source:
+    """``source``, telling the command's budget which instance is being read each time one
+    is (``working_on``), so that an audit that runs out of time or memory names it."""
+    def read() -> Iterable[Mapping[str, Any]]:
+        for inst in source():
+            working_on(f"instance {inst['id']}")
+            yield inst
+    return read
 
 
 #: Why an audit of a release can differ from the one frozen with it.

@@ -25,6 +25,7 @@ from .errors import (
     MemspecError,
     Problem,
     SpecError,
+    elide,
     printable,
     summarised,
     unknown_name,
@@ -847,16 +848,17 @@ def score(
         as_tests_table,
     )
     from .responses import load_responses
-    from .safe_regex import PatternTooSlow, pattern_error
+    from .safe_regex import PatternTooSlow, searched_pattern_problem
     from .score import ScoreOptions, attach_judgments, outcome, score_outcomes
 
     def action() -> None:
         if (judgments is None) != (unblind is None):
             raise SpecError.single("--judgments and --unblind go together")
         for pattern in abstain_pattern or []:
-            problem = pattern_error(pattern)
+            problem = searched_pattern_problem(pattern)
             if problem is not None:
-                raise SpecError.single(f"--abstain-pattern {pattern!r}: {problem}")
+                raise SpecError.single(f"--abstain-pattern {elide(repr(pattern), 120)} "
+                                       f"{problem}")
         _check_seed(seed)
         declarations = (load_analysis_file(analysis_file),) if analysis_file else ()
         _, instances = load_release_instances(release_dir, _catalog_if_any())
@@ -1038,8 +1040,8 @@ def judge_requests(
 
     The unblinding map goes beside the requests, as <out>.unblind.json."""
     from .canonical import dump_bytes, dump_pretty_bytes
+    from .export import write_all
     from .judge import build_requests
-    from .release import atomic_write_bytes
     from .release_data import load_release_instances
     from .responses import load_responses
 
@@ -1049,9 +1051,12 @@ def judge_requests(
         responses = load_responses(responses_file, (i["id"] for i in instances))
         with CommandBudget("judge-requests", str(responses_file)):
             requests, unblind_map = build_requests(instances, responses, seed)
-        atomic_write_bytes(out_file, b"".join(dump_bytes(r) for r in requests))
         unblind_path = out_file.with_name(out_file.name + ".unblind.json")
-        atomic_write_bytes(unblind_path, dump_pretty_bytes(unblind_map))
+        # The requests are useless without their unblinding map and the map names requests
+        # that must be there: the pair is written all or none, as an export's files are.
+        write_all(out_file.parent, {
+            out_file.name: b"".join(dump_bytes(r) for r in requests),
+            unblind_path.name: dump_pretty_bytes(unblind_map)})
         out.print(f"wrote {len(requests)} requests to {out_file} and the unblinding map to "
                   f"{unblind_path}", markup=False)
 

@@ -19,6 +19,7 @@ from typing import Any
 from .catalog import yaml_files
 from .errors import Problem, SpecError
 from .instances import phase_messages
+from .limits import working_on
 from .project import LIBRARY_PREFIX, Project, library_root
 from .release import TMP_PREFIX
 from .release_folders import refuse_writing_inside_release
@@ -211,6 +212,7 @@ def export_release(project: Project, fmt: ExportFormat, manifest: Mapping[str, A
         # split, say); the records of each file are numbered from 0.
         by_path: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for family_index, unit in enumerate(_units(members, layout.get("pair"))):
+            working_on(_unit_item(unit))
             unit["family_index"] = family_index
             relative = shaper.text(layout["path"], {**base, **unit}, (*where, "path")).strip()
             by_path[relative].append(unit)
@@ -219,8 +221,11 @@ def export_release(project: Project, fmt: ExportFormat, manifest: Mapping[str, A
         families.append(shown)
         for rendered, units in by_path.items():
             relative = _checked_path(rendered, files, fmt, (*where, "path"))
-            records = [shaper.build(layout["record"], {**base, **unit, "index": i},
-                                    (*where, "record")) for i, unit in enumerate(units)]
+            records = []
+            for i, unit in enumerate(units):
+                working_on(_unit_item(unit))
+                records.append(shaper.build(layout["record"], {**base, **unit, "index": i},
+                                            (*where, "record")))
             shown["records"] += records
             shown["paths"].append(relative)
             in_file = [inst for unit in units
@@ -241,6 +246,13 @@ def export_release(project: Project, fmt: ExportFormat, manifest: Mapping[str, A
         else:
             files[relative] = shaper.text(extra["text"], whole, (*where, "text")).encode("utf-8")
     return write_all(out, files)
+
+
+def _unit_item(unit: Mapping[str, Any]) -> str:
+    """The instance (or the pair of them) an export record is made of, as an error names it."""
+    if "pair" in unit:
+        return "instances " + " and ".join(i["id"] for i in unit["pair"].values())
+    return f"instance {unit['instance']['id']}"
 
 
 def json_text(value: Any) -> str:

@@ -21,6 +21,7 @@ from . import contrasts as contrast_rules
 from .canonical import dump_bytes
 from .errors import SpecError
 from .export import write_all
+from .limits import working_on
 from .parquet_export import split_of
 from .score import key_value
 
@@ -186,6 +187,17 @@ def scoring_source() -> str:
     return text
 
 
+def _samples(instances: Sequence[Mapping[str, Any]], release: str, late: set[str]
+             ) -> list[bytes]:
+    """Each instance's sample line, telling the command's budget which instance it is on
+    (``working_on``)."""
+    lines = []
+    for inst in instances:
+        working_on(f"instance {inst['id']}")
+        lines.append(dump_bytes(inspect_sample(inst, release, inst["family"] in late)))
+    return lines
+
+
 def write_inspect(manifest: Mapping[str, Any], instances: Sequence[Mapping[str, Any]],
                   out_dir: Path) -> list[Path]:
     """Write the samples, the task, its scoring and the design into ``out_dir``, all or
@@ -197,8 +209,7 @@ def write_inspect(manifest: Mapping[str, Any], instances: Sequence[Mapping[str, 
     design = _design(instances, release)
     design["system_as_user"] = sorted(late)
     return write_all(out_dir, {
-        SAMPLES_FILE: b"".join(dump_bytes(inspect_sample(i, release, i["family"] in late))
-                               for i in instances),
+        SAMPLES_FILE: b"".join(_samples(instances, release, late)),
         TASK_FILE: _task_source(judged, scored).encode("utf-8"),
         SCORING_FILE: scoring_source().encode("utf-8"),
         DESIGN_FILE: dump_bytes(design)})

@@ -122,6 +122,19 @@ class _InlineReads(CodeGenerator):
             return
         super()._output_child_post(node, frame, finalize)
 
+    @jinja2.compiler.optimizeconst
+    def visit_Concat(self, node: nodes.Concat, frame: Any) -> None:
+        # ``~`` as Jinja writes it, but through ``concat_sized``: str() of a list, tuple or
+        # dict runs in C, out of the alarm's reach, and is sized first.
+        if frame.eval_ctx.volatile or frame.eval_ctx.autoescape:
+            super().visit_Concat(node, frame)
+            return
+        self.write("environment.concat_sized((")
+        for arg in node.nodes:
+            self.visit(arg, frame)
+            self.write(", ")
+        self.write("))")
+
     def _prints_inline(self, frame: Any, finalize: Any) -> bool:
         return not frame.eval_ctx.volatile and not frame.eval_ctx.autoescape and \
             finalize.src == "environment.finalize(" and self.environment.finalize is _finalize

@@ -11,7 +11,7 @@ import jinja2
 from jinja2.exceptions import SecurityError
 
 from .canonical import SCALARS
-from .jinja_sized_filters import MAX_BUILT
+from .jinja_sized_filters import MAX_BUILT, refuse_over, text_length
 
 ROLES = ("system", "user", "assistant", "tool")
 
@@ -105,6 +105,10 @@ def _finalize(value: Any) -> Any:
         return value
     if isinstance(value, jinja2.Undefined):
         return value  # printing it raises the undefined error itself
+    if isinstance(value, (list, tuple, dict)):
+        # Its text is made by str() in C, out of the alarm's reach: sized first (before
+        # its items are looked at too, which would take as long as they are many).
+        refuse_over(text_length(value), f"printing a {type(value).__name__}")
     _refuse_unprintable(value)
     return value
 

@@ -28,7 +28,13 @@ from .jinja_output import (
     _too_large,
     refuse_control_characters,
 )
-from .jinja_sized_filters import check_method_call, format_width
+from .jinja_sized_filters import (
+    check_method_call,
+    format_width,
+    formatted_size,
+    refuse_over,
+    text_length,
+)
 from .limits import one_group
 from .project import LIBRARY_PREFIX
 
@@ -80,6 +86,14 @@ class _StrictSandbox(ImmutableSandboxedEnvironment):
         self.fetched.add(template.filename or template.name or "")
         return template
 
+    @staticmethod
+    def concat_sized(parts: tuple[Any, ...]) -> str:
+        """The text of ``~``: each part's text joined, a list, tuple or dict's sized first."""
+        for part in parts:
+            if type(part) is not str and isinstance(part, (list, tuple, dict)):
+                refuse_over(text_length(part), "'~'")
+        return "".join(map(str, parts))
+
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
         if operator == "**" and isinstance(right, int) and abs(right) > 256 and \
                 left not in (0, 1, -1):
@@ -95,6 +109,7 @@ class _StrictSandbox(ImmutableSandboxedEnvironment):
             width = format_width(left, values, braces=False)
             if _too_large(width):
                 raise SecurityError(f"format width {width} is too large")
+            refuse_over(formatted_size(left, list(values), braces=False), "'%' formatting")
             return refuse_control_characters(
                 super().call_binop(context, operator, left, right), "'%' formatting")
         return super().call_binop(context, operator, left, right)

@@ -43,6 +43,33 @@ def _length(value: Any) -> int:
     return len(value) if isinstance(value, (str, list, tuple, dict)) else 1
 
 
+def text_length(value: Any, most: int = MAX_BUILT) -> int:
+    """About how many characters ``str(value)`` has, counted only until the count passes
+    ``most`` (then a number over it): a text's length; a number's digits; a list's, tuple's
+    or dict's items as their text, two characters of quotes a text and two of separator an
+    item. ``str()`` of a container runs in C, out of the alarm's reach, so it is sized first;
+    a text whose escapes make its quoted form longer (a control character, which no render
+    may hold anyway) is counted at its length."""
+    kind = type(value)
+    if kind is str:
+        return len(value)
+    if kind is int:
+        return value.bit_length() * 31 // 100 + 2  # log10(2) < 0.31: its digits and a sign
+    if kind in (float, bool) or value is None:
+        return len(repr(value))  # a few characters, at once
+    if isinstance(value, (list, tuple, dict)):
+        total = 2
+        items = itertools.chain.from_iterable(value.items()) if isinstance(value, dict) \
+            else value
+        for item in items:
+            total += (len(item) + 4 if type(item) is str
+                      else text_length(item, most - total) + 2)
+            if total > most:
+                break
+        return total
+    return _length(value)
+
+
 def _number(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
@@ -114,12 +141,16 @@ def _replaced(text: Any, old: Any, new: Any, count: Any = -1) -> int:
 
 
 def _total_length(items: Any) -> int:
-    """The lengths of ``items`` added up (an item without one counts 1): at C speed where
-    every item has one, as the texts a template joins do."""
-    try:
+    """The lengths of ``items``' texts added up: at C speed where every item is a text, as
+    the texts a template joins are; else each as ``text_length`` counts it."""
+    if all(type(item) is str for item in items):
         return sum(map(len, items))
-    except TypeError:
-        return sum(_length(item) for item in items)
+    total = 0
+    for item in items:
+        total += text_length(item)
+        if total > MAX_BUILT:
+            break
+    return total
 
 
 def _joined(separator: Any, items: Any) -> int:
@@ -149,12 +180,19 @@ def _indented(text: Any, width: Any = 4, *rest: Any, **kwargs: Any) -> int:
     return len(text) + (text.count("\n") + 1) * pad
 
 
+def formatted_size(text: str, values: list[Any], braces: bool) -> int:
+    """At most about how many characters formatting ``text`` with ``values`` builds: the
+    text, the widest padding asked for, and the values' own text (a list's, made by str())."""
+    return len(text) + format_width(text, values, braces) + _total_length(values)
+
+
 def _percent(value: Any, *args: Any, **kwargs: Any) -> int:
     text = value if isinstance(value, str) else ""
-    return len(text) + format_width(text, _format_values(args, kwargs), braces=False)
+    return formatted_size(text, _format_values(args, kwargs), braces=False)
 
 
 def _filter_join(value: Any, d: Any = "", attribute: Any = None) -> int:
+    # With an attribute, the values joined are sized by ``_join_filter`` once read.
     return _joined(d, value) if attribute is None else 0
 
 
@@ -169,6 +207,7 @@ FILTER_COSTS: dict[str, tuple[Estimate, str]] = {
     "format": (_percent, "size"),
     "replace": (_filter_replace, "size"),
     "join": (_filter_join, "size"),
+    "string": (lambda value, *a, **k: text_length(value), "size"),
     "sort": (lambda value, *a, **k: _sorting_steps(value), "steps"),
     "dictsort": (lambda value, *a, **k: _sorting_steps(value), "steps"),
     "unique": (lambda value, *a, **k: _sorting_steps(value), "steps"),
@@ -181,9 +220,9 @@ METHOD_COSTS: dict[str, Estimate] = {
     "expandtabs": lambda text, size=8: _length(text) * max(_number(size), 1),
     "replace": lambda text, old, new, count=-1: _replaced(text, old, new, count),
     "join": _joined,
-    "format": lambda text, *args, **kwargs: len(text) + format_width(
+    "format": lambda text, *args, **kwargs: formatted_size(
         text, _format_values(args, kwargs), braces=True),
-    "format_map": lambda text, mapping: len(text) + format_width(
+    "format_map": lambda text, mapping: formatted_size(
         text, _format_values((), mapping if isinstance(mapping, dict) else {}), braces=True),
 }
 
@@ -241,12 +280,29 @@ def _sum_filter(jinja_sum: Callable[..., Any]) -> Callable[..., Any]:
     return summed
 
 
+def _join_filter(checked_join: Callable[..., Any]) -> Callable[..., Any]:
+    """The size-checked ``join`` filter, which with ``attribute`` first reads each item's
+    attribute as Jinja's would and then joins those values, sized as any others: Jinja's own
+    reads them inside the join, where no size check sees them."""
+    from jinja2.filters import make_attrgetter  # noqa: PLC0415
+
+    @functools.wraps(checked_join)
+    def joined(eval_ctx: Any, value: Any, d: Any = "", attribute: Any = None) -> Any:
+        if attribute is not None:
+            value = list(map(make_attrgetter(eval_ctx.environment, attribute), value))
+        return checked_join(eval_ctx, value, d)
+
+    return joined
+
+
 def sized_filters(filters: dict[str, Callable[..., Any]]) -> None:
-    """Replace, in ``filters``, every filter of ``FILTER_COSTS`` by its size-checked self, and
-    ``sum`` by a linear one."""
+    """Replace, in ``filters``, every filter of ``FILTER_COSTS`` by its size-checked self,
+    ``join`` by one that sizes the attributes it joins too, and ``sum`` by a linear one."""
     for name, (estimate, kind) in FILTER_COSTS.items():
         if name in filters:
             filters[name] = _checked(name, filters[name], estimate, kind)
+    if "join" in filters:
+        filters["join"] = _join_filter(filters["join"])
     if "sum" in filters:
         filters["sum"] = _sum_filter(filters["sum"])
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from .errors import Problem, ProblemCollector, SpecError
 from .instances import all_messages, pair_key
+from .limits import working_on
 from .responses import jsonl_lines, parse_strict_json
 from .rng import KeyedRandom
 from .yamlsafe import read_text
@@ -44,6 +45,7 @@ def build_requests(instances: Sequence[Mapping[str, Any]], responses: Mapping[st
     unblind: dict[str, dict[str, str]] = {}
     pairs: dict[tuple, dict[str, Mapping[str, Any]]] = defaultdict(dict)
     for inst in instances:
+        working_on(f"instance {inst['id']}")
         answer = inst["answer"]
         if "rubric" not in answer or inst["id"] not in responses:
             continue
@@ -66,6 +68,7 @@ def build_requests(instances: Sequence[Mapping[str, Any]], responses: Mapping[st
         if len(arms) != 2:
             continue  # an arm without its partner is judged with the singles below
         treatment, control = arms["treatment"], arms["control"]
+        working_on(f"instance {treatment['id']}")
         request_id = _request_id(len(requests))
         first = KeyedRandom(seed, ("judge", "order", treatment["id"])).randbelow(2)
         a, b = (treatment, control) if first == 0 else (control, treatment)
@@ -76,6 +79,7 @@ def build_requests(instances: Sequence[Mapping[str, Any]], responses: Mapping[st
     for key in sorted(pairs, key=lambda k: json.dumps(k)):
         if len(pairs[key]) == 1:
             inst = next(iter(pairs[key].values()))
+            working_on(f"instance {inst['id']}")
             request_id = _request_id(len(requests))
             requests.append({"request_id": request_id, "instructions": INSTRUCTIONS_SINGLE,
                              "rubric": inst["answer"]["rubric"], "task": task_prompt(inst),

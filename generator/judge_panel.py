@@ -28,6 +28,7 @@ from .equivalence import mean_and_se, t_interval, t_test_zero, tost
 from .errors import Problem, ProblemCollector, SpecError
 from .instances import pair_key
 from .judge import INSTRUCTIONS_PAIR, MAX_JUDGE_SCORE, is_number, task_prompt
+from .limits import working_on
 from .responses import jsonl_lines, parse_strict_json
 from .rng import KeyedRandom
 from .stats import holm
@@ -67,6 +68,7 @@ def panel_requests(instances: Sequence[Mapping[str, Any]], responses: Mapping[st
         if anchor is None:
             continue
         for other in sorted(groups[key]["others"], key=lambda i: i["id"]):
+            working_on(f"instance {other['id']}")
             for judge in panel_of(anchor)["judges"]:
                 stream = KeyedRandom(seed, ("judge-panel", judge, other["id"]))
                 a, b = (anchor, other) if stream.randbelow(2) == 0 else (other, anchor)

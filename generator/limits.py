@@ -148,6 +148,26 @@ class _Watchdog:
 
 _WATCHDOG = _Watchdog()
 
+#: The thread that renders alone in this process (``rendering_alone``), if one does: its
+#: budgets set the address-space limit though it is not the main thread.
+_MEMORY_OWNER: int | None = None
+_RENDERING = threading.Lock()
+
+
+@contextlib.contextmanager
+def rendering_alone() -> Iterator[None]:
+    """Within it, the running thread is the only one of this process doing budgeted work
+    (others wait to enter), so the budgets it enters may set the process's address-space
+    limit as the main thread's do: one group's memory is held to its budget on a worker
+    thread (a Dask worker's) as in a worker process."""
+    global _MEMORY_OWNER
+    with _RENDERING:
+        _MEMORY_OWNER = threading.get_ident()
+        try:
+            yield
+        finally:
+            _MEMORY_OWNER = None
+
 
 #: /proc/self/statm of this process, opened once (a descriptor). A forked child inherits its
 #: parent's, which names the parent: the child forgets it (``os.register_at_fork``).
@@ -262,9 +282,12 @@ class Budget:
         seconds = self._seconds_left()
         self._alarm_set, self._previous_limit = False, None
         if threading.current_thread() is not threading.main_thread():
-            # No signal reaches this thread, and the address-space limit is the whole
-            # process's: time is kept by the watchdog, memory by the sandbox's size checks.
+            # No signal reaches this thread: time is kept by the watchdog. The address-space
+            # limit is the whole process's: set only by a thread that renders alone in its
+            # process (``rendering_alone``), else memory is bounded by the size checks.
             self._watched = _WATCHDOG.arm(seconds)
+            if threading.get_ident() == _MEMORY_OWNER:
+                self._limit_memory()
             return self
         outer = signal.getitimer(signal.ITIMER_REAL)[0] if hasattr(signal, "setitimer") else 0
         if hasattr(signal, "setitimer") and (outer == 0 or outer > seconds):
@@ -280,6 +303,12 @@ class Budget:
                 signal.signal(signal.SIGALRM, self._previous_handler or signal.SIG_DFL)
                 raise
             self._alarm_set = True
+        self._limit_memory()
+        return self
+
+    def _limit_memory(self) -> None:
+        """Set the soft address-space limit ``bytes`` above what the process maps now (kept
+        in ``_previous_limit`` to undo), unless a tighter one is in force."""
         now = _address_space() if resource is not None else None
         if now is not None:
             soft, hard = resource.getrlimit(resource.RLIMIT_AS)
@@ -287,7 +316,6 @@ class Budget:
             if limit is not None:
                 resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
                 self._previous_limit = (soft, hard)
-        return self
 
     def __exit__(self, *exc_info: object) -> None:
         if self._session:
@@ -410,27 +438,44 @@ def command_megabytes() -> int:
     return int(_setting("MEMSPEC_COMMAND_MEGABYTES", DEFAULT_COMMAND_MEGABYTES, int, 10**7))
 
 
+#: The analysis command's budget that this process is inside, if any: what ``working_on``
+#: tells which item the work deep inside the command (an audit, an export) is on.
+_COMMAND: CommandBudget | None = None
+
+
+def working_on(item: str) -> None:
+    """Tell the budget of the analysis command running, if one is, what it works on from now
+    (``instance ID``): named by its error if a budget runs out. A plain assignment, cheap
+    enough for every instance of a release; nothing where no command budget is open."""
+    if _COMMAND is not None:
+        _COMMAND.item = item
+
+
 class CommandBudget:
     """The time and memory budget of one analysis command over one input, as a context
-    manager. The command says which item it is working on (``on``: a plain assignment, cheap
-    enough for every response of a release); running out of either budget is an error naming
-    the input and that item."""
+    manager. The command, or the work it calls (``working_on``), says which item it is working
+    on; running out of either budget is an error naming the input and that item."""
 
     def __init__(self, command: str, source: str) -> None:
         self.command = command
         self.source = source
         self.item = ""
         self._budget = Budget(command_seconds(), command_megabytes())
+        self._outer: CommandBudget | None = None
 
     def on(self, item: str) -> None:
         """What the command works on from now: named by the error if a budget runs out."""
         self.item = item
 
     def __enter__(self) -> CommandBudget:
+        global _COMMAND
         self._budget.__enter__()
+        self._outer, _COMMAND = _COMMAND, self
         return self
 
     def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
+        global _COMMAND
+        _COMMAND = self._outer
         try:
             self._budget.__exit__(kind, *rest)
         except BudgetExceeded:

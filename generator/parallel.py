@@ -26,6 +26,7 @@ from typing import Any
 
 from .canonical import dump_instance_bytes, normalize
 from .errors import SpecError
+from .limits import rendering_alone
 from .spec import FamilySpec, ReleaseFamily
 
 #: Instances a chunk aims at: enough that handing a chunk over (pickling its job and result,
@@ -77,15 +78,16 @@ class ChunkResult:
     count: int  # how many lines
     tallies: dict[int, Counter]
     instances: list[dict[str, Any]] | None = None
-    #: The templates the chunk's groups fetched through include, import or extends (display
-    #: names): which a group reaches can depend on its values, and a release must pin them
-    #: whichever process rendered the group.
-    templates: tuple[str, ...] = ()
+    #: The templates the chunk's groups fetched through include, import or extends, as
+    #: (display name, SHA-256 of the bytes read and rendered, or ""): which a group reaches
+    #: can depend on its values, and a release must pin them whichever process rendered the
+    #: group, by the bytes that process read.
+    templates: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def of_lines(cls, lines: list[bytes], tallies: dict[int, Counter],
                  instances: list[dict[str, Any]] | None = None,
-                 templates: tuple[str, ...] = ()) -> ChunkResult:
+                 templates: tuple[tuple[str, str], ...] = ()) -> ChunkResult:
         """A chunk made of ``lines`` (each ending in a newline)."""
         return cls(b"".join(lines), len(lines), tallies, instances, templates)
 
@@ -228,6 +230,26 @@ def render_chunk(job: ChunkJob, generator: Any = None, keep: bool = False) -> Ch
     return ChunkResult.of_lines(lines, generator.checks.take_tallies(),
                                 instances if keep else None,
                                 tuple(generator.renderer.take_fetched()))
+
+
+def add_fetched(templates: dict[str, str], fetched: Iterable[tuple[str, str]]) -> None:
+    """Add a chunk's fetched templates (``ChunkResult.templates``) to ``templates`` (display
+    name to digest), refusing one read as other bytes by another chunk: it was edited while
+    the release was rendered, and its instances were not all rendered from the same text."""
+    for name, digest in fetched:
+        known = templates.setdefault(name, digest)
+        if digest and known and known != digest:
+            raise SpecError.single("changed while the release was rendered: processes read "
+                                   "different bytes of it (render again)", name)
+        templates[name] = known or digest
+
+
+def render_chunk_alone(job: ChunkJob) -> ChunkResult:
+    """``render_chunk`` on a thread that is not its process's main one (a Dask worker's),
+    alone in its process while it renders, so that each group's memory budget holds there
+    as in a worker process (``rendering_alone``)."""
+    with rendering_alone():
+        return render_chunk(job)
 
 
 class Executor:
@@ -437,7 +459,7 @@ class DaskCluster(Executor):
     def map(self, jobs: Iterable[ChunkJob], local: Any = None, keep: bool = False
             ) -> Iterator[ChunkResult]:
         def submit(job: ChunkJob, _position: int) -> Any:
-            return self.client.submit(render_chunk, job, pure=False)
+            return self.client.submit(render_chunk_alone, job, pure=False)
 
         return _ordered(submit, jobs, self.in_flight)
 

@@ -17,7 +17,7 @@ import hashlib
 import os
 import shutil
 import sys
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +55,7 @@ from .parallel import (
     ChunkResult,
     Executor,
     InProcess,
+    add_fetched,
     chunk_jobs,
     executor_for,
     fingerprint_for,
@@ -229,7 +230,7 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
     files: dict[str, dict[str, Any]] = {}
     family_counts: dict[str, dict[str, Any]] = {}
     seen_content = ContentIndex()
-    templates: set[str] = set()  # fetched by include, import or extends, in any process
+    templates: dict[str, str] = {}  # fetched by include, import or extends, in any process
     stats = ReleaseStats()
     release_checks = ReleaseChecks(release)
     checking = bool(release_checks)  # most releases declare none: one test, not one a line
@@ -246,7 +247,7 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
         try:
             for done, chunk in source(family, entry, generator):
                 generator.checks.add_tallies(chunk.tallies)
-                templates.update(chunk.templates)
+                add_fetched(templates, chunk.templates)
                 for line, instance in chunk.records():
                     splits.add(instance)
                     seen_content.add(content_key(instance))
@@ -422,12 +423,14 @@ class _SplitContent:
 
 
 def input_hashes(project: Project, release: ReleaseSpec, families: list[FamilySpec],
-                  renderer: Renderer, rendered: Iterable[str] = ()) -> dict[str, str]:
+                  renderer: Renderer, rendered: Mapping[str, str] | None = None
+                  ) -> dict[str, str]:
     """SHA-256 of every file a release was made from, by its path in the project: the release
     spec, its families, their paradigms and pools, and the templates ``renderer`` read or the
-    groups fetched in whichever process rendered them (``rendered``: display names, as
-    ChunkResult.templates gives them). A file of memspec's library is named ``memspec:`` and
-    its path in the library, so a release made with library items records which, by hash."""
+    groups fetched in whichever process rendered them (``rendered``: display name to the
+    digest of the bytes that process read, as ``add_fetched`` gathers them). A file of
+    memspec's library is named ``memspec:`` and its path in the library, so a release made
+    with library items records which, by hash."""
     root = project.root
     paths = {release.path}
     for family in families:
@@ -435,7 +438,9 @@ def input_hashes(project: Project, release: ReleaseSpec, families: list[FamilySp
         paths.add(family.paradigm.path)
         paths.update(project.path_of(pool.file) for pool in family.pools.values())
     paths.update(renderer.loaded_files())
-    paths.update(project.path_of(name) for name in rendered)
+    elsewhere = {project.path_of(name).resolve(): digest
+                 for name, digest in (rendered or {}).items()}
+    paths.update(elsewhere)
     hashes = {}
     for path in paths:
         display = project.display(path.resolve())
@@ -445,9 +450,14 @@ def input_hashes(project: Project, release: ReleaseSpec, families: list[FamilySp
             except ValueError:
                 raise SpecError.single("a release must live inside the project it is built "
                                        f"from ({root})", str(path)) from None
-        # The bytes that were parsed and rendered, read once; a file only another process
-        # read (a worker's include) is hashed here.
-        hashes[display] = read_digest(path) or sha256_file(path)
+        # The bytes that were parsed and rendered, read once, here or in the process that
+        # rendered with them (a worker's include); both, they must be the same bytes.
+        here, there = read_digest(path), elsewhere.get(path.resolve())
+        if here and there and here != there:
+            raise SpecError.single("changed while the release was rendered: this process "
+                                   "and a worker read different bytes of it (render again)",
+                                   display)
+        hashes[display] = here or there or sha256_file(path)
     return dict(sorted(hashes.items()))
 
 

@@ -79,7 +79,7 @@ from .length_match import match_lengths
 from .limits import BudgetExceeded
 from .memo import InputMemo
 from .project import Project
-from .yamlsafe import read_text
+from .yamlsafe import read_digest, read_text
 
 #: What other modules import from here: the interface to Jinja, and the names of the jinja_
 #: modules that were once defined here (tests read a few private ones).
@@ -338,12 +338,15 @@ class Renderer(ExpressionCompiler):
         """Every template file read so far (directly or through include/extends/import)."""
         return sorted(self.env.loader.loaded | self._file_paths)  # type: ignore[union-attr]
 
-    def take_fetched(self) -> list[str]:
-        """The templates (display names) that renders since the last call fetched through
-        include, import or extends, in order; forgotten once handed out."""
+    def take_fetched(self) -> list[tuple[str, str]]:
+        """The templates that renders since the last call fetched through include, import or
+        extends, in order, as (display name, SHA-256 of the bytes this process read of it,
+        or "" where it read none); forgotten once handed out. The digest is of the one read
+        that was compiled and rendered, so that a process that did not render the template
+        never has to read it again to pin it."""
         fetched = sorted(self.env.fetched)
         self.env.fetched.clear()
-        return fetched
+        return [(name, read_digest(self.project.path_of(name)) or "") for name in fetched]
 
     def file(self, relative: str, origin: str | None = None, line: int | None = None,
              column: int | None = None) -> CompiledTemplate:

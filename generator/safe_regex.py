@@ -78,6 +78,40 @@ def pattern_error(pattern: str) -> str | None:
     return None
 
 
+#: Length of the runs of one character a pattern searched in responses is tried on before it
+#: is accepted: a pattern that backtracks exponentially (``(a|aa)+$``) or in a high power of
+#: the text's length times out on them, while a sound one takes microseconds.
+PROBE_RUN = 1024
+
+
+def _probes(pattern: str) -> tuple[str, ...]:
+    """Texts a pattern is tried on before it is accepted: a run of each character it names
+    (and of a space, a letter and a digit, which its classes may stand for), each ended by a
+    character nothing in it expects, so that a match that can fail only at the end is
+    driven through every way of splitting the run."""
+    characters = sorted({c for c in pattern if c.isprintable()} | set(" a0"))
+    return tuple(c * PROBE_RUN + "\x00" for c in characters)
+
+
+@functools.lru_cache(maxsize=1024)
+def searched_pattern_problem(pattern: str) -> str | None:
+    """Why ``pattern`` cannot be searched in every response (an abstain pattern, matched
+    case aside against a response's first line), or None where it can: it must compile in
+    the engine that matches it, and every probe (``_probes``) must be searched within the
+    time limit."""
+    error = pattern_error(pattern)
+    if error is not None:
+        return f"is not a valid regular expression: {error}"
+    for text in _probes(pattern):
+        try:
+            search(pattern, text, ignore_case=True)
+        except PatternTooSlow as exc:
+            return (f"took longer than {exc.seconds:g} s to match ($MEMSPEC_REGEX_SECONDS) a "
+                    f"line of {PROBE_RUN:,} times {text[0]!r}, and every response would be "
+                    "searched with it")
+    return None
+
+
 def search(pattern: str, text: str, ignore_case: bool = False) -> bool:
     """Whether ``pattern`` matches somewhere in ``text``; PatternTooSlow past the limit."""
     return _run(pattern, text, ignore_case, anchored=False)

@@ -20,7 +20,7 @@ from typing import Any
 from .canonical import dump_pretty_bytes
 from .catalog import Catalog
 from .errors import CheckFailed, SpecError
-from .parallel import ChunkResult, Executor, shard_groups
+from .parallel import ChunkResult, Executor, add_fetched, shard_groups
 from .render import Renderer
 from .schemas import read_json_as
 from .spec import FamilySpec, ReleaseFamily, ReleaseSpec
@@ -48,7 +48,7 @@ def write_shard(catalog: Catalog, release: ReleaseSpec, shard: tuple[int, int], 
     source = rendered_chunks(executor, project.root, release.seed, shard)
     (folder / "data").mkdir(parents=True)
     recorded: dict[str, Any] = {}
-    templates: set[str] = set()  # fetched by include, import or extends, in any process
+    templates: dict[str, str] = {}  # fetched by include, import or extends, in any process
     for family, entry in zip(families, release.families, strict=True):
         generator = FamilyGenerator(family, renderer, release.seed)
         first, count = shard_groups(0, entry.groups, shard)
@@ -56,7 +56,7 @@ def write_shard(catalog: Catalog, release: ReleaseSpec, shard: tuple[int, int], 
         digest, instances = hashlib.sha256(), 0
         with StreamedFile(folder / "data" / f"{family.family_id}.jsonl") as handle:
             for _, chunk in source(family, entry, generator):
-                templates.update(chunk.templates)
+                add_fetched(templates, chunk.templates)
                 handle.write(chunk.data)
                 digest.update(chunk.data)
                 instances += chunk.count

@@ -214,11 +214,19 @@ def _load_checked(path: Path, project: Project, schema: str,
     return located
 
 
-def _bad_patterns(patterns: list[str]) -> list[tuple[int, str]]:
-    """(index, reason) of each pattern that does not compile in the engine that matches it."""
-    from .safe_regex import pattern_error
-    return [(index, why) for index, pattern in enumerate(patterns)
-            if (why := pattern_error(pattern)) is not None]
+def _bad_patterns(patterns: list[str], probed: bool = False) -> list[tuple[int, str]]:
+    """(index, reason) of each pattern that does not compile in the engine that matches it;
+    ``probed`` (abstain patterns, searched in every response's first line), also of each
+    that takes too long on the probes it is tried on (``searched_pattern_problem``).
+    Declared outcomes and signals are long patterns of the bundled families, which probing
+    would add a tenth of a second to every load of them to; at score time they are matched
+    under the same time limit."""
+    from .safe_regex import pattern_error, searched_pattern_problem
+    if probed:
+        return [(index, why) for index, pattern in enumerate(patterns)
+                if (why := searched_pattern_problem(pattern)) is not None]
+    return [(index, f"is not a valid regular expression: {why}")
+            for index, pattern in enumerate(patterns) if (why := pattern_error(pattern))]
 
 
 def _refuse_repeats(located: Located, key: str, names: list[str], what: str) -> None:
@@ -246,8 +254,8 @@ def load_paradigm(path: Path, project: Project) -> ParadigmSpec:
         line, col = located.where(where)
         problems.append(Problem(message, located.file, line, col, where))
 
-    for index, why in _bad_patterns(data.get("abstain", [])):
-        problem(f"abstain pattern is not a valid regular expression: {why}", ("abstain", index))
+    for index, why in _bad_patterns(data.get("abstain", []), probed=True):
+        problem(f"abstain pattern {why}", ("abstain", index))
     for name, slot in data.get("slots", {}).items():
         if "override" in slot:
             problem("'override' is for a family's slot that replaces a paradigm's",
@@ -528,11 +536,11 @@ class FamilyLoader:
             for axis, value in analysis["signal"]["act"].items():
                 refs.append((("analysis", "signal", "act", axis), axis, [value]))
             for _, why in _bad_patterns([analysis["signal"]["performed"]]):
-                problem(f"signal 'performed' is not a valid regular expression: {why}",
+                problem(f"signal 'performed' {why}",
                         ("analysis", "signal", "performed"))
         for name, pattern in analysis.get("outcomes", {}).items():
             for _, why in _bad_patterns([pattern]):
-                problem(f"outcome {name!r} is not a valid regular expression: {why}",
+                problem(f"outcome {name!r} {why}",
                         ("analysis", "outcomes", name))
         for where, axis, wanted in refs:
             if axis not in values:
@@ -549,9 +557,8 @@ class FamilyLoader:
     def _check_answer(answer: Mapping[str, Any], slot_names: list[str], problem: Any) -> None:
         scorer = answer["scorer"]
         where = ("answer",)
-        for index, why in _bad_patterns(answer.get("abstain", [])):
-            problem(f"abstain pattern is not a valid regular expression: {why}",
-                    (*where, "abstain", index))
+        for index, why in _bad_patterns(answer.get("abstain", []), probed=True):
+            problem(f"abstain pattern {why}", (*where, "abstain", index))
         if scorer in ("exact", "regex", "canonical", "choice") and "gold" not in answer:
             problem(f"a {scorer} answer needs 'gold'", where)
         if scorer == "choice" and "options" not in answer:

@@ -48,6 +48,18 @@ class VerifyReport:
         self.problems.append(Problem(message, file))
 
 
+#: How much larger than the bytes a manifest pins a Parquet file another pyarrow wrote may be
+#: (its encodings and metadata of the same rows): times the pinned size, plus a margin for
+#: the footer of a small file. Past it the file is refused before a byte of it is read.
+OTHER_WRITER_FACTOR = 4
+OTHER_WRITER_MARGIN = 1 << 20
+
+
+def other_writer_bytes(pinned: int) -> int:
+    """The most bytes a Parquet file of ``pinned`` bytes may take as another writer's copy."""
+    return pinned * OTHER_WRITER_FACTOR + OTHER_WRITER_MARGIN
+
+
 def _recorded(folder: Path, key: str) -> dict[str, Any]:
     """What manifest.json records of each file under ``key`` (``sha256``, ``bytes``,
     ``writer``) where it records it, or nothing if the manifest cannot be read."""
@@ -146,7 +158,8 @@ def verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool = 
     to_hash: list[str] = []
     # Sizes first: a file of another size than the manifest says (a sparse terabyte) is
     # refused at once, without reading it. A Parquet copy another pyarrow may have written
-    # (its entry names its writer) may differ in size and is checked by its rows below.
+    # (its entry names its writer) may differ in size and is checked by its rows below, but
+    # only within what another writer's encoding of the same rows could take.
     sizes = _recorded(folder, "bytes")
     writers = _recorded(folder, "writer") if sizes else {}
     for name in sorted(listed):
@@ -159,6 +172,11 @@ def verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool = 
                 path.stat().st_size != sizes[name]:
             report.fail(f"file is {path.stat().st_size:,} bytes; manifest.json says "
                         f"{sizes[name]:,} (file changed)", name)
+        elif isinstance(sizes.get(name), int) and name in writers and \
+                path.stat().st_size > other_writer_bytes(sizes[name]):
+            report.fail(f"file is {path.stat().st_size:,} bytes; manifest.json says "
+                        f"{sizes[name]:,}, and another writer's copy of the same rows takes "
+                        f"at most {other_writer_bytes(sizes[name]):,} (file changed)", name)
         elif sizes and name != MANIFEST_FILE and name not in sizes:
             report.fail("listed in SHA256SUMS but not in manifest.json (added?)", name)
         else:

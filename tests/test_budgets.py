@@ -22,7 +22,7 @@ from test_bad_input import FAMILY, FAMILY_ID, FAMILY_YAML, FILES, PARADIGM, TEMP
 from generator.bounded_diff import opcodes
 from generator.errors import SpecError
 from generator.html_page import highlight
-from generator.limits import Budget, BudgetExceeded, CommandBudget
+from generator.limits import Budget, BudgetExceeded, CommandBudget, rendering_alone
 from generator.project import Project
 from generator.render import Renderer
 
@@ -187,6 +187,12 @@ def test_a_sum_over_the_size_limit_is_refused(renderer: Renderer) -> None:
     ('{{ [1, 2, 3]|sum }}', lambda: "6"),
     ('{{ "a\nb"|indent(3, true) }}', lambda: "   a\n   b"),
     ('{{ "ab".rjust(5, "*") ~ "7".zfill(3) }}', lambda: "ab".rjust(5, "*") + "7".zfill(3)),
+    ('{{ [{"t": "a"}, {"t": "b"}]|join("-", attribute="t") }}', lambda: "a-b"),
+    ('{{ [1, [2, "x"], {"k": 2.5}]|string }}', lambda: str([1, [2, "x"], {"k": 2.5}])),
+    ('{{ [1, [2, "x"], {"k": None}] }}', lambda: str([1, [2, "x"], {"k": None}])),
+    ('{{ "%s|%d" % ([1, "y"], 3) }}', lambda: "%s|%d" % ([1, "y"], 3)),  # noqa: UP031
+    ('{{ "{}".format([1, "y"]) }}', lambda: "[1, 'y']"),
+    ('{{ colour ~ [1, "y"] ~ 2 ~ (3,) }}', lambda: "red[1, 'y']2(3,)"),
 ])
 def test_sized_filters_give_what_the_originals_give(renderer: Renderer, source: str,
                                                      reference: object) -> None:
@@ -330,3 +336,102 @@ def test_a_hostile_template_is_refused_on_a_dask_worker_as_fast_as_here(
         there = time.monotonic() - start
     assert here < ENDS_WITHIN
     assert there < here + ENDS_WITHIN
+
+
+def test_a_thread_rendering_alone_is_held_to_its_memory_budget() -> None:
+    # A Dask worker's task thread is not the main one, yet alone in its process while it
+    # renders: a group there is held to its memory budget, and the limit is undone after it.
+    outcome: list[str] = []
+
+    def work() -> None:
+        with rendering_alone():
+            try:
+                with Budget(60, 256):
+                    outcome.append(str(len(bytearray(2 * 1024**3))))
+            except MemoryError:
+                outcome.append("refused")
+        outcome.append(str(len(bytearray(300 * 1024**2))))
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    assert outcome == ["refused", str(300 * 1024**2)]
+
+
+# ------------------------------------------- the item an analysis command's error names
+
+
+@pytest.fixture(scope="module")
+def judged_release(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """The fixture project frozen with a rubric on its answer (so that judge-requests has
+    requests to build), and an oracle's responses: (project, release, responses)."""
+    base = tmp_path_factory.mktemp("judged")
+    root = _write_project(base / "project", {FAMILY: FAMILY_YAML.replace(
+        'gold: "{{ colour }}"', 'gold: "{{ colour }}"\n  rubric: "Names the colour."')})
+    env = {"MEMSPEC_CACHE_DIR": str(base / "cache")}
+    built, _ = _cli(root, "freeze", "demo-v1", "--out", base / "dist",
+                    "--allow-audit-failures", env=env)
+    assert built.returncode == 0, built.stderr
+    release, responses = base / "dist" / "demo-v1", base / "responses.jsonl"
+    answered, _ = _cli(root, "respond", release, "--policy", "oracle", "--out", responses,
+                       env=env)
+    assert answered.returncode == 0, answered.stderr
+    return root, release, responses
+
+
+def _slow_on(target: str, function: object, position: int = 0) -> object:
+    """``function``, taking 30 s (far past a budget of 1 s) where its argument at
+    ``position`` is the instance ``target``, and only there."""
+    def slow(*args: object, **kwargs: object) -> object:
+        if args[position]["id"] == target:  # type: ignore[index]
+            time.sleep(30)
+        return function(*args, **kwargs)  # type: ignore[operator]
+    return slow
+
+
+@pytest.mark.parametrize("command", ["audit", "judge-requests", "export"])
+def test_an_analysis_command_out_of_time_names_the_instance(
+        command: str, judged_release: tuple[Path, Path, Path], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, one_second: None) -> None:
+    """Ended by its budget on one instance, audit, judge-requests and export each name the
+    input and that instance."""
+    from typer.testing import CliRunner
+
+    from generator import audit_structure, export_inspect, judge
+    from generator.cli import app
+
+    root, release, responses = judged_release
+    ids = [json.loads(line)["id"] for line in responses.read_text().splitlines()]
+    target = ids[len(ids) // 2]
+    where, name = {"audit": (audit_structure.FamilyStructure, "add"),
+                   "judge-requests": (judge, "task_prompt"),
+                   "export": (export_inspect, "inspect_sample")}[command]
+    monkeypatch.setattr(where, name, _slow_on(target, getattr(where, name),
+                                              1 if command == "audit" else 0))
+    args = {"audit": ["audit", str(release)],
+            "judge-requests": ["judge-requests", str(release), str(responses), "--out",
+                               str(tmp_path / "requests.jsonl")],
+            "export": ["export", str(release), "--format", "inspect", "--out",
+                       str(tmp_path / "inspect")]}[command]
+    monkeypatch.delenv("MEMSPEC_ROOT", raising=False)
+    start = time.monotonic()
+    result = CliRunner().invoke(app, ["--root", str(root), *args])
+    assert time.monotonic() - start < 20
+    assert result.exit_code == 2, result.output
+    source = responses if command == "judge-requests" else release
+    assert f"error: {source}: {command} took longer than 1 s ($MEMSPEC_COMMAND_SECONDS) " \
+           f"(at instance {target})" in result.output, result.output
+    assert [p.name for p in tmp_path.iterdir() if p.name != "cache"] == [], \
+        "output was written"
+
+
+@pytest.mark.parametrize("value", [
+    "", "plain", 0, -1, 10**300, -(2**4000), 3.5, -1.2345678901234567e-308, True, None,
+    [], [1, "two", 3.0], (None, (False,)), {"k": [1, {"n": "v"}], "j": ()},
+    [[list(range(1000))] * 3] * 4, {n: str(n) * n for n in range(50)},
+])
+def test_text_length_is_at_least_the_text_and_not_far_above(value: object) -> None:
+    # str() itself is the reference: the size check refuses no text it would let through.
+    from generator.jinja_sized_filters import text_length
+
+    assert len(str(value)) <= text_length(value) <= 2 * len(str(value)) + 24

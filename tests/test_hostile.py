@@ -112,6 +112,11 @@ CASES: dict[str, Case] = {
     "family.regex_gold_backtracks.yaml": Case(
         "gold pattern '^(a|aa)+$' took longer than 1 s to match", 13, 1,
         edits=((PARADIGM, "scorers: [exact]", "scorers: [exact, regex]"),)),
+    # An abstain pattern, tried on every response's first line, is tried at validate on
+    # probe lines with the same time limit: one that backtracks there is refused.
+    "family.abstain_backtracks.yaml": Case(
+        "abstain pattern took longer than 1 s to match ($MEMSPEC_REGEX_SECONDS) a line of 1,024 "
+        "times 'a'", 18, 7),
     # --------------------------------------------------------------------- templates (Jinja)
     "template.format_escape.j2": Case(f"attribute '__class__' of a str {UNSAFE}", 4, 8),
     "template.format_map_escape.j2": Case(f"attribute '__init__' of a str {UNSAFE}", 4, 8),
@@ -151,15 +156,28 @@ CASES: dict[str, Case] = {
                                         seconds=1),
     "template.replace_growth.j2": Case("replace() would build a value of 7,000,006", 4, 1,
                                        seconds=1),
-    "template.star_width.j2": Case("filter 'format' would build a value of 1,000,000,003", 4, 1,
+    "template.star_width.j2": Case("filter 'format' would build a value of 1,000,000,0", 4, 1,
                                    seconds=1),
-    "template.nested_brace_width.j2": Case("format() would build a value of 1,000,000,00", 4, 1,
+    "template.nested_brace_width.j2": Case("format() would build a value of 1,000,000,0", 4, 1,
                                            seconds=1),
     "template.join_repeated.j2": Case("filter 'join' would build a value of 300,000,598", 4, 1,
                                       seconds=1),
+    # Values that are not text, turned into text in C: sized before (issue 32).
+    "template.join_attribute.j2": Case(
+        "filter 'join' would build a value of 1,000,000,000 characters", 4, 1, seconds=1),
+    "template.string_of_lists.j2": Case("filter 'string' would build a value of", 4, 1,
+                                        seconds=1),
+    "template.print_nested_list.j2": Case("printing a list would build a value of", 4, 1,
+                                          seconds=1),
+    "template.concat_list.j2": Case("'~' would build a value of", 4, 1, seconds=1),
+    "template.percent_of_list.j2": Case("'%' formatting would build a value of", 4, 1,
+                                        seconds=1),
     # Every engine: Dask renders in worker threads, where no alarm reaches.
     "template.nested_loops_dask.j2": Case("group 0 took longer than 1 s to render", 4, 1,
                                           seconds=1, args=("--engine", "dask", "--workers", "1")),
+    # …and where the address-space limit is the whole worker's: one group at a time holds it.
+    "template.string_doubling_dask.j2": Case(MEMORY, 4, 1,
+                                             args=("--engine", "dask", "--workers", "1")),
     "template.include_traversal.j2": Case(
         "template path '../../../../../../etc/passwd' must stay inside templates/", 4, 1),
     "template.include_absolute.j2": Case("template path '/etc/passwd' must stay inside templates/",
@@ -189,6 +207,9 @@ CASES: dict[str, Case] = {
     "paradigm.duplicate_id.yaml": Case(
         "paradigm 'demo.recall' is also declared in specs/paradigms/a_impostor.yaml", 1, 1,
         file=PARADIGM, target="specs/paradigms/a_impostor.yaml"),
+    "paradigm.abstain_backtracks.yaml": Case(
+        "abstain pattern took longer than 1 s to match ($MEMSPEC_REGEX_SECONDS) a line of "
+        "1,024 times 'x'", 10, 5),
     "paradigm.scaffold_traversal.yaml": Case(
         "would write '../../../../../escaped.j2' outside the project", 12, 5,
         target="specs/paradigms/evil.yaml", command="new"),

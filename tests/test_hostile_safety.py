@@ -191,8 +191,16 @@ def test_no_writer_writes_inside_a_release(release: Path, project: Path, tmp_pat
     assert _memspec(project, "verify", release).returncode == 0  # type: ignore[attr-defined]
 
 
-def test_verify_refuses_a_sparse_terabyte_at_once(release: Path, project: Path) -> None:
-    data = sorted((release / "data").glob("*.jsonl"))[0]
+@pytest.mark.parametrize("pattern", ["data/*.jsonl", "parquet/**/*.parquet"])
+def test_verify_refuses_a_sparse_terabyte_at_once(release: Path, project: Path,
+                                                 pattern: str) -> None:
+    # A Parquet file may be another pyarrow's copy of the same rows, of another size: only
+    # within what such a copy could take, beyond which it is refused before it is read.
+    data = sorted(release.glob(pattern))[0]
+    if pattern.endswith(".parquet"):
+        entry = json.loads((release / "manifest.json").read_text())["files"][
+            data.relative_to(release).as_posix()]
+        assert "writer" in entry
     with data.open("r+b") as handle:
         handle.truncate(1 << 40)  # sparse: a terabyte that takes no disk
     started = time.monotonic()
@@ -258,3 +266,67 @@ def test_verify_summarises_a_flood_of_added_files(release: Path, project: Path) 
     result = _memspec(project, "verify", release)
     lines = _refused(result, "and 480 more like this (file is not listed in SHA256SUMS", 1)
     assert len([line for line in lines if line.startswith("error: ")]) == 21
+
+
+def test_a_slow_abstain_pattern_on_the_command_line_is_refused_before_scoring(
+        release: Path, project: Path, tmp_path: Path) -> None:
+    responses = tmp_path / "responses.jsonl"
+    assert _memspec(project, "respond", release, "--policy", "oracle", "--out",
+                    responses).returncode == 0  # type: ignore[attr-defined]
+    started = time.monotonic()
+    lines = _refused(_memspec(project, "score", release, responses, "--abstain-pattern",
+                              "^no idea", "--abstain-pattern", "(x+x+)+y"),
+                     "--abstain-pattern '(x+x+)+y' took longer than 1 s to match "
+                     "($MEMSPEC_REGEX_SECONDS) a line of 1,024 times 'x'")
+    assert len(lines) == 1
+    assert time.monotonic() - started < 60
+    # A sound pattern is accepted and scores.
+    assert _memspec(project, "score", release, responses, "--abstain-pattern",
+                    "^no idea").returncode == 0  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("before", [None, (b"old requests\n", b"old map\n")])
+def test_judge_requests_writes_its_pair_all_or_none(
+        release: Path, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        before: tuple[bytes, bytes] | None) -> None:
+    """Interrupted between its two files (the second rename fails), judge-requests leaves
+    neither new one: none where there was none, the previous pair where there was one."""
+    from typer.testing import CliRunner
+
+    from generator import export
+    from generator.cli import app
+
+    responses = tmp_path / "responses.jsonl"
+    assert _memspec(project, "respond", release, "--policy", "oracle", "--out",
+                    responses).returncode == 0  # type: ignore[attr-defined]
+    out = tmp_path / "judged" / "requests.jsonl"
+    unblind = out.with_name(out.name + ".unblind.json")
+    if before is not None:
+        out.parent.mkdir()
+        out.write_bytes(before[0])
+        unblind.write_bytes(before[1])
+    replace, renamed = os.replace, []
+
+    def interrupted(source: object, target: object) -> None:
+        if Path(str(source)).parent.name != ".previous" and renamed:
+            raise KeyboardInterrupt  # between the first file's rename and the second's
+        if Path(str(source)).parent.name != ".previous":
+            renamed.append(target)
+        replace(source, target)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(export.os, "replace", interrupted)
+    monkeypatch.delenv("MEMSPEC_ROOT", raising=False)
+    result = CliRunner().invoke(app, ["--root", str(project), "judge-requests", str(release),
+                                      str(responses), "--out", str(out)])
+    monkeypatch.undo()
+    assert renamed, "the first file was never renamed into place"
+    assert result.exit_code != 0
+    if before is None:
+        assert not out.parent.exists() or sorted(out.parent.iterdir()) == []
+    else:
+        assert sorted(p.name for p in out.parent.iterdir()) == [out.name, unblind.name]
+        assert (out.read_bytes(), unblind.read_bytes()) == before
+    # Uninterrupted, both are written.
+    written = _memspec(project, "judge-requests", release, responses, "--out", out)
+    assert written.returncode == 0, written.stderr  # type: ignore[attr-defined]
+    assert out.exists() and unblind.exists()

@@ -185,3 +185,40 @@ def test_show_never_writes_escape_sequences(project_copy: Path) -> None:
     result = run_cli("show", "example.choice.meeting_room", "--group", "0", root=REPO)
     assert result.returncode == 0, result.stderr
     assert "\x1b" not in result.stdout
+
+
+def test_a_template_only_workers_read_is_pinned_as_they_read_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A template that only worker processes include, swapped after they rendered with it
+    and before the manifest is written, is pinned by the bytes the workers read: the main
+    process never reads it a second time."""
+    from test_bad_input import FILES, TEMPLATE
+
+    from generator.catalog import Catalog
+    from generator.project import Project
+
+    root = tmp_path / "project"
+    files = {**FILES, TEMPLATE: FILES[TEMPLATE].replace("Noted.", '{% include "demo/part.j2" %}'),
+             "templates/demo/part.j2": "Noted, as read first."}
+    for relative, text in files.items():
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text(text, encoding="utf-8")
+    (root / "manifests").mkdir()
+    part = root / "templates" / "demo" / "part.j2"
+    original = part.read_bytes()
+    catalog = Catalog.load(Project(root))
+    spec = release.find_release(catalog, "demo-v1")
+    hashes = release.input_hashes
+
+    def swapped_then_hashed(*args: object, **kwargs: object) -> dict[str, str]:
+        part.write_text("Swapped after the workers rendered.", encoding="utf-8")
+        return hashes(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(release, "input_hashes", swapped_then_hashed)
+    built = release.freeze(catalog, spec, tmp_path / "dist", write_manifest=True, workers=2,
+                           allow_audit_failures=True)
+    assert part.read_text() == "Swapped after the workers rendered."
+    assert built.manifest["inputs"]["templates/demo/part.j2"] == \
+        hashlib.sha256(original).hexdigest()
+    data = b"".join(p.read_bytes() for p in (tmp_path / "dist" / "demo-v1").rglob("*.jsonl"))
+    assert b"Noted, as read first." in data and b"Swapped" not in data
