@@ -97,7 +97,7 @@ def built_dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
             shutil.rmtree(out, ignore_errors=True)
             # Two worker processes: the other test workers mostly wait for this build.
             result = run_cli("build", "--all", "--out", str(out), "--workers",
-                             str(min(2, os.cpu_count() or 1)))
+                             str(min(2, os.cpu_count() or 1)), timeout=1800)
             assert result.returncode == 0, result.stderr
             done.write_text(result.stdout)  # the table of releases build verified
     return out
