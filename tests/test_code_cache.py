@@ -290,30 +290,33 @@ def test_the_fingerprint_covers_options_filters_and_is_the_same_in_every_process
 
 
 def test_the_fingerprint_covers_the_source_of_every_module_behind_the_render_door(
-        tmp_path: Path) -> None:
-    # Jinja's specifics live in modules of their own (jinja_*.py) that render.py imports: a
-    # change to any of them must make new cache entries, or a stale compiled code would run.
-    import shutil
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Jinja's specifics live in modules of their own (jinja_*.py) behind render.py: a change
+    # to any of them must make new cache entries, or a stale compiled code would run. Each
+    # module is "changed" as the digest reads it (nothing on disk is touched).
+    import generator
 
-    shutil.copytree(REPO / "generator", tmp_path / "generator",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    modules = sorted(p.name for p in (tmp_path / "generator").glob("jinja_*.py"))
+    modules = sorted(Path(generator.__file__).resolve().parent.rglob("jinja_*.py"))
     assert len(modules) >= 5
-    code = ("import sys; from pathlib import Path; from generator import code_cache;"
-            "from generator.project import Project;"
-            "from generator.render import _compile_fingerprint, make_environment;"
-            f"env = make_environment(Project(Path({str(REPO)!r})));"
-            "print(_compile_fingerprint(env))\n"
-            "for name in sys.argv[1:]:\n"
-            "    path = Path(code_cache.__file__).parent / name; text = path.read_text()\n"
-            "    path.write_text(text + '# changed\\n'); code_cache.package_source_digest"
-            ".cache_clear()\n"
-            "    print(_compile_fingerprint(env)); path.write_text(text)")
-    result = subprocess.run([sys.executable, "-c", code, *modules], capture_output=True,
-                            text=True, check=True, cwd=tmp_path,
-                            env={**os.environ, "PYTHONPATH": str(tmp_path)})
-    base, *changed = result.stdout.split()
-    assert base == _compile_fingerprint(make_environment(Project(REPO)))
+    env = make_environment(Project(REPO))
+    original = Path.read_bytes
+
+    def fingerprint_with(changed: Path | None) -> str:
+        def read_bytes(path: Path) -> bytes:
+            data = original(path)
+            return data + b"# changed\n" if path == changed else data
+
+        monkeypatch.setattr(Path, "read_bytes", read_bytes)
+        code_cache.package_source_digest.cache_clear()
+        try:
+            return _compile_fingerprint(env)
+        finally:
+            monkeypatch.undo()
+            code_cache.package_source_digest.cache_clear()
+
+    base = fingerprint_with(None)
+    changed = [fingerprint_with(module) for module in modules]
+    assert base == _compile_fingerprint(env)
     assert base not in changed and len(set(changed)) == len(changed) == len(modules)
 
 
