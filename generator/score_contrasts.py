@@ -58,8 +58,10 @@ def contrast_plans(instances: Sequence[Mapping[str, Any]],
 
 
 def contrast_result(contrast: Contrast, units: Mapping[tuple[str, int], float],
-                     clusters: Mapping[tuple[str, int], str], options: ScoreOptions,
-                     level: float) -> dict[str, Any]:
+                    clusters: Mapping[tuple[str, int], str], options: ScoreOptions,
+                    level: float) -> dict[str, Any]:
+    """One contrast's entry in a report: its estimate over the groups' differences, its
+    interval at ``level`` (expanded, as it is tested against 0) and its sign-flip p-value."""
     estimate, interval = mean_and_ci(units, clusters, options, level, expand=True)
     entry: dict[str, Any] = {
         "name": contrast.name, "kind": contrast.kind, "metric": contrast.metric,

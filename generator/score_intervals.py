@@ -13,7 +13,9 @@ from .stats import bootstrap_ci, expanded_level, sign_flip_test
 
 
 def unit_means(outcomes: Sequence[Outcome], value: Callable[[Outcome], float | None]
-                ) -> dict[tuple[str, int], float]:
+               ) -> dict[tuple[str, int], float]:
+    """Per group: the mean of ``value`` over its outcomes (None: the item does not count);
+    a group with no item that counts is left out."""
     sums: dict[tuple[str, int], list[float]] = defaultdict(list)
     for o in outcomes:
         v = value(o)
@@ -28,8 +30,8 @@ TAIL_RESAMPLES = 20
 
 
 def mean_and_ci(units: Mapping[tuple[str, int], float], clusters: Mapping[tuple[str, int], str],
-                 options: ScoreOptions, level: float = 0.95, expand: bool = False
-                 ) -> tuple[float | None, list[float] | None]:
+                options: ScoreOptions, level: float = 0.95, expand: bool = False
+                ) -> tuple[float | None, list[float] | None]:
     """The mean of the groups' values and its bootstrap interval at ``level``; with
     ``expand``, read at the expanded percentile level for the number of units (groups, or
     clusters), as the intervals that are tested against 0 are (Δmem and the contrasts)."""
@@ -109,7 +111,7 @@ def _cluster_means(units: Mapping[tuple[str, int], float],
 
 
 def sign_flip(units: Mapping[tuple[str, int], float], clusters: Mapping[tuple[str, int], str],
-               options: ScoreOptions) -> float | None:
+              options: ScoreOptions) -> float | None:
     """The exact sign-flip p-value of the groups' (or clusters') values against 0."""
     return sign_flip_test(_cluster_means(units, clusters) if options.cluster
                           else [units[u] for u in sorted(units)])

@@ -75,7 +75,7 @@ def metrics(subset: Sequence[Outcome], everything: Sequence[Outcome], key: Mappi
     delta = delta_mem(subset, everything, key)
     if delta is not None:
         result["delta_mem"], result["delta_mem_ci"] = mean_and_ci(delta, clusters, options,
-                                                                    delta_level, expand=True)
+                                                                   delta_level, expand=True)
         result["delta_mem_pairs"] = len(delta)
         # Not among the report's tests (its intervals are what the report corrects): read
         # by rho-star, which corrects it across the levels it scans.
@@ -104,7 +104,7 @@ def metrics(subset: Sequence[Outcome], everything: Sequence[Outcome], key: Mappi
         influence = judge_influence(subset)
         if influence:
             result["influence"], result["influence_ci"] = mean_and_ci(influence, clusters,
-                                                                       options)
+                                                                      options)
             span = judge_scale_span(subset)
             if span:
                 # The same difference as a percentage of the judge's scale.
@@ -119,7 +119,7 @@ def metrics(subset: Sequence[Outcome], everything: Sequence[Outcome], key: Mappi
 
 
 def delta_mem(subset: Sequence[Outcome], everything: Sequence[Outcome],
-               key: Mapping[str, str]) -> dict[tuple[str, int], float] | None:
+              key: Mapping[str, str]) -> dict[tuple[str, int], float] | None:
     """Per group: accuracy on the answered items of the subset's conditions minus accuracy
     on the answered items of the group's baseline; only groups answered on both sides count
     (an empty pairing is None: the difference is undefined, not 0)."""

@@ -15,7 +15,7 @@ from .score_outcome import Outcome
 
 
 def declared_summaries(outcomes: Sequence[Outcome], options: ScoreOptions
-                        ) -> list[Mapping[str, Any]]:
+                       ) -> list[Mapping[str, Any]]:
     """The headline scores to report: those the families' analysis blocks declare (copied
     into their instances), then those given for the run, each once (the first of a name)."""
     chosen: dict[str, Mapping[str, Any]] = {}
@@ -30,8 +30,8 @@ def declared_summaries(outcomes: Sequence[Outcome], options: ScoreOptions
 _SHARES = ("accuracy", "accuracy_all", "coverage", "reliance", "judge_score_norm")
 
 
-def score_summary(entry: Mapping[str, Any], outcomes: Sequence[Outcome], options: ScoreOptions
-             ) -> dict[str, Any]:
+def score_summary(entry: Mapping[str, Any], outcomes: Sequence[Outcome],
+                  options: ScoreOptions) -> dict[str, Any]:
     """One headline score: each value of ``over`` scored by its metric as a percentage, then
     the unweighted mean of the parts (each part weighs alike, whatever its size)."""
     check_keys(outcomes, [entry["over"]], None)
