@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .score import acts_on_distractor, is_abstention
+from .score_outcome import acts_on_distractor, is_abstention
 from .scoring import canonical_text, first_attempt, first_choice, first_mode, is_correct
 
 #: What each ``first`` mode takes of a response, for the explanation.

@@ -23,7 +23,7 @@ from .errors import SpecError
 from .export import write_all
 from .limits import working_on
 from .parquet_export import split_of
-from .score import key_value
+from .score_grouping import key_value
 
 SAMPLES_FILE = "samples.jsonl"
 TASK_FILE = "task.py"
