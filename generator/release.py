@@ -42,7 +42,7 @@ from .release_atomic import write_seal as _write_seal
 from .release_families import load_release_families as load_release_families
 from .release_folders import release_identity
 from .release_inputs import input_hashes as input_hashes
-from .release_writing import LATEST_LAYOUT as LATEST_LAYOUT
+from .release_layouts import LATEST_LAYOUT as LATEST_LAYOUT
 from .release_writing import ChunkSource as ChunkSource
 from .release_writing import Progress as Progress
 from .release_writing import rendered_chunks as rendered_chunks

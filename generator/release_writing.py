@@ -34,13 +34,12 @@ from .parallel import (
 from .release_checks import ReleaseChecks, card_lines
 from .release_families import SplitContent, load_release_families, refuse_field_clash
 from .release_inputs import input_hashes, with_rendered_inputs
+from .release_layouts import LATEST_LAYOUT, ReleaseLayout, release_layout
 from .release_stats import ReleaseStats
 from .render import Renderer
 from .spec import FamilySpec, ReleaseFamily, ReleaseSpec
 from .writeback import StreamedFile
 
-#: The newest release layout (``manifest_version``): what a first freeze writes.
-LATEST_LAYOUT = 5
 PLOTS_DIR = "plots"
 #: Told (name, groups done) as each chunk of a family is written, and (phase, 0) as each
 #: later phase begins (the audit, the charts and card, the seal), so that a person watching
@@ -116,6 +115,7 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
     project = catalog.project
     source = source or rendered_chunks(InProcess(), project.root, release.seed)
     layout = committed["manifest_version"] if committed is not None else LATEST_LAYOUT
+    features = release_layout(layout)  # what this layout writes beyond the data and card
     families = load_release_families(catalog, release)
     renderer = Renderer(project)
     (folder / "data").mkdir(parents=True)
@@ -126,7 +126,7 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
     stats = ReleaseStats()
     release_checks = ReleaseChecks(release)
     checking = bool(release_checks)  # most releases declare none: one test, not one a line
-    exports = LoaderExports(folder, release, layout) if layout >= 3 else None
+    exports = LoaderExports(folder, release, layout) if features.loader_exports else None
     total = 0
     for index, (family, entry) in enumerate(zip(families, release.families, strict=True)):
         refuse_field_clash(release, index, family)
@@ -144,7 +144,7 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
                     splits.add(instance)
                     seen_content.add(content_key(instance))
                     writer.write(line)
-                    if layout >= 2:
+                    if features.charts:
                         stats.add(instance)
                     if exports:
                         exports.add(instance)
@@ -183,11 +183,11 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
         if progress:
             progress("auditing (memoryless adversaries, leaks, balance)", 0)
         audit = _audit(catalog, release, folder, files,
-                       {"seed": release.seed, "counts": counts, "inputs": inputs}, layout,
+                       {"seed": release.seed, "counts": counts, "inputs": inputs}, features,
                        refuse_audit_failures)
     if progress:
         progress("writing the charts and the card", 0)
-    charts = stats.charts() if layout >= 2 else {}
+    charts = stats.charts() if features.charts else {}
     if charts:
         (folder / PLOTS_DIR).mkdir()
     for chart_name, svg in charts.items():
@@ -221,7 +221,7 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
         "counts": counts,
         "inputs": inputs,
         "environment": environment(),
-        **({"audit": audit} if layout >= 2 or audit["failures"] else {}),
+        **({"audit": audit} if features.audit_summary or audit["failures"] else {}),
         **({"draft": True} if draft else {}),
     }
 
@@ -245,7 +245,7 @@ def _write_file(path: Path, data: bytes) -> dict[str, Any]:
 
 
 def _audit(catalog: Catalog, release: ReleaseSpec, folder: Path,
-           files: Mapping[str, Any], manifest: Mapping[str, Any], layout: int,
+           files: Mapping[str, Any], manifest: Mapping[str, Any], layout: ReleaseLayout,
            refuse_failures: bool) -> dict[str, Any]:
     """Audit the data files just written, streamed from disk a family at a time; what the
     manifest records of the outcome."""
@@ -258,7 +258,7 @@ def _audit(catalog: Catalog, release: ReleaseSpec, folder: Path,
             f"{describe_failure(f)}; a system without memory could pass. Fix the family, "
             "or freeze with --allow-audit-failures to publish it with the failure recorded",
             catalog.project.display(release.path)) for f in failures])
-    return {"failures": failures, **({"summary": report.summary()} if layout >= 2 else {}),
+    return {"failures": failures, **({"summary": report.summary()} if layout.audit_summary else {}),
             # Recorded only when some adversary could not run, so that the card says so.
             **({"unavailable": report.unavailable} if report.unavailable else {}),
             # And the families no adversary covers that say why, so that the card lists them.
