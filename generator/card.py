@@ -8,7 +8,7 @@ from typing import Any
 
 from .croissant import design_citation, release_citation
 from .dataset_configs import Config, size_category
-from .parquet_export import TYPED_LAYOUT
+from .release_layouts import first_layout_with, release_layout
 from .spec import ReleaseSpec
 
 
@@ -18,8 +18,9 @@ def _yaml_str(text: str) -> str:
 
 
 #: The first layout whose card escapes Markdown in descriptions (earlier layouts are frozen
-#: with their descriptions as written, some of which hold ``_``, ``*`` or ``<…>``).
-ESCAPED_DESCRIPTIONS_LAYOUT = 4
+#: with their descriptions as written, some of which hold ``_``, ``*`` or ``<…>``); the
+#: layout table (``release_layouts``) decides.
+ESCAPED_DESCRIPTIONS_LAYOUT = first_layout_with("escapes_markdown")
 #: Characters that can start Markdown or HTML inside a line.
 _MARKDOWN_INLINE = re.compile(r"([\\`*_{}\[\]<>|~&!])")
 #: What makes a paragraph's start a heading, a list item or a quote.
@@ -37,7 +38,7 @@ def markdown_text(text: str) -> str:
 
 def _description(text: str, layout: int) -> str:
     """A description as the card of ``layout`` shows it."""
-    if layout >= ESCAPED_DESCRIPTIONS_LAYOUT:
+    if release_layout(layout).escapes_markdown:
         return markdown_text(text)
     return " ".join(text.split())
 
@@ -71,9 +72,10 @@ def render_card(release: ReleaseSpec, counts: Mapping[str, Any], root_sha256: st
     of the section on the checks the release declares (none: no section). A ``draft`` says
     so under its title (only ever a release of the latest layout: a draft is never pinned)."""
     families = counts["families"]
+    features = release_layout(layout)
     lines = ["---", f"license: {release.license.lower()}",
              f"pretty_name: {_yaml_str(release.full_name)}"]
-    if layout >= 3:
+    if features.loader_exports:
         lines += _metadata_lines(release, counts) + _config_lines(configs)
     else:
         lines += ["configs:"]
@@ -120,16 +122,17 @@ def render_card(release: ReleaseSpec, counts: Mapping[str, Any], root_sha256: st
                   "| check | family | outcome |", "| --- | --- | --- |"]
         for f in audit_failures:
             lines.append(f"| {f['check']} | `{f['family']}` | {_failure_outcome(f)} |")
-    if layout >= 2:
+    if features.audit_summary:
         lines += _audit_section(audit_summary, audit_unavailable, audit_exempt or {},
-                                audit_unattacked or {}) \
-            + _charts_section(charts)
+                                audit_unattacked or {})
+    if features.charts:
+        lines += _charts_section(charts)
     lines += list(checks)
     lines += ["", "## What each family measures", ""]
     for family_id in families:
         lines += [f"- `{family_id}`: {_description(descriptions[family_id], layout)}"]
-    if layout >= 3:
-        loading = (_typed_loading_section(release, configs) if layout >= TYPED_LAYOUT
+    if features.loader_exports:
+        loading = (_typed_loading_section(release, configs) if features.typed_parquet
                    else _loading_section(release, configs))
         return "\n".join(lines + _designs_section(release, root_sha256) + loading
                          + _files_section(charts, parquet=True, layout=layout)
@@ -152,7 +155,7 @@ def _files_section(charts: Sequence[str], parquet: bool, layout: int = 1) -> lis
         "- `SHA256SUMS`: every other file's SHA-256; `sha256sum -c --strict SHA256SUMS` checks it.",
         "- `README.md`: this card.",
         *(["- `plots/`: the charts above, as SVG."] if charts else []),
-        *([_TYPED_PARQUET_FILES if layout >= TYPED_LAYOUT else _PARQUET_FILES,
+        *([_TYPED_PARQUET_FILES if release_layout(layout).typed_parquet else _PARQUET_FILES,
            "- `croissant.json`: the release described in Croissant 1.0 "
            "(the JSONL files with their SHA-256, one record set per family)."]
           if parquet else []),

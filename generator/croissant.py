@@ -14,6 +14,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from .release_layouts import first_layout_with, release_layout
 from .spec import PublishedDesign, ReleaseSpec
 
 CONFORMS_TO = "http://mlcommons.org/croissant/1.0"
@@ -174,13 +175,13 @@ def _group(family: str, name: str, sub_fields: list[dict[str, Any]], description
 
 #: The first layout whose record sets describe the distractors, the feedback log and the
 #: analysis block too (earlier layouts are frozen without them).
-FULL_RECORD_LAYOUT = 4
+FULL_RECORD_LAYOUT = first_layout_with("croissant_full_records")
 _FEEDBACK_TYPES = (("round", "sc:Integer"), ("action", "sc:Text"), ("terminated", "sc:Boolean"))
 
 
 #: The first layout whose record sets also describe the analysis entries that are lists of
 #: objects (one repeated field each); layout 4 leaves them to the JSONL.
-NESTED_ANALYSIS_LAYOUT = 5
+NESTED_ANALYSIS_LAYOUT = first_layout_with("croissant_nested_analysis")
 
 
 def _quoted(name: str) -> str:
@@ -237,8 +238,9 @@ def _more_fields(family: str, file: str, shape: FamilyShape,
                    repeated=repeated) for path, kind, repeated in chosen],
             "the family's analysis block (judge scale, pairs, baselines; an entry that is a "
             + ("list of objects is a repeated field analysis_<entry>)"
-               if layout >= NESTED_ANALYSIS_LAYOUT else "list of objects is in the JSONL line)")))
-    if layout >= NESTED_ANALYSIS_LAYOUT:
+               if release_layout(layout).croissant_nested_analysis
+               else "list of objects is in the JSONL line)")))
+    if release_layout(layout).croissant_nested_analysis:
         fields += _analysis_list_fields(family, file, shape)
     return fields
 
@@ -262,7 +264,7 @@ def _record_set(family: str, file: str, shape: FamilyShape, description: str,
         _field(family, "phases/phase", "sc:Text", file, "phases", "phase")],
         "the phases in order (their messages are in the JSONL line and the Parquet row)",
         repeated=True))
-    if layout >= FULL_RECORD_LAYOUT:
+    if release_layout(layout).croissant_full_records:
         fields += _more_fields(family, file, shape, layout)
     return {"@type": "cr:RecordSet", "@id": family, "name": family,
             "description": " ".join(description.split()), "key": {"@id": f"{family}/id"},

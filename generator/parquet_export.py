@@ -28,6 +28,7 @@ from typing import Any
 
 from .canonical import dump_bytes, dumps
 from .errors import CheckFailed
+from .release_layouts import first_layout_with, release_layout
 
 #: Rows per row group: fixed, so that the bytes do not depend on how rows arrive.
 ROW_GROUP_ROWS = 1000
@@ -38,7 +39,7 @@ _PLAIN = re.compile(r"[A-Za-z0-9_]+")
 _JSON_COLUMNS = ("axes", "fields", "answer", "analysis", "feedback")
 #: The first layout whose Parquet columns are typed rather than JSON text (earlier layouts are
 #: frozen with theirs).
-TYPED_LAYOUT = 4
+TYPED_LAYOUT = first_layout_with("typed_parquet")
 #: Objects of string values whose keys vary by family: lists of ``{name, value}`` pairs.
 _NAMED = ("axes", "fields")
 _ANSWER_NAMED = ("distractors", "policies")
@@ -78,7 +79,7 @@ def _schema(layout: int = 3) -> Any:
     message = pa.struct([("role", pa.string()), ("name", pa.string()),
                          ("content", pa.string())])
     phase = pa.struct([("phase", pa.string()), ("messages", pa.list_(message))])
-    if layout >= TYPED_LAYOUT:
+    if release_layout(layout).typed_parquet:
         return _typed_schema(pa, phase)
     return pa.schema([
         ("id", pa.string()), ("family", pa.string()), ("family_version", pa.int64()),
@@ -133,7 +134,7 @@ def split_of(instance: Mapping[str, Any]) -> str:
 
 def row_of(instance: Mapping[str, Any], layout: int = 3) -> dict[str, Any]:
     """One instance as a row of the shared schema of ``layout``."""
-    if layout >= TYPED_LAYOUT:
+    if release_layout(layout).typed_parquet:
         return _typed_row(instance)
     answer = instance["answer"]
     return {

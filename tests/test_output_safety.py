@@ -16,7 +16,7 @@ from markdown_it import MarkdownIt
 from rich.console import Console
 
 from conftest import REPO, run_cli
-from generator import export, release
+from generator import export, release, release_writing
 from generator.card import markdown_text
 from generator.errors import (
     MAX_LINE,
@@ -157,7 +157,7 @@ def test_a_manifest_pins_the_bytes_that_were_rendered(project_copy: Path,
             path.write_bytes(path.read_bytes() + b"{# edited during the freeze #}\n")
         return hashes(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(release, "input_hashes", edited_then_hashed)
+    monkeypatch.setattr(release_writing, "input_hashes", edited_then_hashed)
     built = release.freeze(catalog, spec, project_copy / "dist", write_manifest=True)
     pinned = {name: digest for name, digest in built.manifest["inputs"].items()
               if name.startswith("templates/")}
@@ -214,7 +214,7 @@ def test_a_template_only_workers_read_is_pinned_as_they_read_it(
         part.write_text("Swapped after the workers rendered.", encoding="utf-8")
         return hashes(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(release, "input_hashes", swapped_then_hashed)
+    monkeypatch.setattr(release_writing, "input_hashes", swapped_then_hashed)
     built = release.freeze(catalog, spec, tmp_path / "dist", write_manifest=True, workers=2,
                            allow_audit_failures=True)
     assert part.read_text() == "Swapped after the workers rendered."
