@@ -147,13 +147,13 @@ def test_instances_written_with_kept_message_json_have_the_canonical_bytes(
 def test_generated_lines_are_the_standard_librarys_bytes_floats_included(
         project_copy: Path) -> None:
     # Generated lines are written by orjson unchecked where the generator checked the parts
-    # that are not rendered text; a float in one of them (a chance of 1e-05, which orjson
-    # writes as 0.00001) must send them the standard library's way.
+    # that are not rendered text; a float in one of them (a judge scale from 1e-05, which
+    # orjson writes as 0.00001) must send them the standard library's way.
     from generator.parallel import chunk_jobs, render_chunk
 
     family_file = project_copy / "specs/families/example/meeting_room.yaml"
     text = family_file.read_text()
-    for analysis, floats in (("", False), ("  chance: 0.00001\n", True)):
+    for analysis, floats in (("", False), ("  judge_scale: [0.00001, 1]\n", True)):
         family_file.write_text(text.replace(
             "analysis:\n", f"analysis:\n{analysis}"), encoding="utf-8")
         project = Project(project_copy)
@@ -166,7 +166,7 @@ def test_generated_lines_are_the_standard_librarys_bytes_floats_included(
             expected = json.dumps(json.loads(line), ensure_ascii=False, sort_keys=True,
                                   separators=(",", ":"), allow_nan=False) + "\n"
             assert line == expected.encode("utf-8")
-        assert (b'"chance":1e-05' in lines[0]) is floats
+        assert (b'1e-05' in lines[0]) is floats
 
 
 @settings(STABLE, max_examples=200)
