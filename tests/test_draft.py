@@ -80,11 +80,13 @@ def test_a_missing_audit_extra_is_announced_before_a_first_freeze(
 
     import generator.audit as audit
     import generator.cli as cli
+    import generator.cli_release as cli_release
     import generator.release as release
 
     monkeypatch.setattr(audit, "_embedding_available", lambda: False)
     said = io.StringIO()
-    monkeypatch.setattr(cli, "err", Console(file=said, width=400))
+    # The freeze command speaks through the console its module holds.
+    monkeypatch.setattr(cli_release, "err", Console(file=said, width=400))
     heard: list[str] = []
 
     def freeze(*_args: object, **_kwargs: object) -> None:

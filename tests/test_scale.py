@@ -463,7 +463,7 @@ def test_a_progress_bar_on_a_terminal_starts_no_thread(monkeypatch: pytest.Monke
     import sys
     import threading
 
-    from generator import cli
+    from generator import cli, cli_common
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
@@ -474,7 +474,8 @@ def test_a_progress_bar_on_a_terminal_starts_no_thread(monkeypatch: pytest.Monke
     terminal = Terminal()
     monkeypatch.setenv("TERM", "xterm-256color")  # a terminal rich draws on
     monkeypatch.setattr(sys, "stderr", terminal)
-    monkeypatch.setattr(cli, "err", Console(stderr=True))  # as made at start on a terminal
+    # as made at start on a terminal, in the module whose progress bar draws on it
+    monkeypatch.setattr(cli_common, "err", Console(stderr=True))
     threads = threading.active_count()
     with cli._progress(10, "freezing") as advance:
         advance("example.choice.meeting_room", 4)
