@@ -10,8 +10,7 @@ import os
 import sys
 from typing import Any
 
-# Importing a command module registers its commands on the app.
-from . import cli_analysis, cli_audit, cli_exports, cli_project, cli_release  # noqa: F401
+from . import cli_analysis, cli_audit, cli_exports, cli_project, cli_release
 from .cli_common import (
     Correction,
     CorrectionScope,
@@ -26,6 +25,9 @@ from .cli_common import (
 
 __all__ = ["Correction", "CorrectionScope", "_progress", "_project", "_run", "_status", "app",
            "err", "main", "out"]
+
+#: The modules of the commands: importing one registers its commands on the app.
+COMMAND_MODULES = (cli_project, cli_release, cli_analysis, cli_audit, cli_exports)
 
 #: The commands in the order help lists them (the order they were written in, before they
 #: were grouped into modules); a command not named here comes after these.
