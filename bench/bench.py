@@ -49,8 +49,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from generator.code_cache import CACHE_DIR_VARIABLE  # noqa: E402 (after the path is set)
-from generator.manifest import sha256_file  # noqa: E402
+from memspec.core.code_cache import CACHE_DIR_VARIABLE  # noqa: E402 (after the path is set)
+from memspec.formats.manifest import sha256_file  # noqa: E402
 
 #: A procedural family: a rule with worked examples, 15 unrelated turns, a probe.
 PROCEDURAL = "implicitmem.procedural.cache_key_prefix"
@@ -70,7 +70,7 @@ def _peak_rss_kib(*args: str) -> tuple[float, int]:
             "e = time.perf_counter() - t;"
             "print(r.returncode, e, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
     result = subprocess.run([sys.executable, "-c", code, sys.executable, "-m",
-                             "generator.cli", *args], cwd=REPO, capture_output=True, text=True,
+                             "memspec.cli", *args], cwd=REPO, capture_output=True, text=True,
                             stdin=subprocess.DEVNULL, check=True)
     returncode, elapsed, rss = result.stdout.split()
     if returncode != "0":
@@ -105,12 +105,12 @@ def bench_floor(groups: int, rounds: int, family_id: str = PROCEDURAL,
     and the ratio of each side's best round (which pairs moments that may lie apart, and so
     swings far more from one run to the next). memspec first renders ``warmup`` groups, as a
     long run has (its memos keep answers met before)."""
-    from generator.catalog import Catalog
-    from generator.generate import FamilyGenerator
-    from generator.parallel import chunk_jobs, render_chunk
-    from generator.project import Project
-    from generator.render import Renderer
-    from generator.sampling import sample_slots
+    from memspec.engine.generate import FamilyGenerator
+    from memspec.engine.parallel import chunk_jobs, render_chunk
+    from memspec.engine.render import Renderer
+    from memspec.engine.sampling import sample_slots
+    from memspec.spec.catalog import Catalog
+    from memspec.spec.project import Project
 
     project = Project(REPO)
     family = Catalog.load(project).family(family_id)
@@ -180,8 +180,8 @@ def _stages(generator: Any, groups: int, repeats: int, phases: dict[str, Any],
 def _stage_turn(generator: Any, numbers: range, phases: dict[str, Any],
                 texts: dict[str, Any]) -> dict[str, float]:
     """Seconds of each stage over the groups ``numbers`` (one variant each)."""
-    from generator.canonical import dump_instance_bytes
-    from generator.sampling import sample_slots
+    from memspec.core.canonical import dump_instance_bytes
+    from memspec.engine.sampling import sample_slots
 
     family, variant = generator.family, generator.variants[0]
     seconds: dict[str, float] = {}
@@ -236,7 +236,7 @@ def _memspec_together(*commands: list[str]) -> float:
     """Wall seconds until every one of ``commands`` (each `memspec` arguments), started
     together as separate processes, has finished."""
     started = time.perf_counter()
-    running = [subprocess.Popen([sys.executable, "-m", "generator.cli", *args], cwd=REPO,
+    running = [subprocess.Popen([sys.executable, "-m", "memspec.cli", *args], cwd=REPO,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE) for args in commands]
     for args, process in zip(commands, running, strict=True):
@@ -385,7 +385,7 @@ def bench_verify(tmp: Path, groups: int, release: str = RELEASE) -> dict[str, An
         size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
         coreutils = _best_of(3, ["sha256sum", "-c", "--strict", "--quiet", "SHA256SUMS"],
                              folder)
-        memspec = _best_of(3, [sys.executable, "-m", "generator.cli", "--root", str(project),
+        memspec = _best_of(3, [sys.executable, "-m", "memspec.cli", "--root", str(project),
                                "verify", str(folder)], REPO)
         rows[label] = {"release": folder.name, "bytes": size, "sha256sum_s": round(coreutils, 3),
                        "memspec_verify_s": round(memspec, 3),

@@ -10,15 +10,18 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+# Former module names (memspec.transforms, ...) keep working for one version.
+from . import _moved  # noqa: F401
+
 if TYPE_CHECKING:
-    from .catalog import Catalog
-    from .errors import CheckFailed, MemspecError, SpecError
-    from .generate import FamilyGenerator
-    from .project import Project, find_project
-    from .release import freeze
-    from .rng import KeyedRandom
-    from .transforms import TransformCall, register_transform
-    from .verify import verify_release
+    from .core.errors import CheckFailed, MemspecError, SpecError
+    from .core.rng import KeyedRandom
+    from .core.transforms import TransformCall, register_transform
+    from .engine.generate import FamilyGenerator
+    from .release.freezing import freeze
+    from .release.verify import verify_release
+    from .spec.catalog import Catalog
+    from .spec.project import Project, find_project
 
 __all__ = [
     "Catalog",
@@ -37,10 +40,11 @@ __all__ = [
 
 #: The module that defines each exported name.
 _HOMES = {
-    "Catalog": "catalog", "CheckFailed": "errors", "FamilyGenerator": "generate",
-    "KeyedRandom": "rng", "MemspecError": "errors", "Project": "project",
-    "SpecError": "errors", "TransformCall": "transforms", "find_project": "project",
-    "freeze": "release", "register_transform": "transforms", "verify_release": "verify",
+    "Catalog": "spec.catalog", "CheckFailed": "core.errors", "FamilyGenerator": "engine.generate",
+    "KeyedRandom": "core.rng", "MemspecError": "core.errors", "Project": "spec.project",
+    "SpecError": "core.errors", "TransformCall": "core.transforms", "find_project": "spec.project",
+    "freeze": "release.freezing", "register_transform": "core.transforms",
+    "verify_release": "release.verify",
 }
 
 

@@ -90,7 +90,7 @@ def run_build(python: Path, out: Path, *, env: dict[str, str] | None = None,
     full_env = {k: v for k, v in os.environ.items() if k not in ("MEMSPEC_ROOT", "VIRTUAL_ENV")}
     full_env.update(env or {})
     start = time.perf_counter()
-    result = subprocess.run([str(python), "-m", "generator.cli", "--root", str(REPO), "build",
+    result = subprocess.run([str(python), "-m", "memspec.cli", "--root", str(REPO), "build",
                              "--all", "--out", str(out)], capture_output=True, text=True,
                             stdin=subprocess.DEVNULL, env=full_env, cwd=cwd or REPO,
                             umask=-1 if umask is None else umask)
@@ -110,7 +110,7 @@ def modes(folder: Path) -> set[str]:
 def drift_env(work: Path) -> list[dict[str, Any]]:
     """(env): one build per drift in this interpreter; trees compared with the first."""
     try:
-        import generator  # noqa: F401
+        import memspec  # noqa: F401
     except ImportError:
         raise SystemExit("run the env drifts with the Python memspec is installed in "
                          "(pip install -e .)") from None

@@ -2,9 +2,9 @@
 the fast tests mapped to that module, to find behaviour no test pins down.
 
     python scripts/mutate.py --list                          # every mutant, numbered
-    python scripts/mutate.py --module generator/stats.py     # every mutant of one module
+    python scripts/mutate.py --module generator/analysis/stats.py     # every mutant of one module
     python scripts/mutate.py --sample 40 --seed 1            # 40 mutants a module, seeded
-    python scripts/mutate.py --module generator/scoring.py --only scoring.py:first_choice#3
+    python scripts/mutate.py --module generator/analysis/scoring.py --only scoring.py:first_choice#3
 
 Mutants are made from the module's syntax tree, each a change a careless edit could make:
 a comparison flipped or loosened (``<`` / ``<=``, ``==`` / ``!=``, ``in`` / ``not in``),
@@ -241,6 +241,8 @@ def run_module(module: str, tests: list[str], mutants: list[Mutant],
         shutil.copytree(ROOT, copy_root, symlinks=True, ignore=shutil.ignore_patterns(
             ".git", "__pycache__", "*.egg-info", "dist", "build", ".ruff_cache", ".venv",
             ".pytest_cache", ".hypothesis"))
+        # The import name is memspec: the copy's package folder answers to it first.
+        (copy_root / "memspec").symlink_to("generator", target_is_directory=True)
         target = copy_root / module
         status, baseline = _run_tests(copy_root, tests, timeout=1800)
         if status != "passed":

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from generator.code_cache import CACHE_DIR_VARIABLE
+from memspec.core.code_cache import CACHE_DIR_VARIABLE
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -28,7 +28,7 @@ def run_cli(*args: str, root: Path | None = None, env: dict[str, str] | None = N
             umask: int = -1) -> subprocess.CompletedProcess[str]:
     """Run ``memspec ARGS`` in a fresh interpreter, with no standard input (and ``umask``,
     unless -1)."""
-    command = [sys.executable, "-m", "generator.cli"]
+    command = [sys.executable, "-m", "memspec.cli"]
     if root is not None:
         command += ["--root", str(root)]
     full_env = {k: v for k, v in os.environ.items() if k != "MEMSPEC_ROOT"}
@@ -140,10 +140,10 @@ def built_example(built_dist: Path) -> Path:
 def scaffold_groups(paradigm: str) -> int | None:
     """The number of groups a bundled paradigm's balance checks hold over, as its scaffold
     declares it (None: any number)."""
-    from generator.catalog import Catalog
-    from generator.project import Project
-    from generator.scaffold import chosen_scaffold
-    from generator.scaffold_files import scaffold_for
+    from memspec.spec.catalog import Catalog
+    from memspec.spec.project import Project
+    from memspec.spec.scaffold import chosen_scaffold
+    from memspec.spec.scaffold_files import scaffold_for
 
     project = Project(REPO)
     spec = Catalog.load(project).paradigms[paradigm]

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from test_bad_input import FAMILY, PARADIGM, edit, memspec, project  # noqa: F401
 
-from generator.score import acts_on_distractor, outcome
-from generator.scoring import (
+from memspec.analysis.score import acts_on_distractor, outcome
+from memspec.analysis.scoring import (
     answer_problems,
     canonical_text,
     first_call,

@@ -11,8 +11,8 @@ from rich.console import Console
 from scipy.stats import binomtest
 
 from conftest import ALL_RELEASES, REPO, run_cli
-from generator.audit import audit_instances
-from generator.report_format import audit_table
+from memspec.audit.run import audit_instances
+from memspec.report.report_format import audit_table
 
 
 def _data_files(built_dist: Path, name: str) -> dict[str, str]:
@@ -194,7 +194,7 @@ def test_audit_cli_exits_1_on_a_flawed_release(project_copy: Path, tmp_path: Pat
 
 def test_without_the_audit_extra_the_embedding_adversary_is_reported_missing(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    import generator.audit as audit
+    import memspec.audit.run as audit
 
     monkeypatch.setattr(audit, "_embedding_available", lambda: False)
     items = [_item("lab.fair", g, "Which one did I lend you?", _options(g), g % 3)
@@ -216,10 +216,10 @@ def test_without_the_audit_extra_the_embedding_adversary_is_reported_missing(
 
 def test_a_freeze_without_the_audit_extra_says_so_in_its_manifest_and_card(
         monkeypatch: pytest.MonkeyPatch, project_copy: Path, tmp_path: Path) -> None:
-    import generator.audit as audit
-    from generator.catalog import Catalog
-    from generator.project import Project
-    from generator.release import find_release, freeze
+    import memspec.audit.run as audit
+    from memspec.release.freezing import find_release, freeze
+    from memspec.spec.catalog import Catalog
+    from memspec.spec.project import Project
 
     monkeypatch.setattr(audit, "_embedding_available", lambda: False)
     spec = project_copy / "specs" / "releases"
@@ -399,9 +399,9 @@ def test_the_audit_of_a_release_holds_one_group_at_a_time_not_the_release(
     # memory that does not grow with the release.
     import weakref
 
-    from generator.audit import audit_families
-    from generator.catalog import Catalog
-    from generator.project import Project
+    from memspec.audit.run import audit_families
+    from memspec.spec.catalog import Catalog
+    from memspec.spec.project import Project
 
     folder = built_dist / "example-v3"
     manifest = json.loads((folder / "manifest.json").read_text())
@@ -445,11 +445,11 @@ def test_the_audit_of_a_release_holds_one_group_at_a_time_not_the_release(
 def test_an_audit_that_differs_from_the_frozen_one_says_where(built_dist: Path) -> None:
     from html import escape
 
-    from generator.audit import FROZEN_AUDIT_NOTE, frozen_differences
-    from generator.catalog import Catalog
-    from generator.project import Project
-    from generator.release_data import load_release_instances
-    from generator.report import render_report
+    from memspec.audit.run import FROZEN_AUDIT_NOTE, frozen_differences
+    from memspec.release.release_data import load_release_instances
+    from memspec.report.report import render_report
+    from memspec.spec.catalog import Catalog
+    from memspec.spec.project import Project
 
     catalog = Catalog.load(Project(REPO))
     manifest, instances = load_release_instances(built_dist / "example-v3")
@@ -490,7 +490,7 @@ def test_the_learnt_priors_read_a_large_family_once_not_once_an_item() -> None:
     # the gold most often seen in the other items) from one count, not a rescan of all.
     import time
 
-    from generator.audit import majority_gold, position_prior
+    from memspec.audit.run import majority_gold, position_prior
 
     def item(g: int) -> dict:
         return {"id": f"f-{g:05d}", "answer": {"gold_index": int(g % 5 == 0),

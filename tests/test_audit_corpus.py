@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from generator.audit import audit_instances, describe_failure
+from memspec.audit.run import audit_instances, describe_failure
 
 NOUNS = ["anchor", "basket", "candle", "drawer", "easel", "funnel", "garnet", "hinge",
          "ingot", "jigsaw", "kettle", "ladder", "magnet", "napkin", "oyster", "pulley",

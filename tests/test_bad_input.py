@@ -121,7 +121,7 @@ def memspec(root: Path, *args: object, env: dict[str, str] | None = None
     """Run the memspec CLI on the project at ``root`` in a subprocess (with ``env`` added to
     the environment)."""
     return subprocess.run(
-        [sys.executable, "-m", "generator.cli", "--root", str(root), *map(str, args)],
+        [sys.executable, "-m", "memspec.cli", "--root", str(root), *map(str, args)],
         capture_output=True,
         text=True,
         stdin=subprocess.DEVNULL,
@@ -636,12 +636,12 @@ def test_feedback_the_schema_refuses_in_a_later_group_is_refused(
     assert_nothing_written(project, out)
     # So too where nothing else about the instance is new: its answer the one kept from the
     # group before (the same colour), the variant's first instance checked.
-    from generator.catalog import Catalog
-    from generator.errors import SpecError
-    from generator.generate import FamilyGenerator
-    from generator.memo import InputMemo
-    from generator.project import Project
-    from generator.render import Renderer
+    from memspec.core.errors import SpecError
+    from memspec.engine.generate import FamilyGenerator
+    from memspec.engine.memo import InputMemo
+    from memspec.engine.render import Renderer
+    from memspec.spec.catalog import Catalog
+    from memspec.spec.project import Project
 
     edit(project, FAMILY, "  colour: {from: pools/colours.yaml}\n", "  colour: {value: red}\n")
     monkeypatch.setattr(InputMemo, "WARMUP", 1)

@@ -19,12 +19,12 @@ import pytest
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from test_bad_input import FAMILY, FAMILY_ID, FAMILY_YAML, FILES, PARADIGM, TEMPLATE, TEMPLATE_J2
 
-from generator.bounded_diff import opcodes
-from generator.errors import SpecError
-from generator.html_page import highlight
-from generator.limits import Budget, BudgetExceeded, CommandBudget, rendering_alone
-from generator.project import Project
-from generator.render import Renderer
+from memspec.core.bounded_diff import opcodes
+from memspec.core.errors import SpecError
+from memspec.core.limits import Budget, BudgetExceeded, CommandBudget, rendering_alone
+from memspec.engine.render import Renderer
+from memspec.release.html_page import highlight
+from memspec.spec.project import Project
 
 #: Each of these is given a budget of 1 s and must end within this many seconds.
 ENDS_WITHIN = 3.0
@@ -251,7 +251,7 @@ def _cli(root: Path, *args: object, env: dict[str, str]) -> tuple[subprocess.Com
     full = {k: v for k, v in os.environ.items() if k != "MEMSPEC_ROOT"}
     full.update(env)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    result = subprocess.run([sys.executable, "-m", "generator.cli", "--root", str(root),
+    result = subprocess.run([sys.executable, "-m", "memspec.cli", "--root", str(root),
                              *map(str, args)], capture_output=True, text=True, cwd=root,
                             env=full, stdin=subprocess.DEVNULL, timeout=300)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -317,8 +317,8 @@ def test_a_hostile_template_is_refused_on_a_dask_worker_as_fast_as_here(
     # the group there as the alarm does here.
     from distributed import Client
 
-    from generator.catalog import Catalog
-    from generator.parallel import chunk_jobs, render_chunk
+    from memspec.engine.parallel import chunk_jobs, render_chunk
+    from memspec.spec.catalog import Catalog
 
     loops = "{% for a in range(9999) %}{% for b in range(9999) %}{% endfor %}{% endfor %}"
     root = _write_project(tmp_path / "project",
@@ -397,8 +397,10 @@ def test_an_analysis_command_out_of_time_names_the_instance(
     input and that instance."""
     from typer.testing import CliRunner
 
-    from generator import audit_structure, export_inspect, judge
-    from generator.cli import app
+    from memspec.analysis import judge
+    from memspec.audit import audit_structure
+    from memspec.cli.commands import app
+    from memspec.exports import export_inspect
 
     root, release, responses = judged_release
     ids = [json.loads(line)["id"] for line in responses.read_text().splitlines()]
@@ -432,6 +434,6 @@ def test_an_analysis_command_out_of_time_names_the_instance(
 ])
 def test_text_length_is_at_least_the_text_and_not_far_above(value: object) -> None:
     # str() itself is the reference: the size check refuses no text it would let through.
-    from generator.jinja_sized_filters import text_length
+    from memspec.engine.jinja_sized_filters import text_length
 
     assert len(str(value)) <= text_length(value) <= 2 * len(str(value)) + 24

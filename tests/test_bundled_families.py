@@ -7,13 +7,13 @@ import re
 import pytest
 
 from conftest import REPO
-from generator.catalog import Catalog
-from generator.generate import FamilyGenerator
-from generator.instances import all_messages
-from generator.project import Project
-from generator.render import Renderer
-from generator.schemas import validator
-from generator.scoring import is_correct
+from memspec.analysis.scoring import is_correct
+from memspec.engine.generate import FamilyGenerator
+from memspec.engine.render import Renderer
+from memspec.spec.catalog import Catalog
+from memspec.spec.instances import all_messages
+from memspec.spec.project import Project
+from memspec.spec.schemas import validator
 
 PROJECT = Project(REPO)
 CATALOG = Catalog.load(PROJECT)

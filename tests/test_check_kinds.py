@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from test_spec_language import tree, write  # noqa: F401
 
-from generator.catalog import Catalog
-from generator.errors import CheckFailed
-from generator.generate import FamilyGenerator
-from generator.project import Project
-from generator.render import Renderer
+from memspec.core.errors import CheckFailed
+from memspec.engine.generate import FamilyGenerator
+from memspec.engine.render import Renderer
+from memspec.spec.catalog import Catalog
+from memspec.spec.project import Project
 
 FAMILY_FILE = "specs/families/lab/recall_words.yaml"
 FAMILY_ID = "lab.recall.words"
@@ -194,7 +194,7 @@ def test_words_that_change_from_instance_to_instance_are_each_tested(
 
 def test_a_check_expression_that_fails_is_located_where_it_is_written(
         tree: Path) -> None:  # noqa: F811
-    from generator.errors import SpecError
+    from memspec.core.errors import SpecError
 
     with pytest.raises(SpecError) as error:
         _refused(tree, "  - kind: expr\n    message: x\n    test: words | nosuchfilter\n")

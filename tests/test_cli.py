@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from conftest import REPO, run_cli, scaffold_groups
-from generator.catalog import Catalog
-from generator.cli import app
-from generator.project import Project
+from memspec.cli.commands import app
+from memspec.spec.catalog import Catalog
+from memspec.spec.project import Project
 
 COMMANDS = sorted(c.name or c.callback.__name__ for c in app.registered_commands)
 
@@ -31,9 +31,9 @@ def test_every_command_has_help_that_fits_80_columns(command: str) -> None:
 def test_help_lists_the_choices_and_the_parser_enforces_them() -> None:
     from typing import get_args
 
-    from generator import cli
-    from generator.score import SCOPES
-    from generator.stats import CORRECTIONS
+    from memspec.analysis.score import SCOPES
+    from memspec.analysis.stats import CORRECTIONS
+    from memspec.cli import commands as cli
 
     assert get_args(cli.Correction) == CORRECTIONS and get_args(cli.CorrectionScope) == SCOPES
     score = run_cli("score", "-h", env={"COLUMNS": "80"}).stdout
@@ -65,7 +65,7 @@ def _commands() -> list[tuple[list[str], Any]]:
 def test_every_value_is_named_for_what_it_takes(words: list[str], command: Any) -> None:
     from typer.testing import CliRunner
 
-    from generator.cli_metavars import METAVARS
+    from memspec.cli.cli_metavars import METAVARS
 
     shown = CliRunner().invoke(app, [*words, "--help"], env={"COLUMNS": "80"})
     assert shown.exit_code == 0, shown.output
@@ -86,7 +86,7 @@ def test_every_value_is_named_for_what_it_takes(words: list[str], command: Any) 
 
 
 def test_version() -> None:
-    from generator.new_project import memspec_version
+    from memspec.spec.new_project import memspec_version
 
     result = run_cli("--version")
     assert result.returncode == 0 and result.stdout == f"memspec {memspec_version()}\n"
@@ -218,7 +218,7 @@ def test_a_reader_that_goes_away_ends_generate_quietly() -> None:
     import subprocess
     import sys
 
-    with subprocess.Popen([sys.executable, "-m", "generator.cli", "generate",
+    with subprocess.Popen([sys.executable, "-m", "memspec.cli", "generate",
                            "trustgap.memory_trust.airline", "--groups", "40"], cwd=REPO,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           stdin=subprocess.DEVNULL) as process:

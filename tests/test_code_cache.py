@@ -17,12 +17,13 @@ import markupsafe
 import pytest
 
 from conftest import REPO, run_cli
-from generator import code_cache, schemas, yamlsafe
-from generator.code_cache import CACHE_DIR_VARIABLE, KEY_FILE
-from generator.errors import SpecError
-from generator.project import Project
-from generator.render import Renderer, _compile_fingerprint, make_environment
-from generator.yamlsafe import load_yaml_text
+from memspec.core import code_cache
+from memspec.core.code_cache import CACHE_DIR_VARIABLE, KEY_FILE
+from memspec.core.errors import SpecError
+from memspec.engine.render import Renderer, _compile_fingerprint, make_environment
+from memspec.spec import schemas, yamlsafe
+from memspec.spec.project import Project
+from memspec.spec.yamlsafe import load_yaml_text
 
 #: A family whose group uses templates, includes, inline texts and expressions.
 FAMILY = "trustgap.memory_trust.airline"
@@ -279,8 +280,8 @@ def test_the_fingerprint_covers_options_filters_and_is_the_same_in_every_process
     untrimmed.trim_blocks = False
     assert len({base, _compile_fingerprint(with_filter), _compile_fingerprint(untrimmed)}) == 3
 
-    code = ("from generator.project import Project; from pathlib import Path;"
-            "from generator.render import _compile_fingerprint, make_environment;"
+    code = ("from memspec.spec.project import Project; from pathlib import Path;"
+            "from memspec.engine.render import _compile_fingerprint, make_environment;"
             f"print(_compile_fingerprint(make_environment(Project(Path({str(REPO)!r})))))")
     for seed, zone, locale in (("0", "UTC", "C"), ("4242", "Asia/Tokyo", "C.UTF-8")):
         env = {**os.environ, "PYTHONHASHSEED": seed, "TZ": zone, "LC_ALL": locale}

@@ -10,7 +10,7 @@ import pytest
 from scipy import stats as scipy_stats
 from test_report_values import _choice, _report
 
-from generator.errors import SpecError
+from memspec.core.errors import SpecError
 
 #: Per group, whether each cell (memory, source) was answered right.
 RIGHT = [
@@ -140,7 +140,7 @@ def test_each_row_of_a_report_estimates_the_contrasts_it_holds_part_of() -> None
     import csv
     import io
 
-    from generator.report_format import as_csv
+    from memspec.report.report_format import as_csv
 
     report = _report(_pairs(), ["memory"])
     rows = {g["key"]["memory"]: g["metrics"] for g in report["groups"]}

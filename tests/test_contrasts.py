@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from conftest import LATEST_RELEASES, bundled_release, release_instances, run_cli
-from generator.policies import POLICIES, act_on
-from generator.schemas import schema_errors
+from memspec.analysis.policies import POLICIES, act_on
+from memspec.spec.schemas import schema_errors
 
 RELEASE = "trustgap-v3"
 
@@ -179,7 +179,7 @@ def test_signal_detection_of_act_policies_by_hand(policy: str, hits: float,
                                                   false_alarms: float) -> None:
     from scipy.stats import norm
 
-    from generator.score import ScoreOptions, outcome, score_outcomes
+    from memspec.analysis.score import ScoreOptions, outcome, score_outcomes
 
     groups = 20
     instances = [_act_instance(g, arm) for g in range(groups) for arm in ("cue", "none")]
@@ -212,7 +212,7 @@ def test_signal_detection_of_act_policies_by_hand(policy: str, hits: float,
 
 
 def test_judge_scores_normalised_against_declared_reference_statistics() -> None:
-    from generator.score import attach_judgments, outcome
+    from memspec.analysis.score import attach_judgments, outcome
 
     def judged(group: int, family: str, reference: dict | None) -> dict:
         analysis = {"judge_scale": [1, 10]}
@@ -285,11 +285,11 @@ def test_a_declared_headline_score_over_paradigms(built_dist: Path, tmp_path: Pa
 
 
 def test_a_paradigm_declares_abstention_patterns_for_its_families(project_copy: Path) -> None:
-    from generator.catalog import Catalog
-    from generator.generate import FamilyGenerator
-    from generator.project import Project
-    from generator.render import Renderer
-    from generator.score import outcome
+    from memspec.analysis.score import outcome
+    from memspec.engine.generate import FamilyGenerator
+    from memspec.engine.render import Renderer
+    from memspec.spec.catalog import Catalog
+    from memspec.spec.project import Project
 
     paradigm = project_copy / "specs/paradigms/example/choice.yaml"
     paradigm.write_text(paradigm.read_text() + "abstain: ['^\\s*pass\\b']\n")
@@ -309,7 +309,7 @@ def test_a_factor_whose_levels_word_the_options_otherwise_is_no_rotation() -> No
     # Each group crosses a framing (memory, document) whose levels show other option texts
     # with three rotations of them: the framing is a factor and gets its contrast; only the
     # rotation, which reorders the same options, is no factor.
-    from generator.contrasts import derived
+    from memspec.analysis.contrasts import derived
 
     def inst(group: int, framing: str, rotation: int) -> dict:
         base = ["x", "y", "z"] if framing == "memory" else ["x'", "y'", "z'"]
@@ -337,7 +337,7 @@ def _two_by_two(group: int, label: str, recency: str, analysis: dict) -> dict:
 
 
 def test_a_declared_estimate_is_not_repeated_by_its_derived_twin() -> None:
-    from generator.score import ScoreOptions, outcome, score_outcomes
+    from memspec.analysis.score import ScoreOptions, outcome, score_outcomes
 
     declared = {"factorials": [{"name": "factorial", "axes": ["label", "recency"],
                                 "where": {"design": "factorial"}, "metric": "reliance"}]}

@@ -22,9 +22,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from conftest import run_cli, tree_bytes
-from generator.catalog import Catalog
-from generator.project import Project
-from generator.verify import verify_release
+from memspec.release.verify import verify_release
+from memspec.spec.catalog import Catalog
+from memspec.spec.project import Project
 
 NAME = "example-v9"
 HIDDEN = ".memspec-tmp-"
@@ -44,7 +44,7 @@ def _release_file(project: Path, groups: int = 30) -> None:
 
 
 def _command(project: Path) -> list[str]:
-    return [sys.executable, "-m", "generator.cli", "--root", str(project), "freeze", NAME]
+    return [sys.executable, "-m", "memspec.cli", "--root", str(project), "freeze", NAME]
 
 
 def _hidden(folder: Path) -> list[str]:

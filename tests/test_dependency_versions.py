@@ -10,7 +10,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 from conftest import run_cli
-from generator.manifest import manifest_bytes, version_differences
+from memspec.formats.manifest import manifest_bytes, version_differences
 
 RELEASE = "example-v1"
 DATA = "data/example.choice.meeting_room.jsonl"

@@ -20,10 +20,10 @@ import yaml
 from jinja2 import meta
 
 from conftest import REPO
-from generator.checks import mentions
-from generator.project import Project
-from generator.render import Renderer
-from generator.scoring import is_correct
+from memspec.analysis.scoring import is_correct
+from memspec.engine.checks import mentions
+from memspec.engine.render import Renderer
+from memspec.spec.project import Project
 
 DOCS = sorted((REPO / "docs").rglob("*.md"))
 PAGES = [REPO / "README.md", *DOCS]
@@ -97,7 +97,7 @@ def shell_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """An environment where ``memspec`` runs this checkout's code, as an install would."""
     bin_dir = tmp_path_factory.mktemp("bin")
     shim = bin_dir / "memspec"
-    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m generator.cli "$@"\n')
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m memspec.cli "$@"\n')
     shim.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if k not in ("MEMSPEC_ROOT", "COLUMNS")}
     env.update(PATH=f"{bin_dir}{os.pathsep}{env['PATH']}", PYTHONPATH=str(REPO),

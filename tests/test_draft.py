@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli, tree_bytes
-from generator.release import LATEST_LAYOUT
+from memspec.release.freezing import LATEST_LAYOUT
 
 
 def _new_release(project: Path, name: str = "fresh-v1") -> None:
@@ -78,10 +78,10 @@ def test_a_missing_audit_extra_is_announced_before_a_first_freeze(
     from rich.console import Console
     from typer.testing import CliRunner
 
-    import generator.audit as audit
-    import generator.cli as cli
-    import generator.cli_release as cli_release
-    import generator.release as release
+    import memspec.audit.run as audit
+    import memspec.cli.cli_release as cli_release
+    import memspec.cli.commands as cli
+    import memspec.release.freezing as release
 
     monkeypatch.setattr(audit, "_embedding_available", lambda: False)
     said = io.StringIO()

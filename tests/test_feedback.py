@@ -217,7 +217,7 @@ def test_memorybench_export_is_scored_by_upstream_dataset_classes(release: Path,
     give and a field it reads that is missing."""
     from upstream_checks import MEMORYBENCH_COMMIT, dialsim_exact, memorybench_problems
 
-    from generator.scoring import is_correct
+    from memspec.analysis.scoring import is_correct
 
     out = tmp_path / "export"
     assert run_cli("export", str(release), "--format", "memorybench", "--out",
@@ -270,10 +270,10 @@ def test_memorybench_satisfaction_score_only_where_feedback_carries_one(
     """The bundled feedback records hold implicit actions only (as upstream's simulated users
     give), so satisfaction_score is null; a record that carries a satisfaction value of its
     own exports it, round by round."""
-    from generator.catalog import Catalog
-    from generator.export import export_release, find_export
-    from generator.project import find_project
-    from generator.release_data import load_release_instances
+    from memspec.exports.export import export_release, find_export
+    from memspec.release.release_data import load_release_instances
+    from memspec.spec.catalog import Catalog
+    from memspec.spec.project import find_project
 
     catalog = Catalog.load(find_project(REPO))
     manifest, instances = load_release_instances(release, catalog)

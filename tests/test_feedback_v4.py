@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
-from generator.checks import approx_tokens
-from generator.policies import POLICIES
-from generator.score import is_abstention
-from generator.scoring import is_correct
+from memspec.analysis.policies import POLICIES
+from memspec.analysis.score import is_abstention
+from memspec.analysis.scoring import is_correct
+from memspec.engine.checks import approx_tokens
 
 RELEASE = "feedback-v4"
 DOMAINS = {"open_domain": "Open-Domain", "academic_knowledge": "Academic&Knowledge",

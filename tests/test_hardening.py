@@ -14,10 +14,10 @@ import pytest
 from test_bad_input import FAMILY, RELEASE, TEMPLATE, edit, memspec, out, project  # noqa: F401
 
 from conftest import REPO, run_cli
-from generator.code_cache import CACHE_DIR_VARIABLE
-from generator.manifest import sha256_file, sums_text
-from generator.scoring import first_call
-from generator.verify import verify_release
+from memspec.analysis.scoring import first_call
+from memspec.core.code_cache import CACHE_DIR_VARIABLE
+from memspec.formats.manifest import sha256_file, sums_text
+from memspec.release.verify import verify_release
 
 #: A bare environment for a memspec run (the test run's cache of compiled code kept).
 BARE_ENV = {"PATH": "/usr/bin:/bin", "MEMSPEC_GROUP_SECONDS": "2",
@@ -112,7 +112,7 @@ def test_runaway_or_unstable_templates_are_refused(project: Path,  # noqa: F811
     edit(project, TEMPLATE, "My favourite colour is {{ colour }}.",
          f"My favourite colour is {{{{ colour }}}}. {expression}")
     result = subprocess.run(
-        [sys.executable, "-m", "generator.cli", "--root", str(project), "validate"],
+        [sys.executable, "-m", "memspec.cli", "--root", str(project), "validate"],
         capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60,
         env=BARE_ENV)
     assert result.returncode == 2, result.stderr
@@ -128,7 +128,7 @@ def test_a_catastrophic_regex_gold_is_stopped(project: Path) -> None:  # noqa: F
     (project / "specs/paradigms/recall.yaml").write_text(
         (project / "specs/paradigms/recall.yaml").read_text().replace("[exact]", "[regex]"))
     result = subprocess.run(
-        [sys.executable, "-m", "generator.cli", "--root", str(project), "validate"],
+        [sys.executable, "-m", "memspec.cli", "--root", str(project), "validate"],
         capture_output=True, text=True, timeout=60,
         env=BARE_ENV)
     assert result.returncode == 2 and "took longer than" in result.stderr
@@ -142,7 +142,7 @@ def test_groups_of_a_session_each_have_their_own_deadline_and_nothing_outlives_i
     import signal
     import time
 
-    from generator.limits import Budget, BudgetExceeded
+    from memspec.core.limits import Budget, BudgetExceeded
 
     before = (signal.getsignal(signal.SIGALRM), resource.getrlimit(resource.RLIMIT_AS))
     budget = Budget(0.5, 512)
@@ -168,7 +168,7 @@ def test_every_group_of_a_session_is_held_to_its_memory_budget() -> None:
     well within it, however far into the session it comes."""
     import resource
 
-    from generator.limits import Budget
+    from memspec.core.limits import Budget
 
     before = resource.getrlimit(resource.RLIMIT_AS)
     budget = Budget(30, 64)
@@ -241,7 +241,7 @@ def test_concurrent_freezes_do_not_corrupt_each_other(project_copy: Path) -> Non
     text = release.read_text().replace("version: v1", "version: v7")
     text = text.replace("  - family: example.priming.harbour_fog\n    groups: 12\n", "")
     (project_copy / "specs/releases/example-v7.yaml").write_text(text.replace("12", "300"))
-    command = [sys.executable, "-m", "generator.cli", "--root", str(project_copy), "freeze",
+    command = [sys.executable, "-m", "memspec.cli", "--root", str(project_copy), "freeze",
                "example-v7"]
     first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     second = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

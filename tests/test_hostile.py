@@ -286,7 +286,7 @@ def _memspec(root: Path, *args: object, seconds: float = 30) -> subprocess.Compl
     env = {k: v for k, v in os.environ.items() if k != "MEMSPEC_ROOT"}
     env["MEMSPEC_GROUP_SECONDS"] = str(seconds)
     return subprocess.run(
-        [sys.executable, "-m", "generator.cli", "--root", str(root), *map(str, args)],
+        [sys.executable, "-m", "memspec.cli", "--root", str(root), *map(str, args)],
         capture_output=True, text=True, errors="replace", stdin=subprocess.DEVNULL, cwd=root,
         env=env, timeout=120, preexec_fn=_limit_memory)
 

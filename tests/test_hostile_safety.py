@@ -17,8 +17,8 @@ from test_bad_input import FAMILY_ID
 from test_hostile import MAX_ERROR_LINE, _memspec, _snapshot, _write_project
 
 from conftest import bundled_release, run_cli
-from generator import code_cache
-from generator.code_cache import CACHE_DIR_VARIABLE, KEY_FILE, PROJECT_CACHE
+from memspec.core import code_cache
+from memspec.core.code_cache import CACHE_DIR_VARIABLE, KEY_FILE, PROJECT_CACHE
 
 
 @pytest.fixture
@@ -293,8 +293,8 @@ def test_judge_requests_writes_its_pair_all_or_none(
     neither new one: none where there was none, the previous pair where there was one."""
     from typer.testing import CliRunner
 
-    from generator import export
-    from generator.cli import app
+    from memspec.cli.commands import app
+    from memspec.exports import export
 
     responses = tmp_path / "responses.jsonl"
     assert _memspec(project, "respond", release, "--policy", "oracle", "--out",

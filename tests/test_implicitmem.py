@@ -8,8 +8,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from conftest import run_cli
-from generator.checks import approx_tokens
-from generator.instances import phase_messages
+from memspec.engine.checks import approx_tokens
+from memspec.spec.instances import phase_messages
 
 RELEASE = "implicitmem-v1"
 PARADIGMS = {"implicitmem.procedural": "procedural_memory",

@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from conftest import REPO, run_cli
-from generator.checks import approx_tokens
-from generator.instances import phase_messages
+from memspec.engine.checks import approx_tokens
+from memspec.spec.instances import phase_messages
 
 RELEASE = "implicitmem-v4"
 PROCEDURAL, CONDITIONING, PRIMING = ("implicitmem.procedural", "implicitmem.conditioning",
@@ -226,7 +226,7 @@ def _score(built: Path, responses: Path, *args: str) -> dict:
 def _report(instances: list[dict], respond, by: list[str]) -> dict[tuple, dict]:
     """What ``memspec score --by BY`` reports for these responses (the same functions, called
     in this process: a subprocess per policy would cost the file a minute)."""
-    from generator.score import ScoreOptions, outcome, score_outcomes
+    from memspec.analysis.score import ScoreOptions, outcome, score_outcomes
 
     outcomes = [outcome(i, respond(i)) for i in instances]
     report = score_outcomes(outcomes, by, ScoreOptions(resamples=200))
@@ -234,7 +234,7 @@ def _report(instances: list[dict], respond, by: list[str]) -> dict[tuple, dict]:
 
 
 def _policy(name: str):
-    from generator.policies import POLICIES
+    from memspec.analysis.policies import POLICIES
 
     if name in POLICIES:
         return lambda i: POLICIES[name](i, 0)
@@ -349,7 +349,7 @@ def test_headline_scores_are_declared_and_computed(built: Path, instances: list[
     assert all(p["percent"] == 100.0 for p in summaries["adaptation"]["parts"].values())
     # The memoryless policy: 0% procedural, 50% conditioning; inhibition and preference are
     # each the mean over their groups (procedural ones at 0, conditioning ones at 0.5).
-    from generator.score import ScoreOptions, outcome, score_outcomes
+    from memspec.analysis.score import ScoreOptions, outcome, score_outcomes
 
     memoryless = score_outcomes([outcome(i, _policy("memoryless")(i)) for i in instances], [],
                                 ScoreOptions(resamples=200))

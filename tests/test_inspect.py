@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from conftest import LATEST_RELEASES, release_instances, run_cli
-from generator.policies import POLICIES
+from memspec.analysis.policies import POLICIES
 
 PER_FAMILY = 6  # the first instances of every family (memspec score covers them all)
 
@@ -141,8 +141,8 @@ def test_inspect_export_of_a_downloaded_release(built_example: Path, tmp_path: P
                      cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     # Nor does the code that writes it need a project's specs.
-    from generator.export_inspect import write_inspect
-    from generator.release_data import load_release_instances
+    from memspec.exports.export_inspect import write_inspect
+    from memspec.release.release_data import load_release_instances
 
     alone = tmp_path / "alone"
     write_inspect(*load_release_instances(release, None), alone)
@@ -252,8 +252,8 @@ def test_exported_task_runs_without_memspec_and_reports_the_design(
 
 
 def test_exported_scoring_decides_as_memspec_does(built_dist: Path, tmp_path: Path) -> None:
-    from generator.export_inspect import scoring_source
-    from generator.scoring import is_correct
+    from memspec.analysis.scoring import is_correct
+    from memspec.exports.export_inspect import scoring_source
 
     path = tmp_path / "memspec_scoring.py"
     path.write_text(scoring_source())

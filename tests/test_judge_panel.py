@@ -12,12 +12,12 @@ import pytest
 from statsmodels.stats.weightstats import ttost_paired
 
 from conftest import run_cli
-from generator.equivalence import t_interval, t_test_zero, tost
-from generator.errors import SpecError
-from generator.judge import build_requests, load_judgments
-from generator.judge_panel import load_panel_judgments, panel_report
-from generator.length_match import closest_lengths, match_lengths
-from generator.schemas import schema_errors
+from memspec.analysis.equivalence import t_interval, t_test_zero, tost
+from memspec.analysis.judge import build_requests, load_judgments
+from memspec.analysis.judge_panel import load_panel_judgments, panel_report
+from memspec.core.errors import SpecError
+from memspec.core.length_match import closest_lengths, match_lengths
+from memspec.spec.schemas import schema_errors
 
 JUDGES = ["ann", "bo", "cy"]
 PANEL = {"judges": JUDGES, "anchor": {"axis": "memory", "value": "own"},
@@ -181,7 +181,7 @@ def test_a_panel_anchored_on_an_unknown_condition_is_located(project_copy: Path)
 
 
 def test_an_audit_chance_of_one_marks_a_positive_control() -> None:
-    from generator.audit import _choice_chance
+    from memspec.audit.run import _choice_chance
 
     def item(chance: float | None) -> dict:
         audit = {} if chance is None else {"chance": chance}

@@ -234,7 +234,7 @@ def test_version_3_releases_hold_the_data_of_version_2() -> None:
 
 
 def _rewrite_committed(project: Path, name: str, change) -> None:
-    from generator.canonical import dump_pretty_bytes
+    from memspec.core.canonical import dump_pretty_bytes
 
     path = project / "manifests" / f"{name}.json"
     manifest = json.loads(path.read_text())
@@ -292,7 +292,7 @@ def test_verify_reads_the_writer_from_the_file_not_from_the_machine(project_copy
     as_if_installed = (
         "import importlib.metadata as m, sys; real = m.version;"
         "m.version = lambda name: '1.0.0' if name == 'pyarrow' else real(name);"
-        "from generator.cli import main; sys.argv[0] = 'memspec'; main()")
+        "from memspec.cli.commands import main; sys.argv[0] = 'memspec'; main()")
     verify = subprocess.run(
         [sys.executable, "-c", as_if_installed, "--root", str(project_copy), "verify",
          str(out / "example-v3")], capture_output=True, text=True, stdin=subprocess.DEVNULL,
@@ -328,7 +328,7 @@ def test_parquet_written_by_this_pyarrow_is_pinned_by_bytes(project_copy: Path,
 
 
 def _resum(release: Path) -> None:
-    from generator.manifest import sha256_file, sums_text
+    from memspec.formats.manifest import sha256_file, sums_text
 
     hashes = {p.relative_to(release).as_posix(): sha256_file(p)
               for p in release.rglob("*") if p.is_file() and p.name != "SHA256SUMS"}
@@ -336,8 +336,8 @@ def _resum(release: Path) -> None:
 
 
 def test_loader_config_names_must_not_collide() -> None:
-    from generator.dataset_configs import ParquetPart, loader_configs
-    from generator.errors import SpecError
+    from memspec.core.errors import SpecError
+    from memspec.formats.dataset_configs import ParquetPart, loader_configs
 
     parts = [ParquetPart("parquet/all/test.parquet", "all", "p", "test")]
     with pytest.raises(SpecError) as caught:

@@ -1,4 +1,4 @@
-"""Renders kept by their inputs (generator/memo.py) change no byte: the same groups come out
+"""Renders kept by their inputs (generator/engine/memo.py) change no byte: the same groups come out
 the same with the memo off, on from the first render, and as shipped; what it hands out is a
 copy; and a template that reaches other files is never kept."""
 
@@ -7,17 +7,17 @@ from __future__ import annotations
 import pytest
 
 from conftest import REPO
-from generator.catalog import Catalog
-from generator.memo import InputMemo
-from generator.parallel import chunk_jobs, render_chunk
-from generator.project import Project
-from generator.render import Renderer, TemplateOrigin
+from memspec.engine.memo import InputMemo
+from memspec.engine.parallel import chunk_jobs, render_chunk
+from memspec.engine.render import Renderer, TemplateOrigin
+from memspec.spec.catalog import Catalog
+from memspec.spec.project import Project
 
 
 def _lines(family_id: str, groups: int) -> tuple[list[bytes], int]:
     """The JSON lines of ``groups`` groups as ``memspec generate`` writes them, and how many
     times a memo was hit (the answer's, the phases', the expressions')."""
-    from generator.generate import FamilyGenerator
+    from memspec.engine.generate import FamilyGenerator
 
     project = Project(REPO)
     family = Catalog.load(project).family(family_id)

@@ -17,7 +17,7 @@ from scipy.stats import t as student_t
 from statsmodels.stats.weightstats import ttost_paired
 
 from conftest import REPO, run_cli
-from generator.schemas import schema_errors
+from memspec.spec.schemas import schema_errors
 
 RELEASE = "memorychecks-v4"
 OPEN = "memorychecks.v4.counterfeit.open_input"

@@ -16,7 +16,7 @@ import mutate  # noqa: E402
 
 
 def test_every_mutant_changes_one_expression_and_still_compiles() -> None:
-    module = "generator/scoring.py"
+    module = "generator/analysis/scoring.py"
     original = (REPO / module).read_text(encoding="utf-8")
     mutants = mutate.mutants_of(module)
     assert len(mutants) > 50
@@ -34,13 +34,13 @@ def test_every_mutant_changes_one_expression_and_still_compiles() -> None:
 
 
 def test_strings_docstrings_and_annotations_are_never_mutated() -> None:
-    for mutant in mutate.mutants_of("generator/stats.py"):
+    for mutant in mutate.mutants_of("generator/analysis/stats.py"):
         assert not mutant.replacement.startswith(("('", '("')), mutant.id
         assert "Sequence" not in mutant.replacement and "float |" not in mutant.replacement
 
 
 def test_the_sample_is_seeded_and_kept_in_source_order() -> None:
-    mutants = mutate.mutants_of("generator/stats.py")
+    mutants = mutate.mutants_of("generator/analysis/stats.py")
     first = mutate.pick(mutants, 20, 1)
     assert len(first) == 20 and mutate.pick(mutants, 20, 1) == first
     assert first == [m for m in mutants if m in first]
@@ -50,9 +50,10 @@ def test_the_sample_is_seeded_and_kept_in_source_order() -> None:
 
 def test_the_configuration_names_tests_and_mutants_that_exist() -> None:
     modules, equivalent = mutate.load_config()
-    assert {"generator/scoring.py", "generator/stats.py", "generator/score.py",
-            "generator/verify.py", "generator/sampling.py", "generator/rng.py",
-            "generator/canonical.py", "generator/group_tests.py"} <= set(modules)
+    assert {"generator/analysis/scoring.py", "generator/analysis/stats.py",
+            "generator/analysis/score.py",
+            "generator/release/verify.py", "generator/engine/sampling.py", "generator/core/rng.py",
+            "generator/core/canonical.py", "generator/analysis/group_tests.py"} <= set(modules)
     for module, tests in modules.items():
         assert (REPO / module).is_file()
         for test in tests:
@@ -69,7 +70,8 @@ def test_the_configuration_names_tests_and_mutants_that_exist() -> None:
 def test_a_mutant_reading_the_wrong_option_is_killed(tmp_path: Path) -> None:
     # "B" read as option index 3 instead of 1: the scoring tests must notice.
     result = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "mutate.py"), "--module", "generator/scoring.py",
+        [sys.executable, str(REPO / "scripts" / "mutate.py"), "--module",
+         "generator/analysis/scoring.py",
          "--only", "scoring.py:first_choice#3", "--json", str(tmp_path / "out.json")],
         capture_output=True, text=True, cwd=REPO, stdin=subprocess.DEVNULL, timeout=300)
     assert result.returncode == 0, result.stderr

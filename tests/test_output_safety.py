@@ -16,18 +16,20 @@ from markdown_it import MarkdownIt
 from rich.console import Console
 
 from conftest import REPO, run_cli
-from generator import export, release, release_writing
-from generator.card import markdown_text
-from generator.errors import (
+from memspec.analysis.judge import MAX_JUDGE_SCORE, load_judgments
+from memspec.analysis.responses import RESPONSES_BYTES_VARIABLE, jsonl_lines
+from memspec.core.errors import (
     MAX_LINE,
     Problem,
     ProblemCollector,
     SpecError,
     printable,
 )
-from generator.judge import MAX_JUDGE_SCORE, load_judgments
-from generator.report_format import PlainTable, as_csv
-from generator.responses import RESPONSES_BYTES_VARIABLE, jsonl_lines
+from memspec.exports import export
+from memspec.formats.card import markdown_text
+from memspec.release import freezing as release
+from memspec.release import release_writing
+from memspec.report.report_format import PlainTable, as_csv
 
 HOSTILE_TEXT = ["# Title", "1. first", "- item", "zk_ + *em* __strong__", "<script>x</script>",
                 "[link](https://example.com) ![img](x.png)", "a | b | c", "`code` ~~gone~~",
@@ -142,8 +144,8 @@ def test_a_manifest_pins_the_bytes_that_were_rendered(project_copy: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """A template edited after it was read, while the freeze runs, is pinned as it was read:
     the bytes the data was rendered from."""
-    from generator.catalog import Catalog
-    from generator.project import Project
+    from memspec.spec.catalog import Catalog
+    from memspec.spec.project import Project
     project = Project(project_copy)
     catalog = Catalog.load(project)
     spec = release.find_release(catalog, "example-v1")
@@ -169,7 +171,7 @@ def test_a_manifest_pins_the_bytes_that_were_rendered(project_copy: Path,
 def test_a_nul_byte_in_a_path_is_a_clean_refusal() -> None:
     from typer.testing import CliRunner
 
-    from generator.cli import app
+    from memspec.cli.commands import app
 
     for args in (["verify", "dist/x\x00y"], ["respond", "dist/x\x00y", "--policy", "oracle"],
                  ["generate", "example.choice.meeting_room", "--out", "a\x00b"]):
@@ -194,8 +196,8 @@ def test_a_template_only_workers_read_is_pinned_as_they_read_it(
     process never reads it a second time."""
     from test_bad_input import FILES, TEMPLATE
 
-    from generator.catalog import Catalog
-    from generator.project import Project
+    from memspec.spec.catalog import Catalog
+    from memspec.spec.project import Project
 
     root = tmp_path / "project"
     files = {**FILES, TEMPLATE: FILES[TEMPLATE].replace("Noted.", '{% include "demo/part.j2" %}'),

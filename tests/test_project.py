@@ -237,7 +237,7 @@ def test_no_command_writes_outside_its_project_or_out(tmp_path: Path, built_exam
     assert _bundled() == bundled
     assert list(home.iterdir()) == []
     # Every command of the CLI was run.
-    from generator.cli import app
+    from memspec.cli.commands import app
     names = {c.name or c.callback.__name__.replace("_", "-") for c in app.registered_commands}
     assert ran == {n.removesuffix("-cmd") for n in names}
 
@@ -252,9 +252,9 @@ def test_an_unknown_library_paradigm_is_named(tmp_path: Path, value: str) -> Non
 
 
 def test_library_names_stay_inside_the_library(tmp_path: Path) -> None:
-    from generator.errors import SpecError
-    from generator.project import Project
-    from generator.render import Renderer
+    from memspec.core.errors import SpecError
+    from memspec.engine.render import Renderer
+    from memspec.spec.project import Project
 
     project = Project(_user_project(tmp_path))
     library_pool = project.resolve_inside(project.specs,

@@ -16,7 +16,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from generator.canonical import (
+from memspec.cli.validate import validate
+from memspec.core.canonical import (
     MAX_INT_DIGITS,
     CanonicalJSONError,
     content_hash,
@@ -25,13 +26,12 @@ from generator.canonical import (
     dump_pretty_bytes,
     normalize,
 )
-from generator.catalog import Catalog
-from generator.errors import EXIT_BAD_INPUT, EXIT_OK
-from generator.generate import FamilyGenerator
-from generator.project import Project
-from generator.render import Renderer
-from generator.schemas import validator
-from generator.validate import validate
+from memspec.core.errors import EXIT_BAD_INPUT, EXIT_OK
+from memspec.engine.generate import FamilyGenerator
+from memspec.engine.render import Renderer
+from memspec.spec.catalog import Catalog
+from memspec.spec.project import Project
+from memspec.spec.schemas import validator
 
 #: The same examples on every run and machine, no example database, no deadline (the machine
 #: is shared): a stable check, not a search that finds something new each time.
@@ -149,7 +149,7 @@ def test_generated_lines_are_the_standard_librarys_bytes_floats_included(
     # Generated lines are written by orjson unchecked where the generator checked the parts
     # that are not rendered text; a float in one of them (a judge scale from 1e-05, which
     # orjson writes as 0.00001) must send them the standard library's way.
-    from generator.parallel import chunk_jobs, render_chunk
+    from memspec.engine.parallel import chunk_jobs, render_chunk
 
     family_file = project_copy / "specs/families/example/meeting_room.yaml"
     text = family_file.read_text()

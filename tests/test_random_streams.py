@@ -9,7 +9,7 @@ import struct
 import pytest
 import xxhash
 
-from generator.rng import KeyedRandom, first_sample, stream_key
+from memspec.core.rng import KeyedRandom, first_sample, stream_key
 
 
 def _draw(seed: int, path: tuple, counter: int) -> int:

@@ -13,7 +13,7 @@ from xml.etree import ElementTree
 import pytest
 
 from conftest import ALL_RELEASES, run_cli, tree_bytes
-from generator.release import LATEST_LAYOUT
+from memspec.release.freezing import LATEST_LAYOUT
 
 
 def test_coreutils_sha256sum_accepts_the_release(built_example: Path) -> None:
@@ -203,7 +203,7 @@ def test_build_takes_the_newest_version_of_each_release(project_copy: Path) -> N
 def test_the_newest_version_is_compared_as_numbers() -> None:
     from types import SimpleNamespace
 
-    from generator.release_of import newest_versions
+    from memspec.spec.release_of import newest_versions
 
     releases = [SimpleNamespace(name=name, version=version) for name, version in
                 [("b", "v9"), ("b", "v10"), ("a", "v4"), ("a", "v4.1"), ("a", "v3.12")]]

@@ -9,7 +9,12 @@ import re
 import pytest
 
 from conftest import REPO
-from generator.release_layouts import LATEST_LAYOUT, LAYOUTS, first_layout_with, release_layout
+from memspec.formats.release_layouts import (
+    LATEST_LAYOUT,
+    LAYOUTS,
+    first_layout_with,
+    release_layout,
+)
 
 #: What each layout turns on beyond the one before it: frozen releases of layouts 1 to 4 are
 #: pinned by these, so a row never changes; a new layout is a new row.

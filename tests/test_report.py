@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, bundled_release, release_instances, run_cli
-from generator.checks import messages_tokens
+from memspec.engine.checks import messages_tokens
 
 ARTIFACTS = REPO / "tests" / "artifacts"
 
@@ -57,7 +57,7 @@ def test_the_report_loads_clean_and_shows_every_family(browser, built_dist: Path
     # One row per adversary and family (and the paradigm pooled) that had a cue to pick by,
     # as the audit finds them, and every chart drawn: gold positions, and a length histogram
     # per phase.
-    from generator.audit import audit_instances
+    from memspec.audit.run import audit_instances
 
     adversary_rows = loaded.page.locator("h2#audit ~ table").first.locator("tbody tr")
     assert adversary_rows.count() == len(audit_instances(instances).rows)
@@ -86,9 +86,9 @@ def test_the_report_loads_clean_and_shows_every_family(browser, built_dist: Path
 
 
 def test_the_report_shows_feedback_actions_lettered_options_and_near_misses() -> None:
-    from generator.audit import AuditReport, AuditRow
-    from generator.html_page import instance_html
-    from generator.report import _audit_section
+    from memspec.audit.run import AuditReport, AuditRow
+    from memspec.release.html_page import instance_html
+    from memspec.report.report import _audit_section
 
     instance = {"id": "f-00000-base", "variant": "base", "phases": [],
                 "feedback": [{"action": "like", "round": 1, "terminated": False},
@@ -108,7 +108,7 @@ def test_the_report_shows_feedback_actions_lettered_options_and_near_misses() ->
     # The terminal's table says the same, in the same order.
     from rich.console import Console
 
-    from generator.report_format import audit_table
+    from memspec.report.report_format import audit_table
 
     console = Console(width=200, record=True)
     console.print(audit_table(AuditReport(rows=rows)))
@@ -157,7 +157,7 @@ def test_the_report_sets_paired_arms_side_by_side_with_the_group_as_unit(
 
 
 def test_arm_comparisons_average_within_a_group_before_across_groups() -> None:
-    from generator.arm_charts import compare_arms
+    from memspec.release.arm_charts import compare_arms
 
     def item(group: int, arm: str, rotation: str, words: int) -> dict:
         return {"family": "f", "group": group, "axes": {"arm": arm, "rotation": rotation},
@@ -267,7 +267,7 @@ def test_report_and_preview_refuse_bad_input_with_exit_2(tmp_path: Path) -> None
 
 
 def test_highlight_marks_changed_phrases_whole_and_escapes() -> None:
-    from generator.html_page import highlight
+    from memspec.release.html_page import highlight
 
     assert highlight("the cat sat on the mat", "the dog sat on a mat") == \
         "the <mark>cat</mark> sat on <mark>the</mark> mat"

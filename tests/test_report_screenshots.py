@@ -24,12 +24,12 @@ import numpy as np
 import pytest
 
 from conftest import REPO
-from generator.audit import AuditReport, AuditRow
-from generator.catalog import Catalog
-from generator.generate import FamilyGenerator
-from generator.project import Project
-from generator.render import Renderer
-from generator.report import render_report
+from memspec.audit.run import AuditReport, AuditRow
+from memspec.engine.generate import FamilyGenerator
+from memspec.engine.render import Renderer
+from memspec.report.report import render_report
+from memspec.spec.catalog import Catalog
+from memspec.spec.project import Project
 
 REFERENCES = REPO / "tests" / "screenshots"
 ARTIFACTS = REPO / "tests" / "artifacts"

@@ -11,9 +11,8 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from generator.errors import SpecError
-from generator.score import ScoreOptions, attach_judgments, outcome, score_outcomes
-from generator.stats import (
+from memspec.analysis.score import ScoreOptions, attach_judgments, outcome, score_outcomes
+from memspec.analysis.stats import (
     adjust,
     bootstrap_ci,
     expanded_level,
@@ -21,6 +20,7 @@ from generator.stats import (
     rho_star,
     sign_flip_test,
 )
+from memspec.core.errors import SpecError
 
 
 def _choice(group: int, right: bool, *, family: str = "f", options: int = 3,

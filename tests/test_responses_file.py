@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from generator.errors import SpecError
-from generator.responses import RESPONSES_BYTES_VARIABLE, load_responses, responses_limit
+from memspec.analysis.responses import RESPONSES_BYTES_VARIABLE, load_responses, responses_limit
+from memspec.core.errors import SpecError
 
 KNOWN = ["f-00000-a", "f-00001-a", "f-00002-a"]
 
@@ -102,7 +102,7 @@ def test_a_missing_file_and_the_size_limit(tmp_path: Path,
 
 
 def test_strict_json_bounds_and_default_line() -> None:
-    from generator.responses import parse_strict_json
+    from memspec.analysis.responses import parse_strict_json
 
     assert parse_strict_json("[1234567890123456]", "x.json") == [1234567890123456]
     with pytest.raises(SpecError) as caught:

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from test_bad_input import FAMILY, FAMILY_ID, edit, project  # noqa: F401
 
-from generator.catalog import Catalog
-from generator.errors import SpecError
-from generator.generate import FamilyGenerator
-from generator.project import Project
-from generator.render import Renderer
-from generator.rng import KeyedRandom
+from memspec.core.errors import SpecError
+from memspec.core.rng import KeyedRandom
+from memspec.engine.generate import FamilyGenerator
+from memspec.engine.render import Renderer
+from memspec.spec.catalog import Catalog
+from memspec.spec.project import Project
 
 COLOURS = ["red", "green", "blue", "yellow", "purple", "orange"]
 SLOTS = "  colour: {from: pools/colours.yaml}\n"

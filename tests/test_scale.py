@@ -11,7 +11,7 @@ import pytest
 import test_bad_input as demo
 
 from conftest import REPO, run_cli, tree_bytes
-from generator.errors import SpecError
+from memspec.core.errors import SpecError
 
 # A family with family-scope (balanced) checks, whose tallies must add up across workers.
 FAMILY = "memorychecks.recognition.altered_detail"
@@ -37,9 +37,9 @@ def test_forked_workers_handed_the_project_and_workers_that_load_it_agree() -> N
     code = """
 import sys, threading, time
 from pathlib import Path
-from generator.catalog import Catalog
-from generator.parallel import InProcess, Processes, chunk_jobs, fingerprint_for
-from generator.project import Project
+from memspec.spec.catalog import Catalog
+from memspec.engine.parallel import InProcess, Processes, chunk_jobs, fingerprint_for
+from memspec.spec.project import Project
 catalog = Catalog.load(Project(Path(sys.argv[1])))
 if sys.argv[3] == "thread":  # another thread is running, as a progress bar's would
     threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
@@ -51,8 +51,8 @@ jobs = chunk_jobs(catalog.project.root, catalog.family(sys.argv[2]), 5, 0, 44,
 assert [job.count for job in jobs] == [6] * 7 + [2]  # four chunks a worker at the least
 local = None
 if isinstance(executor, InProcess):
-    from generator.generate import FamilyGenerator
-    from generator.render import Renderer
+    from memspec.engine.generate import FamilyGenerator
+    from memspec.engine.render import Renderer
     local = FamilyGenerator(catalog.family(sys.argv[2]), Renderer(catalog.project), 5)
 pool = getattr(executor, "pool", None)
 print(pool and (pool._mp_context.get_start_method(), executor.slots is not None))
@@ -193,7 +193,7 @@ def _mutations(instance: dict) -> list[dict]:
 def test_the_compiled_instance_check_agrees_with_the_full_validator(family: str) -> None:
     import json
 
-    from generator.schemas import fast_check, validator
+    from memspec.spec.schemas import fast_check, validator
 
     result = _generate(family, "--groups", "1")
     assert result.returncode == 0, result.stderr
@@ -234,8 +234,8 @@ def test_build_on_a_local_dask_cluster_is_the_committed_release(built_dist: Path
 
 
 def test_a_worker_with_other_specs_refuses_to_render() -> None:
-    from generator.errors import SpecError
-    from generator.parallel import ChunkJob, render_chunk
+    from memspec.core.errors import SpecError
+    from memspec.engine.parallel import ChunkJob, render_chunk
 
     job = ChunkJob(str(REPO), "example.choice.meeting_room", 0, 0, 1, None, "0" * 64)
     with pytest.raises(SpecError, match="a worker sees other specs or templates"):
@@ -424,8 +424,8 @@ def test_the_compiled_spec_checks_agree_with_the_full_validator(folder: str) -> 
     import copy
     import random
 
-    from generator.schemas import fast_check, validator
-    from generator.yamlsafe import load_yaml_file
+    from memspec.spec.schemas import fast_check, validator
+    from memspec.spec.yamlsafe import load_yaml_file
 
     kind = SPEC_KINDS[folder]
     check, full = fast_check(kind), validator(kind)
@@ -463,7 +463,8 @@ def test_a_progress_bar_on_a_terminal_starts_no_thread(monkeypatch: pytest.Monke
     import sys
     import threading
 
-    from generator import cli, cli_common
+    from memspec.cli import cli_common
+    from memspec.cli import commands as cli
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
@@ -484,10 +485,10 @@ def test_a_progress_bar_on_a_terminal_starts_no_thread(monkeypatch: pytest.Monke
 
 
 def _generator(root: Path, family_id: str) -> Any:
-    from generator.catalog import Catalog
-    from generator.generate import FamilyGenerator
-    from generator.project import Project
-    from generator.render import Renderer
+    from memspec.engine.generate import FamilyGenerator
+    from memspec.engine.render import Renderer
+    from memspec.spec.catalog import Catalog
+    from memspec.spec.project import Project
 
     project = Project(root)
     return FamilyGenerator(Catalog.load(project).family(family_id), Renderer(project), 7)
@@ -539,7 +540,7 @@ def test_the_first_group_to_fail_is_the_one_reported_whichever_stage_fails(
 def test_a_group_continued_in_a_later_stage_has_only_what_is_left_of_its_budget() -> None:
     import time
 
-    from generator.limits import Budget, BudgetExceeded
+    from memspec.core.limits import Budget, BudgetExceeded
 
     budget = Budget(0.6, 512)
     with budget.session():

@@ -15,10 +15,10 @@ import pytest
 from scipy.stats import binom
 
 from conftest import LATEST_RELEASES, bundled_release, release_instances
-from generator.cell_plans import cell_differences
-from generator.group_tests import plan_tests, run_test
-from generator.policies import POLICIES, act_on, oracle
-from generator.score import (
+from memspec.analysis.cell_plans import cell_differences
+from memspec.analysis.group_tests import plan_tests, run_test
+from memspec.analysis.policies import POLICIES, act_on, oracle
+from memspec.analysis.score import (
     MAX_RESAMPLES,
     bootstrap_resamples,
     contrast_plans,
@@ -26,7 +26,7 @@ from generator.score import (
     outcome,
     report_rows,
 )
-from generator.stats import adjust, bootstrap_cis, expanded_level, sign_flip_test
+from memspec.analysis.stats import adjust, bootstrap_cis, expanded_level, sign_flip_test
 
 RUNS = 200
 ALPHA = 0.05
@@ -240,7 +240,7 @@ TRUSTGAP_MAIN = {
 @pytest.mark.parametrize("policy", sorted(TRUSTGAP_MAIN))
 def test_trustgap_reference_policies_score_as_derived_by_hand(
         built_dist: Path, policy: str) -> None:
-    from generator.score import ScoreOptions, score_outcomes
+    from memspec.analysis.score import ScoreOptions, score_outcomes
 
     name = next(n for n in LATEST_RELEASES if _benchmark(n) == "trustgap")
     # The four conditions (in v4 the explicit conflict is a design of its own, in two orders).

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import LATEST_RELEASES, run_cli
-from generator.score import ScoreOptions, outcome, score_outcomes
+from memspec.analysis.score import ScoreOptions, outcome, score_outcomes
 
 CHOICE = "example.choice.meeting_room"
 PROCEDURAL = "example.procedural.reversed_copy"

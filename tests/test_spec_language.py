@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
-from generator.catalog import Catalog
-from generator.generate import FamilyGenerator
-from generator.instances import phase_messages
-from generator.project import Project
-from generator.render import Renderer
-from generator.rng import KeyedRandom
-from generator.transforms import TransformCall, get_transform, register_transform
+from memspec.core.rng import KeyedRandom
+from memspec.core.transforms import TransformCall, get_transform, register_transform
+from memspec.engine.generate import FamilyGenerator
+from memspec.engine.render import Renderer
+from memspec.spec.catalog import Catalog
+from memspec.spec.instances import phase_messages
+from memspec.spec.project import Project
 
 
 def write(root: Path, relative: str, text: str) -> Path:

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats as scipy_stats
 from statsmodels.stats.multitest import multipletests
 
-from generator.stats import (
+from memspec.analysis.stats import (
     adjust,
     binomial_test,
     bootstrap_ci,
@@ -163,7 +163,7 @@ def test_chance_test_of_one_item_a_group_is_wrong_at_most_alpha_of_the_time(
     # A memoryless policy right with probability `chance` in each group of one item: the
     # group means are 0 or 1, a skewed law the sign flips do not hold, so the test of a
     # report must be the exact binomial one. Its size is summed exactly over every count.
-    from generator.group_tests import ChanceTest, run_test
+    from memspec.analysis.group_tests import ChanceTest, run_test
 
     plan = ChanceTest(None, chance, np.arange(groups), np.arange(groups))
     answered = np.ones(groups, dtype=bool)
@@ -199,7 +199,7 @@ def test_the_sampled_sign_flip_p_value_is_the_seeded_estimate_of_the_exact_one(
     # counted over all 2**7 assignments by brute force.
     import itertools
 
-    from generator import stats
+    from memspec.analysis import stats
 
     deviations = [0.141421356, -0.173205081, 0.223606798, 0.264575131, -0.1, 0.316227766,
                   0.331662479]

@@ -23,13 +23,13 @@ import pytest
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from conftest import REPO
-from generator.catalog import Catalog
-from generator.generate import FamilyGenerator
-from generator.jinja_filters import _add_days, _letter
-from generator.jinja_messages import MESSAGE_FILTER, MessageExtension, _message_block
-from generator.length_match import match_lengths
-from generator.project import Project
-from generator.render import CompiledTemplate, Renderer, split_messages
+from memspec.core.length_match import match_lengths
+from memspec.engine.generate import FamilyGenerator
+from memspec.engine.jinja_filters import _add_days, _letter
+from memspec.engine.jinja_messages import MESSAGE_FILTER, MessageExtension, _message_block
+from memspec.engine.render import CompiledTemplate, Renderer, split_messages
+from memspec.spec.catalog import Catalog
+from memspec.spec.project import Project
 
 PROJECT = Project(REPO)
 CATALOG = Catalog.load(PROJECT)

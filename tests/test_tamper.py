@@ -20,9 +20,9 @@ import pytest
 from test_bad_input import FILES
 
 from conftest import REPO, run_cli, tree_bytes
-from generator.catalog import Catalog
-from generator.project import Project
-from generator.verify import VerifyReport, verify_release
+from memspec.release.verify import VerifyReport, verify_release
+from memspec.spec.catalog import Catalog
+from memspec.spec.project import Project
 
 RELEASE = "demo-v1"
 #: Every file of the small release; a test below proves the list is complete, so that a new

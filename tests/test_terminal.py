@@ -18,7 +18,7 @@ from pathlib import Path
 from rich.console import Console
 
 from conftest import REPO, bundled_release, run_cli
-from generator.report_format import PlainTable, fitted
+from memspec.report.report_format import PlainTable, fitted
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
@@ -35,7 +35,7 @@ def _run_in_terminal(*args: str, root: Path | None = None, stdout_tty: bool = Tr
     """Run ``memspec ARGS`` with stderr (and stdout, unless ``stdout_tty`` is False) on
     pseudo-terminals of 80 columns; what each showed, escape sequences and all."""
     ends = {"err": _terminal(), **({"out": _terminal()} if stdout_tty else {})}
-    command = [sys.executable, "-m", "generator.cli", *(["--root", str(root)] if root else []),
+    command = [sys.executable, "-m", "memspec.cli", *(["--root", str(root)] if root else []),
                *args]
     env = {k: v for k, v in os.environ.items() if k not in ("MEMSPEC_ROOT", "COLUMNS")}
     process = subprocess.Popen(

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from generator.policies import POLICIES
-from generator.score import ScoreOptions, outcome, score_outcomes
+from memspec.analysis.policies import POLICIES
+from memspec.analysis.score import ScoreOptions, outcome, score_outcomes
 
 RELEASE = "trustgap-v4"
 DOC = REPO / "docs" / "releases" / "trustgap-v4.md"
@@ -338,7 +338,7 @@ def rho_star_run(release: Path, tmp_path_factory: pytest.TempPathFactory
     work = tmp_path_factory.mktemp("rho-star")
     (work / "dist").mkdir()
     (work / "dist" / RELEASE).symlink_to(release, target_is_directory=True)
-    script = "memspec() { \"$PYTHON\" -m generator.cli \"$@\"; }\n" \
+    script = "memspec() { \"$PYTHON\" -m memspec.cli \"$@\"; }\n" \
         "python() { \"$PYTHON\" \"$@\"; }\nset -e\n" + _doc_block("sh", "rho-star")
     env = {**os.environ, "PYTHON": sys.executable,
            "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}

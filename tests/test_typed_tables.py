@@ -218,7 +218,7 @@ def test_croissant_analysis_lists_quote_keys_and_keep_names_unique() -> None:
     """Layout 5 reads a key that is a word of the JSON path language (``where``) as a key, and
     gives one sub-field per name where a nested path and a key flatten alike; layout 4 leaves
     lists of objects out, as its frozen files have them."""
-    from generator.croissant import FamilyShape, _record_set
+    from memspec.formats.croissant import FamilyShape, _record_set
 
     shape = FamilyShape()
     shape.observe({"axes": {}, "fields": {}, "answer": {"scorer": "exact"},

@@ -11,11 +11,17 @@ from typing import Any
 import pytest
 
 from conftest import REPO, run_cli
-from generator import rng as rng_module
-from generator.canonical import CanonicalJSONError, copy_data, dump_bytes
-from generator.rng import KeyedRandom
-from generator.sampling import balanced_value
-from generator.scoring import canonical_text, first_call, first_choice, first_line, is_correct
+from memspec.analysis.scoring import (
+    canonical_text,
+    first_call,
+    first_choice,
+    first_line,
+    is_correct,
+)
+from memspec.core import rng as rng_module
+from memspec.core.canonical import CanonicalJSONError, copy_data, dump_bytes
+from memspec.core.rng import KeyedRandom
+from memspec.engine.sampling import balanced_value
 
 
 def test_canonical_json_is_sorted_nfc_and_compact() -> None:
@@ -186,9 +192,9 @@ def test_libyaml_and_pure_python_parsers_read_every_spec_alike(monkeypatch: pyte
     with the same line and column for every value, and refuse the same hostile YAML."""
     from pathlib import Path
 
-    from generator import yamlsafe
-    from generator.code_cache import CACHE_DIR_VARIABLE
-    from generator.errors import SpecError
+    from memspec.core.code_cache import CACHE_DIR_VARIABLE
+    from memspec.core.errors import SpecError
+    from memspec.spec import yamlsafe
 
     monkeypatch.setenv(CACHE_DIR_VARIABLE, "")  # each parser parses, every time
 
@@ -219,7 +225,7 @@ def test_libyaml_and_pure_python_parsers_read_every_spec_alike(monkeypatch: pyte
 
 
 def test_content_index_finds_the_first_repeat_and_ignores_prefix_collisions() -> None:
-    from generator.content_index import ContentIndex
+    from memspec.engine.content_index import ContentIndex
 
     def index_of(keys: list[str]) -> ContentIndex:
         index = ContentIndex()
@@ -252,7 +258,7 @@ def test_mentions_agrees_with_a_plain_whole_word_search() -> None:
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from generator.checks import mentions
+    from memspec.engine.checks import mentions
 
     alphabet = st.sampled_from(list("abAB sS.-_1") + ["\u017f", "\u212a", "k", "K", "é", "É"])
 
@@ -274,7 +280,7 @@ def test_forbidden_words_kept_by_text_answer_as_worked_out_afresh(
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from generator.checks import _Words, mentions
+    from memspec.engine.checks import _Words, mentions
 
     words = ["zk", "bare key", "Prefix", "\u212a"]
     monkeypatch.setattr(_Words, "KEPT_TEXTS", 8)  # starting again from none, often
@@ -311,9 +317,9 @@ def test_forbidden_words_kept_by_text_answer_as_worked_out_afresh(
 ])
 def test_message_blocks_render_to_messages_or_located_errors(source: str,
                                                              outcome: object) -> None:
-    from generator.errors import SpecError
-    from generator.project import Project
-    from generator.render import Renderer
+    from memspec.core.errors import SpecError
+    from memspec.engine.render import Renderer
+    from memspec.spec.project import Project
 
     template = Renderer(Project(REPO)).inline(source, "specs/x.yaml", 4, 7, "a test")
     if isinstance(outcome, list):
@@ -361,9 +367,9 @@ def test_messages_collected_as_rendered_equal_those_split_from_the_text(source: 
     """Messages handed over by the blocks as they render are what splitting the rendered text
     by its markers makes, and a template where they are not, or that is wrong, is told apart:
     the same messages, or the same error."""
-    from generator.errors import SpecError
-    from generator.project import Project
-    from generator.render import Renderer, split_messages
+    from memspec.core.errors import SpecError
+    from memspec.engine.render import Renderer, split_messages
+    from memspec.spec.project import Project
 
     values = {"turns": ["one", "two"], "d": {"a": 1},
               "tree": [{"n": "a", "kids": [{"n": "a", "kids": []}]}],
@@ -398,9 +404,9 @@ def test_messages_collected_as_rendered_equal_those_split_from_the_text(source: 
 ])
 def test_only_plain_data_prints_so_no_memory_address_reaches_output(source: str,
                                                                       outcome: str) -> None:
-    from generator.errors import SpecError
-    from generator.project import Project
-    from generator.render import Renderer
+    from memspec.core.errors import SpecError
+    from memspec.engine.render import Renderer
+    from memspec.spec.project import Project
 
     template = Renderer(Project(REPO)).inline(source, "specs/x.yaml", 4, 7, "a test")
     values = {"d": {"a": 1}, "xs": ["a"]}
@@ -417,8 +423,8 @@ def _expression_outcomes(renderers: tuple, source: str, values: dict,
                          scoped: bool = True) -> list:
     """What each renderer's evaluation of the expression ``source`` over ``values`` (in its
     scope, or as given) gives: the value, or the message of its error."""
-    from generator.errors import SpecError
-    from generator.render import TemplateOrigin
+    from memspec.core.errors import SpecError
+    from memspec.engine.render import TemplateOrigin
 
     outcomes = []
     for renderer in renderers:
@@ -465,8 +471,8 @@ def test_list_filters_answer_as_jinjas_own_do(source: str, values: dict) -> None
     # or the same error.
     import jinja2.filters
 
-    from generator.project import Project
-    from generator.render import Renderer
+    from memspec.engine.render import Renderer
+    from memspec.spec.project import Project
 
     ours, jinjas = Renderer(Project(REPO)), Renderer(Project(REPO))
     for name in ("select", "reject", "selectattr", "rejectattr", "map"):
@@ -483,8 +489,8 @@ def test_list_filters_answer_as_jinjas_own_do(source: str, values: dict) -> None
 def test_path_expressions_read_what_jinja_reads(source: str) -> None:
     # A name with attributes and items read off it is evaluated without Jinja's machinery;
     # Jinja's own evaluation must give the same value, or the same error.
-    from generator.project import Project
-    from generator.render import Renderer
+    from memspec.engine.render import Renderer
+    from memspec.spec.project import Project
 
     ours, jinjas = Renderer(Project(REPO)), Renderer(Project(REPO))
     jinjas._path = lambda source: None  # type: ignore[method-assign]
@@ -503,8 +509,8 @@ def test_arithmetic_folded_while_compiling_gives_what_it_gives_when_run(source: 
     # the same expression run as Jinja compiles it must give the same value or error.
     import jinja2
 
-    from generator.project import Project
-    from generator.render import Renderer
+    from memspec.engine.render import Renderer
+    from memspec.spec.project import Project
 
     ours, unfolded = Renderer(Project(REPO)), Renderer(Project(REPO))
     unfolded.env._generate = (  # type: ignore[method-assign]
@@ -526,8 +532,8 @@ def test_expressions_return_what_jinjas_code_stores(source: str) -> None:
 
     import jinja2
 
-    from generator.project import Project
-    from generator.render import Renderer, TemplateOrigin
+    from memspec.engine.render import Renderer, TemplateOrigin
+    from memspec.spec.project import Project
 
     ours, jinjas = Renderer(Project(REPO)), Renderer(Project(REPO))
     jinjas.env.compile_expression_tree = (  # type: ignore[method-assign]
@@ -549,9 +555,9 @@ def test_expressions_over_one_shared_scope_give_what_each_gives_over_its_own() -
     # Jinja's generators that store it (and are given a context of their own).
     import jinja2
 
-    from generator.errors import SpecError
-    from generator.project import Project
-    from generator.render import Renderer, TemplateOrigin, expression_scope
+    from memspec.core.errors import SpecError
+    from memspec.engine.render import Renderer, TemplateOrigin, expression_scope
+    from memspec.spec.project import Project
 
     sources = ["instance.phases | map(attribute='n') | list", "x + 1", "result", "nope",
                "instance.answer ~ '!'", "s | selectattr('key', 'equalto', 'b') | first",
@@ -592,9 +598,9 @@ def test_reads_and_prints_written_inline_render_what_jinjas_code_renders(source:
     # text or fail with the same error.
     from jinja2.compiler import CodeGenerator
 
-    from generator.errors import SpecError
-    from generator.project import Project
-    from generator.render import Renderer
+    from memspec.core.errors import SpecError
+    from memspec.engine.render import Renderer
+    from memspec.spec.project import Project
 
     ours, jinjas = Renderer(Project(REPO)), Renderer(Project(REPO))
     jinjas.env.code_generator_class = CodeGenerator
@@ -617,8 +623,8 @@ def test_the_context_of_a_render_is_what_jinja_makes() -> None:
     # hold what Jinja's own holds, for whichever Jinja is installed.
     import jinja2
 
-    from generator.project import Project
-    from generator.render import Renderer, RenderScope, _expression_context
+    from memspec.engine.render import Renderer, RenderScope, _expression_context
+    from memspec.spec.project import Project
 
     renderer = Renderer(Project(REPO))
     env, scope = renderer.env, RenderScope({"a": 1})
@@ -637,9 +643,9 @@ def test_the_same_text_written_twice_on_a_line_fails_at_each_place_and_label() -
     """Inline templates and expressions are compiled once per text, but each keeps its own
     column and label: the second of two on one line (a YAML flow mapping) is not reported
     where the first is written."""
-    from generator.errors import SpecError
-    from generator.project import Project
-    from generator.render import Renderer, TemplateOrigin
+    from memspec.core.errors import SpecError
+    from memspec.engine.render import Renderer, TemplateOrigin
+    from memspec.spec.project import Project
 
     renderer = Renderer(Project(REPO))
     renderer.inline("{{ nope }}", "specs/x.yaml", 4, 7, "answer gold")
@@ -668,7 +674,7 @@ def test_a_slot_expression_that_prints_an_address_is_refused(project_copy: Path)
 
 
 def test_yaml_memspec_writes_reads_back_as_written() -> None:
-    from generator.yamlsafe import dump_yaml, load_yaml_text
+    from memspec.spec.yamlsafe import dump_yaml, load_yaml_text
 
     # Strings a YAML reader could take for numbers, booleans or null are quoted.
     data = {"pool": "x.y", "items": ["1e5", "12E3", ".5", "-.5e3", "no", "yes", "True", "null",
@@ -684,8 +690,8 @@ def test_yaml_memspec_writes_reads_back_as_written() -> None:
 def test_a_faker_provider_that_fails_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     from faker import Faker
 
-    from generator.errors import SpecError
-    from generator.faker_pool import faker_items
+    from memspec.core.errors import SpecError
+    from memspec.spec.faker_pool import faker_items
 
     def needs_an_extra(self: Faker) -> str:
         raise ModuleNotFoundError("No module named 'PIL'")
@@ -700,7 +706,7 @@ def test_a_streamed_file_asks_for_write_back_of_every_window_and_keeps_its_bytes
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
-    from generator.writeback import StreamedFile
+    from memspec.core.writeback import StreamedFile
 
     advice: list[tuple[int, int]] = []
     real = os.posix_fadvise
@@ -732,7 +738,7 @@ def test_a_streamed_file_asks_for_write_back_of_every_window_and_keeps_its_bytes
 
 
 def test_a_small_run_on_several_workers_is_cut_into_chunks_enough_for_each() -> None:
-    from generator.parallel import CHUNK_INSTANCES, MIN_CHUNKS_PER_WORKER, chunk_groups
+    from memspec.engine.parallel import CHUNK_INSTANCES, MIN_CHUNKS_PER_WORKER, chunk_groups
 
     usual = CHUNK_INSTANCES // 8
     assert chunk_groups(8, 100_000, 1) == chunk_groups(8, 100_000, 2) == usual
@@ -746,7 +752,7 @@ def test_a_small_run_on_several_workers_is_cut_into_chunks_enough_for_each() -> 
 
 
 def test_a_shared_slot_holds_what_fits_and_refuses_what_does_not() -> None:
-    from generator.parallel import ChunkResult, SharedSlots
+    from memspec.engine.parallel import ChunkResult, SharedSlots
 
     slots = SharedSlots(3, 8)
     try:
@@ -777,7 +783,7 @@ def test_an_instance_whose_messages_hold_floats_has_the_standard_librarys_bytes(
     # own way, 1e-7 for 1e-07) must send the instance down the standard library's path.
     import json
 
-    from generator.canonical import dump_instance_bytes
+    from memspec.core.canonical import dump_instance_bytes
 
     instance = {"id": "f-00000-a", "phases": [
         {"name": "probe", "messages": [{"role": "user", "content": "Which?", "w": extra}]}]}

@@ -11,9 +11,9 @@ import pytest
 from test_tamper import RELEASE, catalog, copy, frozen  # noqa: F401
 
 from conftest import run_cli
-from generator.catalog import Catalog
-from generator.errors import SpecError
-from generator.verify import check_trusted_manifest, verify_release
+from memspec.core.errors import SpecError
+from memspec.release.verify import check_trusted_manifest, verify_release
+from memspec.spec.catalog import Catalog
 
 
 def _edit_entry(release: Path, name: str) -> None:
@@ -131,7 +131,7 @@ def _rewrite_manifest(release: Path, change) -> None:
     import json
     import subprocess
 
-    from generator.canonical import dump_pretty_bytes
+    from memspec.core.canonical import dump_pretty_bytes
 
     manifest = json.loads((release / "manifest.json").read_text(encoding="utf-8"))
     change(manifest)

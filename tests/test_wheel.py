@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,13 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
           "--no-index", "-w", str(base / "wheels"), str(source)], base, env)
     wheel = next((base / "wheels").glob("memspec-*.whl"))
+    # The folder generator/ is shipped as the import package memspec, and only as that.
+    names = zipfile.ZipFile(wheel).namelist()
+    assert not [n for n in names if n.startswith("generator/")]
+    for part in ("memspec/__init__.py", "memspec/cli/commands.py",
+                 "memspec/schemas/family.schema.json", "memspec/library/specs/",
+                 "memspec/library/manifests/"):
+        assert any(n.startswith(part) for n in names), part
     venv = base / "venv"
     # The dependencies come from this environment; memspec itself only from the wheel.
     _run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], base, env)
@@ -71,7 +79,7 @@ def test_the_wheel_runs_a_benchmark_of_ones_own(installed: Path, tmp_path: Path)
     env.update(PYTHONDONTWRITEBYTECODE="1", MEMSPEC_CACHE_DIR="", HOME=str(tmp_path / "home"))
     (tmp_path / "home").mkdir()
     where = _run([str(installed / "python"), "-c",
-                  "import generator, generator.project as p; print(generator.__file__); "
+                  "import memspec, memspec.spec.project as p; print(memspec.__file__); "
                   "print(p.library_root())"], tmp_path, env).stdout.split()
     package = Path(where[0]).parent
     assert package.is_relative_to(installed.parent), where

@@ -1,0 +1,187 @@
+"""What a system without memory sees of an item, and what the family declares for the audit.
+
+The memory phases (by default every phase but the last; a paradigm or family may name them in
+its ``audit`` block) are what a memoryless system never reads. Everything else, tool results
+included, is visible. An item's view keeps only what the audit's adversaries read: the visible
+messages, the last reply of each memory phase and the last call made in them (which the echo
+policies repeat), and the answer, so that holding one view per group costs little.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from ..analysis.scoring import first_call
+from ..engine.checks import mentions
+
+Item = Mapping[str, Any]
+
+#: A memoryless policy's expected score on open (non-choice) items when the family declares
+#: none: such an answer should almost never be right by coincidence.
+OPEN_CHANCE = 0.05
+_WORD = re.compile(r"\w+")
+# A quote opens and closes outside a word, so that an apostrophe ("the Tenant's rent") is not
+# taken for one.
+_QUOTED = re.compile(r"(?<!\w)'([^'\n]+)'(?!\w)|\"([^\"\n]+)\"|`([^`\n]+)`")
+#: A call as code writes it: a name of two characters or more, then its parenthesis.
+_CALL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]+\(")
+_STRING_ARG = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
+_PATHLIKE = re.compile(r"[\w.~-]*[/._][\w./~-]*\w")
+
+
+def declared(item: Item) -> Mapping[str, Any]:
+    """The audit block the item's paradigm and family declare (empty if they declare none)."""
+    return item.get("analysis", {}).get("audit", {})
+
+
+def memory_phases(item: Item) -> list[str]:
+    """The phases that hold what is remembered: those the paradigm or family declares, else
+    every phase but the last."""
+    names = [p["phase"] for p in item["phases"]]
+    chosen = declared(item).get("memory_phases")
+    return [n for n in names if n in chosen] if chosen is not None else names[:-1]
+
+
+def visible_phases(item: Item) -> list[Mapping[str, Any]]:
+    """What a memoryless system sees, phase by phase in order (the probe last): every
+    message of the other phases, and the tool results of the memory phases (an authoritative
+    lookup is read now, not remembered)."""
+    hidden = set(memory_phases(item))
+    out = []
+    for phase in item["phases"]:
+        if phase["phase"] not in hidden:
+            out.append(phase)
+            continue
+        tools = [m for m in phase["messages"] if m["role"] == "tool"]
+        if tools:
+            out.append({"phase": phase["phase"], "messages": tools})
+    return out
+
+
+def visible_messages(item: Item) -> list[Mapping[str, str]]:
+    return [m for p in visible_phases(item) for m in p["messages"]]
+
+
+def visible_text(item: Item) -> str:
+    return "\n".join(m["content"] for m in visible_messages(item))
+
+
+#: The label that begins a line listing an option ("B) Terrace Room"); the option is the rest
+#: of the line, stripped (not ``\s*(.+?)\s*`` to the end, which tries every split of a long run
+#: of spaces).
+_OPTION_LABEL = re.compile(r"\s*\(?[A-Za-z0-9]{1,2}[).:]")
+
+
+def option_of_line(line: str) -> str | None:
+    """The option a line lists ("B) Terrace Room" lists "Terrace Room"), or None."""
+    label = _OPTION_LABEL.match(line)
+    return (line[label.end():].strip() or None) if label else None
+
+
+def probe_text(instance: Item) -> str:
+    """What a memoryless system reads of the question: the visible phases, less the lines
+    that merely list the options ("B) Terrace Room"), so that only the probe's own words
+    count."""
+    options = set(instance["answer"].get("options", ()))
+    lines = [line for p in visible_phases(instance) for m in p["messages"]
+             for line in m["content"].splitlines()]
+    kept = [line for line in lines if option_of_line(line) not in options]
+    return "\n".join(kept)
+
+
+def is_judged(item: Item) -> bool:
+    return item["answer"]["scorer"] == "judge"
+
+
+def evidence_shown(item: Item) -> bool | None:
+    """Whether the item's declared evidence is in a message a memoryless system sees (None:
+    it declares none). Only shown evidence exempts an item from the memoryless audits."""
+    evidence = item["answer"].get("evidence")
+    if evidence is None:
+        return None
+    # The lines that list the options show every option alike: they are no evidence.
+    return mentions(probe_text(item), evidence)
+
+
+def is_memory_item(item: Item) -> bool:
+    """An item a memoryless system should not pass: scorable, and not answered by evidence
+    it is shown."""
+    return not is_judged(item) and evidence_shown(item) is not True
+
+
+def is_memory_choice(item: Item) -> bool:
+    answer = item["answer"]
+    return is_memory_item(item) and bool(answer.get("options")) and "gold_index" in answer
+
+
+def family_chance(items: Sequence[Item]) -> float:
+    """The score a memoryless policy is expected to reach on these items: the family's
+    declared chance, else one over the number of options (the most generous where it
+    varies), else ``OPEN_CHANCE``."""
+    if items:
+        stated = declared(items[0]).get("chance", items[0].get("analysis", {}).get("chance"))
+        if stated is not None:
+            return float(stated)
+    sizes = [len(i["answer"]["options"]) for i in items if i["answer"].get("options")]
+    return 1 / min(sizes) if sizes else OPEN_CHANCE
+
+
+def _calls(text: str) -> Iterator[str]:
+    """Every balanced ``name(...)`` call in ``text``, in order."""
+    start = 0
+    while True:
+        call = first_call(text[start:])
+        if not call:
+            return
+        at = text.index(call, start)
+        if _CALL_NAME.match(call):  # "m (203 cm)" in prose is no call
+            yield call
+        start = at + len(call)
+
+
+def salient_tokens(text: str) -> list[str]:
+    """What a copier lifts from a probe: its quoted spans, else its path- or name-like
+    tokens."""
+    quoted = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(text)]
+    return quoted or _PATHLIKE.findall(text)
+
+
+def substitute_arguments(call: str, values: Sequence[str]) -> str:
+    """``call`` with its string arguments replaced, in order, by ``values``."""
+    remaining = iter(values)
+
+    def replace(match: re.Match[str]) -> str:
+        value = next(remaining, None)
+        quote = match.group(0)[0]
+        return match.group(0) if value is None else f"{quote}{value}{quote}"
+
+    return _STRING_ARG.sub(replace, call)
+
+
+def item_view(item: Item) -> dict[str, Any]:
+    """What the adversaries keep of an item: its identity, answer and declarations, its
+    visible phases, the last assistant reply of each memory phase and the last call made in
+    the memory phases."""
+    replies: dict[str, str] = {}
+    last_call = ""
+    for phase in item["phases"]:
+        if phase["phase"] not in memory_phases(item):
+            continue
+        said = [m["content"] for m in phase["messages"] if m["role"] == "assistant"]
+        if said:
+            replies[phase["phase"]] = said[-1]
+        for content in said:
+            for call in _calls(content):
+                last_call = call
+    keep = ("id", "family", "paradigm", "group", "design", "variant", "axes", "answer",
+            "analysis")
+    return {**{k: item[k] for k in keep if k in item}, "phases": visible_phases(item),
+            "replies": replies, "last_call": last_call}
+
+
+def distinctive_words(text: str, others: Sequence[str]) -> set[str]:
+    """The words of ``text`` that none of ``others`` says."""
+    theirs = {w.lower() for o in others for w in _WORD.findall(o)}
+    return {w.lower() for w in _WORD.findall(text)} - theirs

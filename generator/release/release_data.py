@@ -1,0 +1,59 @@
+"""Reading the instances of a built release, in file order, after checking its sums."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import CheckFailed, SpecError
+from ..formats.manifest import MANIFEST_FILE
+from ..spec.catalog import Catalog
+from ..spec.instances import family_sources
+from .verify import verify_release
+
+
+def load_release_instances(folder: Path, catalog: Catalog | None = None,
+                           check: bool = True) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The manifest and every instance of a built release (data files in manifest order).
+
+    With ``check``, the folder must first pass verification, against the project's committed
+    manifest when ``catalog`` has one for it: scoring a tampered release would give numbers
+    nobody can reproduce. Releases the project does not know are checked against themselves."""
+    manifest, sources = release_sources(folder, catalog, check)
+    return manifest, [inst for read in sources.values() for inst in read()]
+
+
+def release_sources(folder: Path, catalog: Catalog | None = None, check: bool = True
+                    ) -> tuple[dict[str, Any], dict[str, Callable[[], Iterator[dict[str, Any]]]]]:
+    """The manifest of a built release and, per data file (one per family, named by it, in
+    manifest order), a function that streams its instances: checked as
+    ``load_release_instances`` checks, but nothing is held in memory. Instances of a release
+    the project has no committed manifest for are checked against the instance schema as
+    they are read: their bytes are only checked against themselves."""
+    if not folder.is_dir():
+        raise SpecError.single("release folder not found", str(folder))
+    anchor = None
+    if check:
+        anchor = catalog if catalog is not None and _committed(folder, catalog) else None
+        report = verify_release(folder, anchor)
+        if not report.ok:  # a tampered release is a failed check, as `memspec verify` says
+            raise CheckFailed(report.problems)
+    manifest_path = folder / MANIFEST_FILE
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SpecError.single(f"cannot read the release manifest: {exc}",
+                               str(manifest_path)) from None
+    return manifest, family_sources(folder, sorted(manifest["files"]), validate=anchor is None)
+
+
+def _committed(folder: Path, catalog: Catalog) -> bool:
+    """Whether the project holds a committed manifest for the release in ``folder``."""
+    try:
+        manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
+        name = f"{manifest['release']}-{manifest['version']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return True  # let verification report the broken manifest
+    return (catalog.project.manifests / f"{name}.json").is_file()

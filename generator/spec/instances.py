@@ -1,0 +1,69 @@
+"""Reading instances: their phases are an ordered list, looked up by name here."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import SpecError
+from .schemas import first_error
+
+
+def read_instances(path: Path, validate: bool = False) -> Iterator[dict[str, Any]]:
+    """The instances of one JSONL data file, streamed line by line; a line that is not JSON
+    is an error at its line and column. With ``validate``, for a release nobody here pinned,
+    each must also be an instance by the schema."""
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                instance = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                raise SpecError.single(f"not UTF-8: {exc.reason}", str(path), number,
+                                       exc.start + 1) from None
+            except ValueError as exc:
+                column = getattr(exc, "colno", 1)
+                raise SpecError.single(f"not valid JSON: {getattr(exc, 'msg', exc)}",
+                                       str(path), number, column) from None
+            if validate or not isinstance(instance, dict):
+                error = first_error("instance", instance)
+                if error:
+                    raise SpecError.single(f"not an instance: {error}", str(path), number, 1)
+            yield instance
+
+
+def family_sources(folder: Path, names: Iterable[str], validate: bool = False
+                   ) -> dict[str, Callable[[], Iterator[dict[str, Any]]]]:
+    """Per data file among a release's ``names`` (``data/<family>.jsonl``), by family, a
+    function that streams its instances afresh each time it is called (checked against the
+    instance schema with ``validate``)."""
+    return {name.removeprefix("data/").removesuffix(".jsonl"):
+            partial(read_instances, folder / name, validate)
+            for name in names if name.startswith("data/")}
+
+
+def phase_messages(instance: Mapping[str, Any], phase: str) -> list[dict[str, str]]:
+    """The messages of one phase of an instance (empty if the phase rendered none)."""
+    for entry in instance["phases"]:
+        if entry["phase"] == phase:
+            return entry["messages"]
+    return []
+
+
+def all_messages(instance: Mapping[str, Any]) -> list[dict[str, str]]:
+    """Every message of an instance, phase after phase, in order."""
+    return [message for entry in instance["phases"] for message in entry["messages"]]
+
+
+def phase_text(instance: Mapping[str, Any], phases: list[str]) -> str:
+    """The contents of the named phases' messages, joined by newlines."""
+    return "\n".join(m["content"] for p in phases for m in phase_messages(instance, p))
+
+
+def pair_key(instance: Mapping[str, Any], axis: str) -> tuple:
+    """What pairs two instances along ``axis``: the same family, group, design and values of
+    every other axis."""
+    rest = tuple(sorted((k, v) for k, v in instance["axes"].items() if k != axis))
+    return (instance["family"], instance["group"], instance["design"], rest)
