@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from conftest import run_cli
 
 FAMILY = "specs/families/example/meeting_room.yaml"  # three options per item
 

@@ -245,7 +245,7 @@ def test_the_scoring_page_runs_against_a_chat_endpoint(
     assert choice["accuracy"] == 1 / 3
     # The worked factorial example prints the row it quotes.
     assert "factorial: label (present - removed)" in "".join(outputs)
-    assert "-0.010 [-0.046, 0.024]" in "".join(outputs)
+    assert "-0.010 [-0.046, 0.026]" in "".join(outputs)
 
 
 def _links(page: Path) -> list[str]:
