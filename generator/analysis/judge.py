@@ -21,7 +21,7 @@ from ..core.limits import working_on
 from ..core.rng import KeyedRandom
 from ..spec.instances import all_messages, pair_key
 from ..spec.yamlsafe import read_text
-from .responses import jsonl_lines, parse_strict_json
+from .responses import jsonl_records, parse_strict_json
 
 INSTRUCTIONS_SINGLE = ("Score the response against the rubric. Reply with JSON "
                        '{"score": NUMBER} and nothing else.')
@@ -141,12 +141,7 @@ def load_judgments(path: Path, unblind_path: Path,
     scores: dict[str, float] = {}
     problems = ProblemCollector()  # a flood of bad lines is counted, not kept
     display = str(path)
-    for number, line in jsonl_lines(path, display):
-        try:
-            record = parse_strict_json(line, display, number)
-        except SpecError as err:
-            problems.extend(err)
-            continue
+    for number, record in jsonl_records(path, display, problems):
         request_id = record.get("request_id") if isinstance(record, dict) else None
         if isinstance(request_id, str) and request_id in panel:
             continue  # a panel request: judge_panel reads it

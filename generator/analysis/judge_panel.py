@@ -31,7 +31,7 @@ from ..spec.instances import pair_key
 from ..spec.yamlsafe import read_text
 from .equivalence import mean_and_se, t_interval, t_test_zero, tost
 from .judge import INSTRUCTIONS_PAIR, MAX_JUDGE_SCORE, is_number, task_prompt
-from .responses import jsonl_lines, parse_strict_json
+from .responses import jsonl_records, parse_strict_json
 from .stats import holm
 
 #: The key of an unblinding entry that marks it as a panel request.
@@ -110,11 +110,8 @@ def load_panel_judgments(path: Path, unblind_path: Path,
     found: dict[str, PanelJudgment] = {}
     problems = ProblemCollector()
     display = str(path)
-    for number, line in jsonl_lines(path, display):
-        try:
-            record = parse_strict_json(line, display, number)
-        except SpecError:
-            continue  # reported by load_judgments, which reads every line
+    # A line that is not JSON is reported by load_judgments, which reads every line.
+    for number, record in jsonl_records(path, display):
         request_id = record.get("request_id") if isinstance(record, dict) else None
         slots = panel.get(request_id) if isinstance(request_id, str) else None
         if slots is None:

@@ -93,6 +93,19 @@ def jsonl_lines(path: Path, display: str) -> Iterator[tuple[int, str]]:
                 yield number, line.rstrip("\r\n")
 
 
+def jsonl_records(path: Path, display: str,
+                  problems: ProblemCollector | None = None) -> Iterator[tuple[int, object]]:
+    """The parsed records of a JSONL file (``jsonl_lines``), with their line numbers; a line
+    that is not strict JSON is added to ``problems`` (or skipped, where another reader of the
+    same file reports it) and not given."""
+    for number, line in jsonl_lines(path, display):
+        try:
+            yield number, parse_strict_json(line, display, number)
+        except SpecError as err:
+            if problems is not None:
+                problems.extend(err)
+
+
 def parse_strict_json(text: str, display: str, line: int = 1) -> object:
     """``text`` as strict JSON: no NaN or infinity, no huge integer, no key given twice (which
     of the two would count?), no nesting too deep to read. Anything else is a SpecError at
@@ -144,12 +157,7 @@ def load_responses(path: Path, known_ids: Iterable[str]) -> dict[str, str]:
     first_line: dict[str, int] = {}
     problems = ProblemCollector()  # a flood of bad lines is counted, not kept
     unknown = 0
-    for number, line in jsonl_lines(path, display):
-        try:
-            record = parse_strict_json(line, display, number)
-        except SpecError as err:
-            problems.extend(err)
-            continue
+    for number, record in jsonl_records(path, display, problems):
         wrong = _shape_problem(record)
         if wrong is not None:
             problems.add(Problem('each line must be {"id": string, "response": string}: '
