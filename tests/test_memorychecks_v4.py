@@ -280,6 +280,31 @@ def test_the_no_memory_baseline_catches_plausibility_on_the_positive_control(
     assert _cells(plausible, "family")[(CONTROL,)]["accuracy"] == 1.0
 
 
+def test_a_row_pooling_the_positive_control_leaves_it_out_of_the_chance_test(
+        release: Path, tmp_path: Path) -> None:
+    """Pooled by condition, the no-document row holds the positive control (which the
+    memoryless policy passes by design) with the symmetric probes: the chance test there
+    reads the probes alone and names the control it left apart, so the memoryless policy
+    is at chance in every pooled row, as in every family's own."""
+    report = _scored(release, _respond(release, "memoryless", tmp_path), "document")
+    cells = _cells(report, "document")
+    assert cells[("none",)]["accuracy"] > 0.6  # the control's 1.0 is in the description
+    for (condition,), metrics in cells.items():
+        for test in metrics["tests"]:
+            if test["test"] != "sign_flip_vs_chance":
+                continue
+            assert test["mean"] == 0.5 and test["p_value"] == 1.0, (condition, test)
+            if condition in ("none", "veridical"):
+                assert test["controls_apart"] == [CONTROL]
+                assert test["groups"] == 96  # the two families of symmetric probes
+            else:
+                assert "controls_apart" not in test
+    assert schema_errors("score", report) == []
+    table = run_cli("score", str(release), str(tmp_path / "memoryless.jsonl"),
+                    "--by", "document")
+    assert f"positive controls apart: {CONTROL}" in table.stdout
+
+
 def _synthetic_judgments(unblind: dict, difference: dict[str, list[float]]) -> list[dict]:
     """Judgments in which every judge gives the veridical response of group g a base score
     and the other response that base plus ``difference[condition][g % 7 + 7 * corpus]``."""

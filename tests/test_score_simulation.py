@@ -16,7 +16,7 @@ from scipy.stats import binom
 
 from conftest import LATEST_RELEASES, bundled_release, release_instances
 from memspec.analysis.cell_plans import cell_differences
-from memspec.analysis.group_tests import plan_tests, run_test
+from memspec.analysis.group_tests import is_positive_control, plan_tests, run_test
 from memspec.analysis.policies import POLICIES, act_on, oracle
 from memspec.analysis.score import (
     MAX_RESAMPLES,
@@ -173,6 +173,28 @@ def test_policies_at_chance_are_never_significant(release: tuple[str, list[dict]
         if result["test"] == "sign_flip_vs_chance" and result["mean"] is not None \
                 and math.isclose(result["mean"], result["chance"]):
             assert adjusted is not None and adjusted >= ALPHA, (name, policy, result)
+
+
+def test_no_memoryless_policy_beats_chance_in_a_pooled_row(
+        release: tuple[str, list[dict]]) -> None:
+    """Rows pooled over every key but one (e.g. by condition across families) mix families
+    whose memoryless rate differs; a memoryless or position-biased policy must still never
+    beat chance significantly there, except in a row of positive controls alone (passable
+    without memory by design, so beating chance is what they are for)."""
+    name, instances = release
+    for key in REPORTS[_benchmark(name)]:
+        plans = _plans(instances, [key])
+        for policy in ("memoryless", "position-biased"):
+            outcomes = [outcome(i, POLICIES[policy](i, 0)) for i in instances]
+            answered = np.array([o.answered for o in outcomes], dtype=bool)
+            correct = np.array([o.correct is True for o in outcomes], dtype=bool)
+            for plan, (result, adjusted) in zip(plans, _adjusted(plans, answered, correct),
+                                                strict=True):
+                if result["test"] != "sign_flip_vs_chance" or adjusted is None or \
+                        adjusted >= ALPHA or result["mean"] <= result["chance"]:
+                    continue
+                assert all(is_positive_control(instances[i]) for i in plan.items), \
+                    (name, key, policy, result)
 
 
 def test_position_biased_on_rotated_designs_is_exactly_at_chance(

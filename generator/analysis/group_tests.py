@@ -27,6 +27,7 @@ class ChanceTest:
     items: np.ndarray  # indices into the outcome arrays
     units: np.ndarray  # the group of each item, as a code
     cluster_of: np.ndarray | None = None  # the cluster of each group code, if clustered
+    controls_apart: tuple[str, ...] = ()  # positive controls of the row left out of it
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,27 @@ def _chance_of(instance: Mapping[str, Any]) -> float | None:
     return declared if declared else (1 / len(options) if options else None)
 
 
+def is_positive_control(instance: Mapping[str, Any]) -> bool:
+    """Whether the instance's family declares itself a positive control (``audit.chance``
+    of 1): a memoryless system that reasons is meant to pass it, so beating chance there
+    says nothing of memory."""
+    return instance.get("analysis", {}).get("audit", {}).get("chance") == 1
+
+
+def _chance_members(instances: Sequence[Mapping[str, Any]], members: list[int]
+                    ) -> tuple[list[int], tuple[str, ...]]:
+    """The items a chance test reads, and the positive-control families it leaves apart:
+    where an arm pools positive controls with other families, the controls are left out
+    (their memoryless rate is 1, not chance, so pooling them would make a memoryless
+    policy beat chance by their share); an arm of positive controls alone is tested, since
+    beating chance there is what a positive control is for."""
+    controls = [i for i in members if is_positive_control(instances[i])]
+    if not controls or len(controls) == len(members):
+        return members, ()
+    apart = tuple(sorted({instances[i]["family"] for i in controls}))
+    return [i for i in members if not is_positive_control(instances[i])], apart
+
+
 def plan_tests(instances: Sequence[Mapping[str, Any]], indices: Sequence[int],
                cluster: Callable[[Mapping[str, Any]], str] | None = None) -> list[TestPlan]:
     """The tests of one row (the instances at ``indices``): a chance test per arm of the
@@ -82,12 +104,14 @@ def plan_tests(instances: Sequence[Mapping[str, Any]], indices: Sequence[int],
             arms = [({axis: v}, [i for i in scored if instances[i]["axes"].get(axis) == v])
                     for v in values]
     plans: list[TestPlan] = []
-    for arm, members in arms:
+    for arm, pooled in arms:
+        members, apart = _chance_members(instances, pooled)
         chances = {_chance_of(instances[i]) for i in members}
         if members and len(chances) == 1 and (chance := chances.pop()) is not None:
             plans.append(ChanceTest(arm, chance, np.array(members),
                                     np.array([_unit_code(instances[i], codes)
-                                              for i in members])))
+                                              for i in members]),
+                                    controls_apart=apart))
     for axis, a, b in declared:
         side = {value: [i for i in scored if instances[i]["axes"].get(axis) == value]
                 for value in (a, b)}
@@ -147,6 +171,8 @@ def run_test(plan: TestPlan, answered: np.ndarray, correct: np.ndarray) -> dict[
         mean = float(means.mean()) if means.size else None
         return {"test": "sign_flip_vs_chance", **({"arm": plan.arm} if plan.arm else {}),
                 "chance": plan.chance, "groups": groups,
+                **({"controls_apart": list(plan.controls_apart)}
+                   if plan.controls_apart else {}),
                 **({**clustered, "clusters": int(means.size)} if clustered else {}),
                 "items": int(answered[plan.items].sum()), "mean": mean,
                 "p_value": chance_test([float(m) for m in means], plan.chance)}

@@ -170,6 +170,8 @@ def as_tests_table(report: dict[str, Any]) -> Table | None:
                       f"{test['groups']} groups{_in_clusters(test)}"
                       f" ({test['items']} items) vs chance "
                       f"{test['chance']:.3f}")
+            if test.get("controls_apart"):
+                detail += f"; positive controls apart: {', '.join(test['controls_apart'])}"
         table.add_row(label, test["test"], detail, format_p(test["p_value"], UNDEFINED),
                       format_p(test["p_adjusted"], UNDEFINED))
     return table
