@@ -177,6 +177,63 @@ def test_chance_test_of_one_item_a_group_is_wrong_at_most_alpha_of_the_time(
     assert size <= 0.05
 
 
+def _compositions(groups: int, parts: int):
+    """Every way of putting ``groups`` groups into ``parts`` classes (a count per class)."""
+    import itertools
+
+    for cuts in itertools.combinations(range(groups + parts - 1), parts - 1):
+        edges = (-1, *cuts, groups + parts - 1)
+        yield [edges[i + 1] - edges[i] - 1 for i in range(parts)]
+
+
+@pytest.mark.parametrize(("groups", "chance", "items"),
+                         [(48, 0.1, 2), (20, 0.1, 2), (20, 0.25, 2), (12, 1 / 3, 3)])
+def test_chance_test_of_groups_of_several_items_is_wrong_at_most_alpha_of_the_time(
+        groups: int, chance: float, items: int) -> None:
+    # A random policy right with probability `chance` on each of a group's items: the group
+    # means c/items are skewed far from 1/2, and the sign flips alone were significant in
+    # 8% of runs at 5% (chance 1/10, two items, 48 groups). The size of the report's test
+    # is summed exactly over every way the groups can fall (scipy's multinomial law).
+    from memspec.analysis.group_tests import ChanceTest, run_test
+
+    plan = ChanceTest(None, chance, np.arange(groups * items),
+                      np.repeat(np.arange(groups), items))
+    answered = np.ones(groups * items, dtype=bool)
+    per_group = scipy_stats.binom.pmf(np.arange(items + 1), items, chance)
+    size = 0.0
+    for counts in _compositions(groups, items + 1):
+        right = np.repeat(np.arange(items + 1), counts)  # each group's right items
+        correct = (np.arange(items)[None, :] < right[:, None]).ravel()
+        if run_test(plan, answered, correct)["p_value"] <= 0.05:
+            size += scipy_stats.multinomial.pmf(counts, groups, per_group)
+    assert size <= 0.05
+
+
+def test_guessing_test_is_the_exact_law_of_independent_guesses() -> None:
+    from memspec.analysis.stats import guessing_test
+
+    # Groups of one size: the right items are Binomial(groups x size, chance), so the test
+    # is scipy's binomial law read as "at least as far from the expectation".
+    right, sizes, chance = [2, 0, 1, 3, 0, 0, 1], [3] * 7, 0.2
+    law = scipy_stats.binom(21, chance)
+    far = [k for k in range(22) if abs(k - 21 * chance) >= abs(7 - 21 * chance) - 1e-9]
+    assert guessing_test(right, sizes, chance) == pytest.approx(law.pmf(far).sum())
+    # Groups of sizes 1, 2 and 3: the sum of their means against every outcome, by brute
+    # force over the product of their binomial laws.
+    import itertools
+
+    sizes, right, chance = [1, 2, 3, 2], [1, 2, 1, 0], 0.3
+    observed = sum(r / s for r, s in zip(right, sizes, strict=True))
+    expected = chance * len(sizes)
+    total = 0.0
+    for outcome in itertools.product(*(range(s + 1) for s in sizes)):
+        mean_sum = sum(r / s for r, s in zip(outcome, sizes, strict=True))
+        if abs(mean_sum - expected) >= abs(observed - expected) - 1e-9:
+            total += math.prod(scipy_stats.binom.pmf(r, s, chance)
+                               for r, s in zip(outcome, sizes, strict=True))
+    assert guessing_test(right, sizes, chance) == pytest.approx(total)
+
+
 def test_sign_flip_test_too_large_to_enumerate_is_estimated_not_refused() -> None:
     # 600 groups over three rotations against a declared chance of 0.3333: the deviations
     # share no small lattice and their sums are too many to enumerate exactly, yet a score

@@ -167,6 +167,10 @@ def run_test(plan: TestPlan, answered: np.ndarray, correct: np.ndarray) -> dict[
     if isinstance(plan, ChanceTest):
         units, means = group_means(plan.items, plan.units, answered, correct)
         groups = int(means.size)
+        # Each group's answered items, for the test of independent guessing (groups, not
+        # clusters: a cluster's mean is a mean of means, which that test does not model).
+        sizes = None if plan.cluster_of is not None else \
+            np.bincount(plan.units[answered[plan.items]])[units].tolist()
         units, means = _by_cluster(units, means, plan.cluster_of)
         mean = float(means.mean()) if means.size else None
         return {"test": "sign_flip_vs_chance", **({"arm": plan.arm} if plan.arm else {}),
@@ -175,7 +179,7 @@ def run_test(plan: TestPlan, answered: np.ndarray, correct: np.ndarray) -> dict[
                    if plan.controls_apart else {}),
                 **({**clustered, "clusters": int(means.size)} if clustered else {}),
                 "items": int(answered[plan.items].sum()), "mean": mean,
-                "p_value": chance_test([float(m) for m in means], plan.chance)}
+                "p_value": chance_test([float(m) for m in means], plan.chance, sizes)}
     units_a, means_a = group_means(plan.items_a, plan.units_a, answered, correct)
     units_b, means_b = group_means(plan.items_b, plan.units_b, answered, correct)
     _, in_a, in_b = np.intersect1d(units_a, units_b, return_indices=True)
