@@ -12,8 +12,9 @@ internals, and so may change with a Jinja upgrade, lives in the ``jinja_*`` modu
 this one: the sandbox (``jinja_sandbox``), its code generator and optimizer
 (``jinja_codegen``), its runtime context (``jinja_context``), the ``{% message %}`` block
 (``jinja_messages``), expressions (``jinja_expressions``), filters (``jinja_filters``,
-``jinja_sized_filters``), the loader (``jinja_loader``), what may print (``jinja_output``)
-and the description of Jinja's errors (``jinja_errors``).
+``jinja_sized_filters``, which sizes work done in C with ``jinja_text_sizes``), the loader
+(``jinja_loader``), what may print (``jinja_output``) and the description of Jinja's errors
+(``jinja_errors``).
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ from .jinja_output import (
     refuse_control_characters,
 )
 from .jinja_sandbox import _compile_fingerprint, _StrictSandbox
-from .jinja_sized_filters import sized_filters
+from .jinja_sized_filters import sized_filters, sized_globals
 from .memo import InputMemo
 
 #: What other modules import from here: the interface to Jinja, and the names of the jinja_
@@ -306,6 +307,7 @@ def make_environment(project: Project) -> _StrictSandbox:
     env.filters["match_lengths"] = match_lengths
     env.filters[MESSAGE_FILTER] = _message_block
     sized_filters(env.filters)
+    sized_globals(env.globals)
     return env
 
 
