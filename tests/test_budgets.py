@@ -234,6 +234,7 @@ def test_a_filter_building_text_in_c_is_refused_before_it_runs(
     '{{ range(7)|batch(3, 0)|list }}{{ range(7)|slice(3, 9)|list }}',
     '{{ ["b", "C", "a"]|max }}{{ [3, 1, 2]|min }}{{ [[1, "a"], [0, "b"]]|groupby(0)|list }}',
     '{{ [1, "x"]|upper }}{{ ["a"]|capitalize }}{{ [1]|safe }}{{ ["<b>x</b>"]|striptags }}',
+    '{{ "AbC"|lower }}{{ "abc"|upper }}{{ "aBC"|capitalize }}{{ ("<x>"|e)|upper }}',
     '{{ ["one two", 3]|wordcount }}{{ (colour|e).center(9) }}{{ [1, "y"]|format }}',
     '{{ [1, "a"]|replace("a", "bb") }}{{ [1, 2]|join([0]) }}',
     '{{ dict([["k", 1], ["j", 2]])|dictsort }}{{ namespace(dict(q=3)).q }}',

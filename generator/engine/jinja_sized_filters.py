@@ -331,7 +331,8 @@ def _checked(name: str, function: Callable[..., Any], estimate: Estimate, kind: 
     skip = 0 if _PassArg.from_obj(function) is None else 1  # the context Jinja passes first
     what = what or f"filter {name!r}"
     if kind == "text":
-        return _checked_text(what, function, estimate, skip)
+        return _checked_text(what, function, estimate, skip,
+                             _ONE_METHOD.get(name) if skip == 0 else None)
 
     @functools.wraps(function)  # keeps how Jinja calls it (``jinja_pass_arg``)
     def sized(*args: Any, **kwargs: Any) -> Any:
@@ -348,10 +349,28 @@ def _checked(name: str, function: Callable[..., Any], estimate: Estimate, kind: 
     return sized
 
 
-def _checked_text(what: str, function: Callable[..., Any], estimate: Estimate, skip: int
-                  ) -> Callable[..., Any]:
+#: Filters whose whole work on a text is one str method (``soft_str(s).lower()``): a text is
+#: handed to the method at once, so that the size check costs templates that lower-case their
+#: slots in every render nothing at all.
+_ONE_METHOD = {"lower": str.lower, "upper": str.upper, "capitalize": str.capitalize}
+
+
+def _checked_text(what: str, function: Callable[..., Any], estimate: Estimate, skip: int,
+                  method: Callable[[str], str] | None = None) -> Callable[..., Any]:
     """``function`` (a filter that makes its first argument a text by ``str()``), refusing a
-    first argument whose text would be over ``MAX_BUILT``; a text passes at once."""
+    first argument whose text would be over ``MAX_BUILT``; a text passes at once (to
+    ``method``, where that is all the filter does with one)."""
+    if method is not None:
+
+        @functools.wraps(function)
+        def by_method(*args: Any, **kwargs: Any) -> Any:
+            if len(args) == 1 and type(args[0]) is str and not kwargs:
+                return method(args[0])
+            if args:
+                refuse_over(estimate(args[0]), what)
+            return function(*args, **kwargs)
+
+        return by_method
 
     @functools.wraps(function)
     def sized(*args: Any, **kwargs: Any) -> Any:
