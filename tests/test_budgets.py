@@ -237,7 +237,8 @@ def test_a_filter_building_text_in_c_is_refused_before_it_runs(
     '{{ "AbC"|lower }}{{ "abc"|upper }}{{ "aBC"|capitalize }}{{ ("<x>"|e)|upper }}',
     '{{ ["one two", 3]|wordcount }}{{ (colour|e).center(9) }}{{ [1, "y"]|format }}',
     '{{ [1, "a"]|replace("a", "bb") }}{{ [1, 2]|join([0]) }}',
-    '{{ dict([["k", 1], ["j", 2]])|dictsort }}{{ namespace(dict(q=3)).q }}',
+    '{{ dict([["k", 1], ["j", 2]])|dictsort }}{{ namespace(dict(q=3)).q }}'
+    '{{ dict.fromkeys(["a", "b"])|dictsort }}',
 ])
 def test_the_sized_filters_agree_with_jinja_s_own(renderer: Renderer, source: str) -> None:
     """Within the limit, every sized filter gives what the same filter of Jinja's own sandbox

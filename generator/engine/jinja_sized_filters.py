@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from jinja2.exceptions import SecurityError
-from jinja2.utils import _PassArg
+from jinja2.utils import Namespace, _PassArg
 
 from .jinja_text_sizes import (
     MAX_BUILT,
@@ -253,7 +253,8 @@ def _keyed_steps(pairs: Any = (), *args: Any, **kwargs: Any) -> int:
 
 
 def _matched(candidates: Any, originals: Any = (), *args: Any, **kwargs: Any) -> int:
-    """``match_lengths``: both lists made keys of a dict (hashed and compared, in C)."""
+    """``match_lengths`` (and ``dict.fromkeys``): both lists made keys of a dict (hashed and
+    compared, in C)."""
     return sum(len(values) + _total_length(values) for values in (candidates, originals)
                if isinstance(values, (list, tuple)))
 
@@ -324,12 +325,12 @@ def _materialised(value: Any) -> Any:
     return list(value)
 
 
-def _checked(name: str, function: Callable[..., Any], estimate: Estimate, kind: str,
-             what: str | None = None) -> Callable[..., Any]:
-    """``function`` (the filter or global ``name``), refusing a call whose ``estimate`` of
-    ``kind`` is over its limit; ``what`` names it in the error (``filter 'NAME'``)."""
+def _checked(name: str, function: Callable[..., Any], estimate: Estimate, kind: str
+             ) -> Callable[..., Any]:
+    """``function`` (the filter ``name``), refusing a call whose ``estimate`` of ``kind`` is
+    over its limit."""
     skip = 0 if _PassArg.from_obj(function) is None else 1  # the context Jinja passes first
-    what = what or f"filter {name!r}"
+    what = f"filter {name!r}"
     if kind == "text":
         return _checked_text(what, function, estimate, skip,
                              _ONE_METHOD.get(name) if skip == 0 else None)
@@ -432,25 +433,17 @@ def sized_filters(filters: dict[str, Callable[..., Any]]) -> None:
         filters["sum"] = _sum_filter(filters["sum"])
 
 
-#: Globals (by name) that do work in C sized as filters' is, and how.
-GLOBAL_COSTS: dict[str, tuple[Estimate, str]] = {
-    "dict": (_keyed_steps, "steps"),
-    "namespace": (_keyed_steps, "steps"),
-}
-
-
-def sized_globals(globals_: dict[str, Any]) -> None:
-    """Replace, in ``globals_``, every global of ``GLOBAL_COSTS`` by its size-checked self."""
-    for name, (estimate, kind) in GLOBAL_COSTS.items():
-        if name in globals_:
-            globals_[name] = _checked(name, globals_[name], estimate, kind, f"{name}()")
-
-
 def check_method_call(method: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
     """Refuse a call of a ``str`` method (``"x".center(10**9)``) that would build a value
-    over ``MAX_BUILT``; any other call passes."""
+    over ``MAX_BUILT``, and one of the ``dict`` or ``namespace`` globals (or ``dict.fromkeys``)
+    that would compare keys for over ``MAX_STEPS`` steps; any other call passes."""
     owner = getattr(method, "__self__", None)
     if not isinstance(owner, str):  # a Markup's methods (``("x"|e).center(…)``) too
+        if args and (method is dict or method is Namespace):
+            refuse_over(_keyed_steps(args[0]), "namespace()" if method is Namespace
+                        else "dict()", MAX_STEPS)
+        elif args and owner is dict:  # dict.fromkeys(keys)
+            refuse_over(_matched(args[0]), f"{method.__name__}()", MAX_STEPS)
         return
     estimate = METHOD_COSTS.get(method.__name__)
     if estimate is None:

@@ -79,7 +79,7 @@ from .jinja_output import (
     refuse_control_characters,
 )
 from .jinja_sandbox import _compile_fingerprint, _StrictSandbox
-from .jinja_sized_filters import sized_filters, sized_globals
+from .jinja_sized_filters import sized_filters
 from .memo import InputMemo
 
 #: What other modules import from here: the interface to Jinja, and the names of the jinja_
@@ -307,7 +307,6 @@ def make_environment(project: Project) -> _StrictSandbox:
     env.filters["match_lengths"] = match_lengths
     env.filters[MESSAGE_FILTER] = _message_block
     sized_filters(env.filters)
-    sized_globals(env.globals)
     return env
 
 
