@@ -205,7 +205,8 @@ def test_sized_filters_give_what_the_originals_give(renderer: Renderer, source: 
     assert _render(renderer, source) == reference()  # type: ignore[operator]
 
 
-@pytest.mark.parametrize("name", [*SIZED_IN_C, "markup_center", "dict_of_long_keys"])
+@pytest.mark.parametrize("name", [*SIZED_IN_C, "markup_center", "dict_of_long_keys",
+                                  "number_squaring"])
 def test_a_filter_building_text_in_c_is_refused_before_it_runs(
         renderer: Renderer, name: str, tmp_path: Path) -> None:
     """Each corpus template whose filter would build text in C far beyond the limit (tojson,
@@ -239,6 +240,7 @@ def test_a_filter_building_text_in_c_is_refused_before_it_runs(
     '{{ [1, "a"]|replace("a", "bb") }}{{ [1, 2]|join([0]) }}',
     '{{ dict([["k", 1], ["j", 2]])|dictsort }}{{ namespace(dict(q=3)).q }}'
     '{{ dict.fromkeys(["a", "b"])|dictsort }}',
+    '{{ 2 ** 256 * 3 }}{{ 7 ** 3 }}{{ 2 ** -2 }}{{ 10 ** 255 * 10 ** 255 % 11 }}{{ true * 3 }}',
 ])
 def test_the_sized_filters_agree_with_jinja_s_own(renderer: Renderer, source: str) -> None:
     """Within the limit, every sized filter gives what the same filter of Jinja's own sandbox

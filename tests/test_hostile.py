@@ -208,6 +208,9 @@ CASES: dict[str, Case] = {
                                       seconds=1, megabytes=64),
     "template.dict_of_long_keys.j2": Case("dict() would take 50,000,050 steps", 4, 1,
                                           seconds=1, megabytes=64),
+    "template.number_squaring.j2": Case(
+        "'*' would build a number of about 108,854 binary digits, over the limit of 100,000",
+        4, 1, seconds=1, megabytes=64),
     # Every engine: Dask renders in worker threads, where no alarm reaches.
     "template.nested_loops_dask.j2": Case("group 0 took longer than 1 s to render", 4, 1,
                                           seconds=1, args=("--engine", "dask", "--workers", "1")),

@@ -37,6 +37,11 @@ from .jinja_text_sizes import number as _number
 #: a fraction of a second of C.
 MAX_STEPS = 50_000_000
 
+#: The most binary digits a whole number a template makes by ``*`` or ``**`` may have: a
+#: hundred times what a pool may hold (400 decimal digits), and small enough that any
+#: arithmetic on it takes milliseconds (division takes time square in the length).
+MAX_INT_BITS = 100_000
+
 Estimate = Callable[..., int]
 
 
@@ -431,6 +436,21 @@ def sized_filters(filters: dict[str, Callable[..., Any]]) -> None:
         filters["join"] = _join_filter(filters["join"])
     if "sum" in filters:
         filters["sum"] = _sum_filter(filters["sum"])
+
+
+def refuse_long_number(operator: str, left: int, right: int) -> None:
+    """Raise SecurityError where ``left * right`` or ``left ** right`` would have more than
+    ``MAX_INT_BITS`` binary digits (``left ** right`` as ``right`` times ``left``'s, which
+    it is within ``right``)."""
+    if operator == "*":
+        bits = left.bit_length() + right.bit_length()
+    elif operator == "**" and right > 0:
+        bits = left.bit_length() * right
+    else:
+        return
+    if bits > MAX_INT_BITS:
+        raise SecurityError(f"'{operator}' would build a number of about {bits:,} binary "
+                            f"digits, over the limit of {MAX_INT_BITS:,}")
 
 
 def check_method_call(method: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
