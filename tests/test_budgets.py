@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -15,12 +16,15 @@ import time
 from pathlib import Path
 
 import jinja2.filters
+import jinja2.nodes
 import pytest
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from test_bad_input import FAMILY, FAMILY_ID, FAMILY_YAML, FILES, PARADIGM, TEMPLATE, TEMPLATE_J2
+from test_hostile import CASES, CORPUS, SIZED_IN_C
 
 from memspec.core.bounded_diff import opcodes
 from memspec.core.errors import SpecError
+from memspec.core.length_match import match_lengths
 from memspec.core.limits import Budget, BudgetExceeded, CommandBudget, rendering_alone
 from memspec.engine.render import Renderer
 from memspec.release.html_page import highlight
@@ -193,10 +197,80 @@ def test_a_sum_over_the_size_limit_is_refused(renderer: Renderer) -> None:
     ('{{ "%s|%d" % ([1, "y"], 3) }}', lambda: "%s|%d" % ([1, "y"], 3)),  # noqa: UP031
     ('{{ "{}".format([1, "y"]) }}', lambda: "[1, 'y']"),
     ('{{ colour ~ [1, "y"] ~ 2 ~ (3,) }}', lambda: "red[1, 'y']2(3,)"),
+    ('{{ ["ab", "c", "def"]|match_lengths(["x", "yz"]) }}',
+     lambda: str(match_lengths(["ab", "c", "def"], ["x", "yz"]))),
 ])
 def test_sized_filters_give_what_the_originals_give(renderer: Renderer, source: str,
                                                      reference: object) -> None:
     assert _render(renderer, source) == reference()  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("name", [*SIZED_IN_C, "markup_center", "dict_of_long_keys",
+                                  "number_squaring"])
+def test_a_filter_building_text_in_c_is_refused_before_it_runs(
+        renderer: Renderer, name: str, tmp_path: Path) -> None:
+    """Each corpus template whose filter would build text in C far beyond the limit (tojson,
+    pprint, escape … of a value far larger than it looks) is refused within ~3 s of a 1 s
+    budget, having grown the process by little: sized before it ran."""
+    source = (CORPUS / f"template.{name}.j2").read_text(encoding="utf-8")
+    (tmp_path / "project" / "templates" / "demo" / "hostile.j2").write_text(source)
+    fragment = CASES[f"template.{name}.j2"].fragment
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.monotonic()
+    with pytest.raises(SpecError, match=re.escape(fragment)):
+        renderer.file("demo/hostile.j2").render_messages(renderer.scope({"colour": "red"}))
+    assert time.monotonic() - start < ENDS_WITHIN
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100 * 1024
+
+
+@pytest.mark.parametrize("source", [
+    '{{ ["a<b", {"k": "é\u2028"}, 1.5, none, true]|tojson }}',
+    '{{ {"b": [1, 2], "a": "x"}|tojson(2) }}',
+    '{{ [{"key": "value " * 30}, range(40)|list, "x" * 100]|pprint }}',
+    '{{ "<a & \'b\'>"|escape }}{{ [1, "<"]|e }}{{ "x"|forceescape }}',
+    '{{ "see www.a.com or b@c.org, ftp"|urlize(20, true, "_blank") }}',
+    '{{ ("word " * 30)|wordwrap(17, wrapstring="|") }}',
+    '{{ "a\u2028b\nc"|indent(2, true, true) }}',
+    '{{ {"id": "x<y", "n": 3}|xmlattr }}{{ {"q": "a b", "r": "é"}|urlencode }}',
+    '{{ range(7)|batch(3, 0)|list }}{{ range(7)|slice(3, 9)|list }}',
+    '{{ ["b", "C", "a"]|max }}{{ [3, 1, 2]|min }}{{ [[1, "a"], [0, "b"]]|groupby(0)|list }}',
+    '{{ [1, "x"]|upper }}{{ ["a"]|capitalize }}{{ [1]|safe }}{{ ["<b>x</b>"]|striptags }}',
+    '{{ "AbC"|lower }}{{ "abc"|upper }}{{ "aBC"|capitalize }}{{ ("<x>"|e)|upper }}',
+    '{{ ["one two", 3]|wordcount }}{{ (colour|e).center(9) }}{{ [1, "y"]|format }}',
+    '{{ [1, "a"]|replace("a", "bb") }}{{ [1, 2]|join([0]) }}',
+    '{{ dict([["k", 1], ["j", 2]])|dictsort }}{{ namespace(dict(q=3)).q }}'
+    '{{ dict.fromkeys(["a", "b"])|dictsort }}',
+    '{{ 2 ** 256 * 3 }}{{ 7 ** 3 }}{{ 2 ** -2 }}{{ 10 ** 255 * 10 ** 255 % 11 }}{{ true * 3 }}',
+])
+def test_the_sized_filters_agree_with_jinja_s_own(renderer: Renderer, source: str) -> None:
+    """Within the limit, every sized filter gives what the same filter of Jinja's own sandbox
+    gives (nothing refused, nothing changed)."""
+    plain = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    assert _render(renderer, source) == plain.from_string(source).render(colour="red")
+
+
+@pytest.mark.parametrize("value", [
+    "", "plain", "<&'\"", "é" * 40, "\U0001f600\u2028\n" * 30, 7, -2**70, 2.5, None, True,
+    ["a<b", ["é", {"k": None}]], {"k" * 100: ["word " * 60, list(range(60))]},
+    {"a": {"b" * 90: ["c d " * 50, "\u200b" * 50]}}, [["x" * 70] * 3] * 4, (1, ("y",)),
+])
+def test_serialised_lengths_bound_what_the_filters_build(value: object) -> None:
+    # Jinja's filters themselves are the reference: a size check never refuses a text that
+    # it counted as shorter than it is.
+    from markupsafe import escape
+
+    from memspec.engine.jinja_text_sizes import (
+        html_escaped_length,
+        json_length,
+        pprint_length,
+    )
+
+    env = ImmutableSandboxedEnvironment()
+    eval_ctx = jinja2.nodes.EvalContext(env)
+    assert json_length(value) >= len(jinja2.filters.do_tojson(eval_ctx, value))
+    assert json_length(value, 3) >= len(jinja2.filters.do_tojson(eval_ctx, value, 3))
+    assert pprint_length(value) >= len(jinja2.filters.do_pprint(value))
+    assert html_escaped_length(value) >= len(escape(value))
 
 
 def test_the_same_filters_in_a_plain_sandbox_agree(renderer: Renderer) -> None:
@@ -389,15 +463,16 @@ def _slow_on(target: str, function: object, position: int = 0) -> object:
     return slow
 
 
-@pytest.mark.parametrize("command", ["audit", "judge-requests", "export"])
+@pytest.mark.parametrize("command", ["audit", "judge-requests", "export", "score"])
 def test_an_analysis_command_out_of_time_names_the_instance(
         command: str, judged_release: tuple[Path, Path, Path], tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch, one_second: None) -> None:
-    """Ended by its budget on one instance, audit, judge-requests and export each name the
-    input and that instance."""
+    """Ended by its budget on one instance, audit, judge-requests, export and score each name
+    the input and that instance; where the instance's response was read from a responses
+    file (judge-requests, score), the error stands at that file's line of it."""
     from typer.testing import CliRunner
 
-    from memspec.analysis import judge
+    from memspec.analysis import judge, score
     from memspec.audit import audit_structure
     from memspec.cli.commands import app
     from memspec.exports import export_inspect
@@ -407,20 +482,23 @@ def test_an_analysis_command_out_of_time_names_the_instance(
     target = ids[len(ids) // 2]
     where, name = {"audit": (audit_structure.FamilyStructure, "add"),
                    "judge-requests": (judge, "task_prompt"),
-                   "export": (export_inspect, "inspect_sample")}[command]
+                   "export": (export_inspect, "inspect_sample"),
+                   "score": (score, "outcome")}[command]
     monkeypatch.setattr(where, name, _slow_on(target, getattr(where, name),
                                               1 if command == "audit" else 0))
     args = {"audit": ["audit", str(release)],
             "judge-requests": ["judge-requests", str(release), str(responses), "--out",
                                str(tmp_path / "requests.jsonl")],
             "export": ["export", str(release), "--format", "inspect", "--out",
-                       str(tmp_path / "inspect")]}[command]
+                       str(tmp_path / "inspect")],
+            "score": ["score", str(release), str(responses), "--resamples", "100"]}[command]
     monkeypatch.delenv("MEMSPEC_ROOT", raising=False)
     start = time.monotonic()
     result = CliRunner().invoke(app, ["--root", str(root), *args])
     assert time.monotonic() - start < 20
     assert result.exit_code == 2, result.output
-    source = responses if command == "judge-requests" else release
+    source = f"{responses}:{ids.index(target) + 1}:1" if command in ("judge-requests", "score") \
+        else str(release)
     assert f"error: {source}: {command} took longer than 1 s ($MEMSPEC_COMMAND_SECONDS) " \
            f"(at instance {target})" in result.output, result.output
     assert [p.name for p in tmp_path.iterdir() if p.name != "cache"] == [], \

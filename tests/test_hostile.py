@@ -67,6 +67,9 @@ class Case:
     #: the point, long elsewhere so that a loaded machine cannot turn another refusal into a
     #: timeout (a memory bomb must be stopped by the memory budget, however slow the copies).
     seconds: float = 30
+    #: Memory budget of one group ($MEMSPEC_GROUP_MEGABYTES), where not memspec's default: a
+    #: small one where the point is that a size check refuses the work before it allocates.
+    megabytes: int | None = None
     #: Changes to the rest of the fixture project the input needs (FILE, OLD, NEW): a
     #: paradigm that allows the scorer a hostile family uses …
     edits: tuple[tuple[str, str, str], ...] = ()
@@ -75,6 +78,23 @@ class Case:
 
 
 UNSAFE = "is not allowed in memspec templates"
+#: Corpus templates (``template.NAME.j2``) whose filter would build text in C far over the
+#: limit, and the start of the error that refuses it.
+SIZED_IN_C = {
+    "tojson_of_references": "'tojson' would build a value of 6,000,006 characters",
+    "pprint_of_references": "'pprint' would build a value of 2,000,0",
+    "escape_of_list": "'escape' would build a value of 5,000,030 characters",
+    "forceescape_of_references": "'forceescape' would build a value of 2,000,0",
+    "urlize_long_rel": "'urlize' would build a value of 1,000,128,000 characters",
+    "wordwrap_long_wrapstring": "'wordwrap' would build a value of 2,001,002,000 characters",
+    "indent_line_separators": "'indent' would build a value of 1,001,002,000 characters",
+    "upper_of_references": "'upper' would build a value of 2,000,0",
+    "batch_fill": "'batch' would build a value of 1,000,000,001 characters",
+    "max_long_texts": "'max' would take 2,000,002,000,000 steps",
+    "namespace_string": "'string' would build a value of 2,000,0",
+    "xmlattr_of_list": "'xmlattr' would build a value of 5,000,036 characters",
+    "match_lengths_long_texts": "'match_lengths' would take 2,000,002,000,002 steps",
+}
 RECURSION = "template recursion too deep"
 MEMORY = "went over the memory budget of 512 MB"
 
@@ -117,6 +137,14 @@ CASES: dict[str, Case] = {
     "family.abstain_backtracks.yaml": Case(
         "abstain pattern took longer than 1 s to match ($MEMSPEC_REGEX_SECONDS) a line of 1,024 "
         "times 'a'", 18, 7),
+    # Declared outcomes and signals, searched in every answered response, are probed the same
+    # way where a family is validated or frozen (not on every load of it).
+    "family.outcome_backtracks.yaml": Case(
+        "outcome 'repeated' took longer than 1 s to match ($MEMSPEC_REGEX_SECONDS) a line of "
+        "1,024 times 'a'", 19, 5, command="freeze"),
+    "family.signal_backtracks.yaml": Case(
+        "signal 'performed' took longer than 1 s to match ($MEMSPEC_REGEX_SECONDS) a line of "
+        "1,024 times 'x'", 22, 5, command="freeze"),
     # --------------------------------------------------------------------- templates (Jinja)
     "template.format_escape.j2": Case(f"attribute '__class__' of a str {UNSAFE}", 4, 8),
     "template.format_map_escape.j2": Case(f"attribute '__init__' of a str {UNSAFE}", 4, 8),
@@ -172,6 +200,17 @@ CASES: dict[str, Case] = {
     "template.concat_list.j2": Case("'~' would build a value of", 4, 1, seconds=1),
     "template.percent_of_list.j2": Case("'%' formatting would build a value of", 4, 1,
                                         seconds=1),
+    # Filters that build text in C, from a value far larger than its text looks (issue 32):
+    # sized before they run, under a budget of 1 s and 64 MB (test_budgets times them).
+    **{f"template.{name}.j2": Case(f"filter {fragment}", 4, 1, seconds=1, megabytes=64)
+       for name, fragment in SIZED_IN_C.items()},
+    "template.markup_center.j2": Case("center() would build a value of 1,000,000,000", 4, 1,
+                                      seconds=1, megabytes=64),
+    "template.dict_of_long_keys.j2": Case("dict() would take 50,000,050 steps", 4, 1,
+                                          seconds=1, megabytes=64),
+    "template.number_squaring.j2": Case(
+        "'*' would build a number of about 108,854 binary digits, over the limit of 100,000",
+        4, 1, seconds=1, megabytes=64),
     # Every engine: Dask renders in worker threads, where no alarm reaches.
     "template.nested_loops_dask.j2": Case("group 0 took longer than 1 s to render", 4, 1,
                                           seconds=1, args=("--engine", "dask", "--workers", "1")),
@@ -282,9 +321,12 @@ def _limit_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY_BYTES, CHILD_MEMORY_BYTES))
 
 
-def _memspec(root: Path, *args: object, seconds: float = 30) -> subprocess.CompletedProcess[str]:
+def _memspec(root: Path, *args: object, seconds: float = 30,
+             megabytes: int | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "MEMSPEC_ROOT"}
     env["MEMSPEC_GROUP_SECONDS"] = str(seconds)
+    if megabytes is not None:
+        env["MEMSPEC_GROUP_MEGABYTES"] = str(megabytes)
     return subprocess.run(
         [sys.executable, "-m", "memspec.cli", "--root", str(root), *map(str, args)],
         capture_output=True, text=True, errors="replace", stdin=subprocess.DEVNULL, cwd=root,
@@ -360,7 +402,7 @@ def test_hostile_input_is_refused(name: str, tmp_path: Path,
         }[command] + list(case.args)
     before = [_snapshot(folder) for folder in watched]
 
-    result = _memspec(root, *args, seconds=case.seconds)
+    result = _memspec(root, *args, seconds=case.seconds, megabytes=case.megabytes)
 
     assert result.returncode == 2, _shown(result)
     assert "Traceback" not in result.stderr + result.stdout, _shown(result)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from test_bad_input import FAMILY_ID
-from test_hostile import MAX_ERROR_LINE, _memspec, _snapshot, _write_project
+from test_hostile import CORPUS, MAX_ERROR_LINE, _memspec, _snapshot, _write_project
 
 from conftest import bundled_release, run_cli
 from memspec.core import code_cache
@@ -283,6 +283,28 @@ def test_a_slow_abstain_pattern_on_the_command_line_is_refused_before_scoring(
     # A sound pattern is accepted and scores.
     assert _memspec(project, "score", release, responses, "--abstain-pattern",
                     "^no idea").returncode == 0  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("name", "fragment"), [
+    ("family.outcome_backtracks.yaml", "specs/families/colour.yaml:19:5: outcome 'repeated' "
+                                       "took longer than 1 s to match"),
+    ("family.signal_backtracks.yaml", "specs/families/colour.yaml:22:5: signal 'performed' "
+                                      "took longer than 1 s to match"),
+])
+def test_validate_probes_declared_patterns_a_plain_load_does_not(
+        project: Path, tmp_path: Path, name: str, fragment: str) -> None:
+    """A declared outcome or signal that backtracks is refused by validate at its place (as
+    by freeze, in test_hostile); generating from the family, which loads it as every command
+    does, does not pay for the probes."""
+    (project / "specs" / "families" / "colour.yaml").write_bytes(
+        (CORPUS / name).read_bytes())
+    result = _memspec(project, "validate")
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert f"error: {fragment}" in result.stderr, result.stderr
+    generated = _memspec(project, "generate", FAMILY_ID, "--groups", 1, "--out",
+                         tmp_path / "out.jsonl")
+    assert generated.returncode == 0, generated.stderr
 
 
 @pytest.mark.parametrize("before", [None, (b"old requests\n", b"old map\n")])

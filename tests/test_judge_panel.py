@@ -191,3 +191,43 @@ def test_an_audit_chance_of_one_marks_a_positive_control() -> None:
     assert _choice_chance([item(1)] * 4, 0.5) == 1.0
     # Pooled with as many symmetric probes, the bar is the mean of the two.
     assert _choice_chance([item(1)] * 4 + [item(None)] * 4, 0.5) == 0.75
+
+
+def test_a_budget_running_out_on_a_judgment_names_its_line_and_instances(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scoring a panel's judgments under the command budget, time that runs out on one
+    judgment names the judgments file and its line there, and the two instances judged."""
+    import time
+
+    from memspec.analysis import judge_panel
+    from memspec.core.limits import CommandBudget
+
+    _, unblind = _requests()
+    (tmp_path / "u.json").write_text(json.dumps(unblind))
+    judgments = tmp_path / "j.jsonl"
+    judgments.write_text(_judge(unblind, {"borrowed": [0.0] * 6, "shuffled": [0.0] * 6}))
+    scales = {i["id"]: [0, 10] for i in INSTANCES}
+    lines = [json.loads(line) for line in judgments.read_text().splitlines()]
+    number = len(lines) // 2 + 1
+    slots = unblind[lines[number - 1]["request_id"]]
+    panel_of = judge_panel.panel_of
+
+    def slow(instance: dict) -> object:
+        if instance["id"] == slots["A"]:
+            time.sleep(30)
+        return panel_of(instance)
+
+    # The slow check meets the A side of every request that names it: the first of them in
+    # the file is where time runs out.
+    number = next(n for n, line in enumerate(lines, start=1)
+                  if unblind[line["request_id"]]["A"] == slots["A"])
+    other = unblind[lines[number - 1]["request_id"]]["B"]
+    monkeypatch.setattr(judge_panel, "panel_of", slow)
+    monkeypatch.setenv("MEMSPEC_COMMAND_SECONDS", "1")
+    started = time.monotonic()
+    with pytest.raises(SpecError) as caught, CommandBudget("score", "responses.jsonl"):
+        panel_report(INSTANCES, load_panel_judgments(judgments, tmp_path / "u.json", scales))
+    assert time.monotonic() - started < 10
+    assert str(caught.value) == (
+        f"{judgments}:{number}:1: score took longer than 1 s ($MEMSPEC_COMMAND_SECONDS) "
+        f"(at instances {slots['A']} and {other})")

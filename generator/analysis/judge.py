@@ -21,7 +21,7 @@ from ..core.limits import working_on
 from ..core.rng import KeyedRandom
 from ..spec.instances import all_messages, pair_key
 from ..spec.yamlsafe import read_text
-from .responses import jsonl_records, parse_strict_json
+from .responses import jsonl_records, parse_strict_json, response_place
 
 INSTRUCTIONS_SINGLE = ("Score the response against the rubric. Reply with JSON "
                        '{"score": NUMBER} and nothing else.')
@@ -45,7 +45,7 @@ def build_requests(instances: Sequence[Mapping[str, Any]], responses: Mapping[st
     unblind: dict[str, dict[str, str]] = {}
     pairs: dict[tuple, dict[str, Mapping[str, Any]]] = defaultdict(dict)
     for inst in instances:
-        working_on(f"instance {inst['id']}")
+        working_on(f"instance {inst['id']}", response_place(responses, inst["id"]))
         answer = inst["answer"]
         if "rubric" not in answer or inst["id"] not in responses:
             continue
@@ -68,7 +68,7 @@ def build_requests(instances: Sequence[Mapping[str, Any]], responses: Mapping[st
         if len(arms) != 2:
             continue  # an arm without its partner is judged with the singles below
         treatment, control = arms["treatment"], arms["control"]
-        working_on(f"instance {treatment['id']}")
+        working_on(f"instance {treatment['id']}", response_place(responses, treatment["id"]))
         request_id = _request_id(len(requests))
         first = KeyedRandom(seed, ("judge", "order", treatment["id"])).randbelow(2)
         a, b = (treatment, control) if first == 0 else (control, treatment)
@@ -79,7 +79,7 @@ def build_requests(instances: Sequence[Mapping[str, Any]], responses: Mapping[st
     for key in sorted(pairs, key=lambda k: json.dumps(k)):
         if len(pairs[key]) == 1:
             inst = next(iter(pairs[key].values()))
-            working_on(f"instance {inst['id']}")
+            working_on(f"instance {inst['id']}", response_place(responses, inst["id"]))
             request_id = _request_id(len(requests))
             requests.append({"request_id": request_id, "instructions": INSTRUCTIONS_SINGLE,
                              "rubric": inst["answer"]["rubric"], "task": task_prompt(inst),
@@ -164,6 +164,7 @@ def load_judgments(path: Path, unblind_path: Path,
                 continue
             given = pair
         for slot, instance_id in slots.items():
+            working_on(f"instance {instance_id}", (display, number))
             if instance_id in scores:
                 problems.add(Problem(f"a second judgment for {instance_id}", display,
                                         number, 1))

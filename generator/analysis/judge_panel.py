@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from ..spec.instances import pair_key
 from ..spec.yamlsafe import read_text
 from .equivalence import mean_and_se, t_interval, t_test_zero, tost
 from .judge import INSTRUCTIONS_PAIR, MAX_JUDGE_SCORE, is_number, task_prompt
-from .responses import jsonl_records, parse_strict_json
+from .responses import jsonl_records, parse_strict_json, response_place
 from .stats import holm
 
 #: The key of an unblinding entry that marks it as a panel request.
@@ -68,7 +68,7 @@ def panel_requests(instances: Sequence[Mapping[str, Any]], responses: Mapping[st
         if anchor is None:
             continue
         for other in sorted(groups[key]["others"], key=lambda i: i["id"]):
-            working_on(f"instance {other['id']}")
+            working_on(f"instance {other['id']}", response_place(responses, other["id"]))
             for judge in panel_of(anchor)["judges"]:
                 stream = KeyedRandom(seed, ("judge-panel", judge, other["id"]))
                 a, b = (anchor, other) if stream.randbelow(2) == 0 else (other, anchor)
@@ -92,6 +92,8 @@ class PanelJudgment:
 
     judge: str
     scores: tuple[tuple[str, float], tuple[str, float]]
+    #: The judgments file and the line it was read from: where an error about it points.
+    place: tuple[str, int] | None = field(default=None, compare=False)
 
 
 def load_panel_judgments(path: Path, unblind_path: Path,
@@ -116,6 +118,7 @@ def load_panel_judgments(path: Path, unblind_path: Path,
         slots = panel.get(request_id) if isinstance(request_id, str) else None
         if slots is None:
             continue
+        working_on(f"instances {slots['A']} and {slots['B']}", (display, number))
         pair = record.get("scores")
         if not isinstance(pair, dict) or set(pair) != {"A", "B"} or \
                 not all(is_number(v) and abs(v) <= MAX_JUDGE_SCORE for v in pair.values()):
@@ -132,7 +135,7 @@ def load_panel_judgments(path: Path, unblind_path: Path,
                                      f"the family's scale {scale[0]:g}..{scale[1]:g}", display,
                                      number, 1))
         found[request_id] = PanelJudgment(slots[JUDGE_KEY], (
-            (slots["A"], float(pair["A"])), (slots["B"], float(pair["B"]))))
+            (slots["A"], float(pair["A"])), (slots["B"], float(pair["B"]))), (display, number))
     problems.raise_if_any()
     missing = sorted(set(panel) - set(found))
     if missing and not allow_missing:
@@ -164,6 +167,7 @@ def panel_report(instances: Sequence[Mapping[str, Any]],
     declared: dict[str, Mapping[str, Any]] = {}
     for judgment in judgments:
         (first, score_first), (second, score_second) = judgment.scores
+        working_on(f"instances {first} and {second}", judgment.place)
         a, b = by_id.get(first), by_id.get(second)
         if a is None or b is None:
             continue

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from ..core.errors import Problem, ProblemCollector, SpecError, lookalike_note
@@ -146,15 +146,37 @@ def _shape_problem(record: object) -> str | None:
     return None
 
 
-def load_responses(path: Path, known_ids: Iterable[str]) -> dict[str, str]:
-    """Responses by instance id. Invalid lines, unknown ids and duplicates are errors naming
-    their line, all reported at once."""
+class Responses(dict[str, str]):
+    """Responses by instance id, as read from a file: where each stands there
+    (``place``) is kept, so that an error about an item can point at its line."""
+
+    def __init__(self, display: str) -> None:
+        super().__init__()
+        self.display = display
+        #: The line of each response, by instance id.
+        self.lines: dict[str, int] = {}
+
+    def place(self, instance_id: str) -> tuple[str, int] | None:
+        """The file and line of the response to ``instance_id``, if it has one."""
+        line = self.lines.get(instance_id)
+        return None if line is None else (self.display, line)
+
+
+def response_place(responses: Mapping[str, str], instance_id: str) -> tuple[str, int] | None:
+    """Where the response to ``instance_id`` stands in the file it was read from; None for
+    responses that were not read from one, or that hold none for it."""
+    return responses.place(instance_id) if isinstance(responses, Responses) else None
+
+
+def load_responses(path: Path, known_ids: Iterable[str]) -> Responses:
+    """Responses by instance id, with the line of each. Invalid lines, unknown ids and
+    duplicates are errors naming their line, all reported at once."""
     display = str(path)
     if not path.exists():
         raise SpecError.single("responses file not found", display)
     known = set(known_ids)
-    responses: dict[str, str] = {}
-    first_line: dict[str, int] = {}
+    responses = Responses(display)
+    first_line = responses.lines
     problems = ProblemCollector()  # a flood of bad lines is counted, not kept
     unknown = 0
     for number, record in jsonl_records(path, display, problems):

@@ -204,14 +204,14 @@ def score(
                 _status(f"scoring {printable(str(responses_file))}") as say:
             outcomes = []
             for instance in instances:
-                budget.on(f"instance {instance['id']}")
+                budget.on(f"instance {instance['id']}", responses.place(instance["id"]))
                 try:
                     outcomes.append(outcome(instance, responses.get(instance["id"]),
                                             abstain_pattern or ()))
                 except PatternTooSlow as exc:
                     raise SpecError.single(f"the response to {instance['id']}: {exc}",
                                            str(responses_file),
-                                           _line_naming(responses_file, instance["id"]),
+                                           responses.lines.get(instance["id"], 1),
                                            1) from None
             if judgments is not None and unblind is not None:
                 budget.on("judgments")
@@ -245,17 +245,6 @@ def score(
                     _print_table(extra)
 
     _run(action)
-
-
-def _line_naming(path: Path, instance_id: str) -> int:
-    """The first line of the JSONL file at ``path`` that names ``instance_id`` (1 where none
-    does): where an error about its record points. Read again only when there is an error."""
-    needle = json.dumps(instance_id, ensure_ascii=False)
-    with path.open(encoding="utf-8", errors="replace") as lines:
-        for number, line in enumerate(lines, start=1):
-            if needle in line:
-                return number
-    return 1
 
 
 @app.command("judge-requests", short_help="Blinded requests for a judge model.")

@@ -140,7 +140,7 @@ class _FileValidator:
 
     def __call__(self, path: Path) -> _FileResult:
         if self._loader is None or self._renderer is None:
-            self._loader = self.catalog.loader(explain=self.explain)
+            self._loader = self.catalog.loader(explain=self.explain, probe_patterns=True)
             self._renderer = Renderer(self.catalog.project)
         kind = None
         try:

@@ -1,5 +1,6 @@
 """The budget of one analysis command (score, audit, report, ...) over one input, and how the
-work deep inside it says which item it is on, so that running out names that item."""
+work deep inside it says which item it is on, so that running out names that item (and, for
+an item read from a responses or judgments file, the file and line where it stands)."""
 
 from __future__ import annotations
 
@@ -11,13 +12,19 @@ from .limits_settings import command_megabytes, command_seconds
 #: tells which item the work deep inside the command (an audit, an export) is on.
 _COMMAND: CommandBudget | None = None
 
+#: Where an item stands in a file a user wrote (a responses or judgments file): its name as
+#: shown and the line.
+Place = tuple[str, int]
 
-def working_on(item: str) -> None:
+
+def working_on(item: str, place: Place | None = None) -> None:
     """Tell the budget of the analysis command running, if one is, what it works on from now
-    (``instance ID``): named by its error if a budget runs out. A plain assignment, cheap
-    enough for every instance of a release; nothing where no command budget is open."""
+    (``instance ID``) and, for an item read from a file, where it stands there: named by its
+    error if a budget runs out. Plain assignments, cheap enough for every instance of a
+    release; nothing where no command budget is open."""
     if _COMMAND is not None:
         _COMMAND.item = item
+        _COMMAND.place = place
 
 
 class CommandBudget:
@@ -29,12 +36,15 @@ class CommandBudget:
         self.command = command
         self.source = source
         self.item = ""
+        self.place: Place | None = None
         self._budget = Budget(command_seconds(), command_megabytes())
         self._outer: CommandBudget | None = None
 
-    def on(self, item: str) -> None:
-        """What the command works on from now: named by the error if a budget runs out."""
+    def on(self, item: str, place: Place | None = None) -> None:
+        """What the command works on from now, and where it stands in a file it was read
+        from: named by the error if a budget runs out."""
         self.item = item
+        self.place = place
 
     def __enter__(self) -> CommandBudget:
         global _COMMAND
@@ -50,11 +60,14 @@ class CommandBudget:
         except BudgetExceeded:
             kind = BudgetExceeded
         where = f" (at {self.item})" if self.item else ""
+        # An item read from a file is placed at its line there, where a user would look.
+        file, line = self.place if self.place is not None else (self.source, None)
+        column = None if line is None else 1
         if kind is BudgetExceeded:
             raise SpecError.single(
                 f"{self.command} took longer than {self._budget.seconds:g} s "
-                f"($MEMSPEC_COMMAND_SECONDS){where}", self.source) from None
+                f"($MEMSPEC_COMMAND_SECONDS){where}", file, line, column) from None
         if kind is MemoryError:
             raise SpecError.single(
                 f"{self.command} went over its memory budget of {self._budget.megabytes} MB "
-                f"($MEMSPEC_COMMAND_MEGABYTES){where}", self.source) from None
+                f"($MEMSPEC_COMMAND_MEGABYTES){where}", file, line, column) from None

@@ -94,17 +94,18 @@ def _probes(pattern: str) -> tuple[str, ...]:
 
 
 @functools.lru_cache(maxsize=1024)
-def searched_pattern_problem(pattern: str) -> str | None:
+def searched_pattern_problem(pattern: str, ignore_case: bool = True) -> str | None:
     """Why ``pattern`` cannot be searched in every response (an abstain pattern, matched
-    case aside against a response's first line), or None where it can: it must compile in
-    the engine that matches it, and every probe (``_probes``) must be searched within the
-    time limit."""
+    case aside against a response's first line; a declared outcome or signal, matched as it
+    is against a first attempt), or None where it can: it must compile in the engine that
+    matches it, and every probe (``_probes``) must be searched within the time limit. Worked
+    out once a pattern text in a process."""
     error = pattern_error(pattern)
     if error is not None:
         return f"is not a valid regular expression: {error}"
     for text in _probes(pattern):
         try:
-            search(pattern, text, ignore_case=True)
+            search(pattern, text, ignore_case=ignore_case)
         except PatternTooSlow as exc:
             return (f"took longer than {exc.seconds:g} s to match ($MEMSPEC_REGEX_SECONDS) a "
                     f"line of {PROBE_RUN:,} times {text[0]!r}, and every response would be "

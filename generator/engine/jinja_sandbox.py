@@ -34,6 +34,7 @@ from .jinja_sized_filters import (
     check_method_call,
     format_width,
     formatted_size,
+    refuse_long_number,
     refuse_over,
     text_length,
 )
@@ -98,6 +99,9 @@ class _StrictSandbox(ImmutableSandboxedEnvironment):
         if operator == "**" and isinstance(right, int) and abs(right) > 256 and \
                 left not in (0, 1, -1):
             raise SecurityError(f"exponent {right} is too large for a template")
+        if type(left) is int and type(right) is int and operator != "%":
+            # Multiplying numbers of a million digits is one step of C that takes seconds.
+            refuse_long_number(operator, left, right)
         if operator == "*":
             for seq, count in ((left, right), (right, left)):
                 if isinstance(seq, (str, list, tuple)) and isinstance(count, int) and \

@@ -19,14 +19,28 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from jinja2.exceptions import SecurityError
-from jinja2.utils import _PassArg
+from jinja2.utils import Namespace, _PassArg
 
-#: The most characters (or items) one value a template builds may hold, and the most a render
-#: may print: a few megabytes of text, far above any instance.
-MAX_BUILT = 2_000_000
+from .jinja_text_sizes import (
+    MAX_BUILT,
+    html_escaped_length,
+    json_length,
+    line_count,
+    pprint_length,
+    text_length,
+    url_quoted_length,
+)
+from .jinja_text_sizes import length as _length
+from .jinja_text_sizes import number as _number
+
 #: The most elementary steps (comparisons of characters, copies of items) one call may take:
 #: a fraction of a second of C.
 MAX_STEPS = 50_000_000
+
+#: The most binary digits a whole number a template makes by ``*`` or ``**`` may have: a
+#: hundred times what a pool may hold (400 decimal digits), and small enough that any
+#: arithmetic on it takes milliseconds (division takes time square in the length).
+MAX_INT_BITS = 100_000
 
 Estimate = Callable[..., int]
 
@@ -37,41 +51,6 @@ def refuse_over(size: int, what: str, most: int = MAX_BUILT) -> None:
         raise SecurityError(f"{what} would build a value of {size:,} characters or items, over "
                             f"the limit of {most:,}" if most == MAX_BUILT else
                             f"{what} would take {size:,} steps, over the limit of {most:,}")
-
-
-def _length(value: Any) -> int:
-    return len(value) if isinstance(value, (str, list, tuple, dict)) else 1
-
-
-def text_length(value: Any, most: int = MAX_BUILT) -> int:
-    """About how many characters ``str(value)`` has, counted only until the count passes
-    ``most`` (then a number over it): a text's length; a number's digits; a list's, tuple's
-    or dict's items as their text, two characters of quotes a text and two of separator an
-    item. ``str()`` of a container runs in C, out of the alarm's reach, so it is sized first;
-    a text whose escapes make its quoted form longer (a control character, which no render
-    may hold anyway) is counted at its length."""
-    kind = type(value)
-    if kind is str:
-        return len(value)
-    if kind is int:
-        return value.bit_length() * 31 // 100 + 2  # log10(2) < 0.31: its digits and a sign
-    if kind in (float, bool) or value is None:
-        return len(repr(value))  # a few characters, at once
-    if isinstance(value, (list, tuple, dict)):
-        total = 2
-        items = itertools.chain.from_iterable(value.items()) if isinstance(value, dict) \
-            else value
-        for item in items:
-            total += (len(item) + 4 if type(item) is str
-                      else text_length(item, most - total) + 2)
-            if total > most:
-                break
-        return total
-    return _length(value)
-
-
-def _number(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 # ------------------------------------------------------------------- format widths
@@ -156,8 +135,8 @@ def _total_length(items: Any) -> int:
 def _joined(separator: Any, items: Any) -> int:
     if not isinstance(items, (list, tuple)):
         return 0
-    separators = len(separator) * max(len(items) - 1, 0) if isinstance(separator, str) else 0
-    return separators + _total_length(items)
+    # A separator that is no text is made one by str(), in C, too.
+    return text_length(separator) * max(len(items) - 1, 1) + _total_length(items)
 
 
 def _sorting_steps(items: Any) -> int:
@@ -177,7 +156,45 @@ def _indented(text: Any, width: Any = 4, *rest: Any, **kwargs: Any) -> int:
     if not isinstance(text, str):
         return 0
     pad = len(width) if isinstance(width, str) else _number(width)
-    return len(text) + (text.count("\n") + 1) * pad
+    # Every line str.splitlines() makes, "\u2028" ends one as "\n" does.
+    return len(text) + line_count(text) * pad
+
+
+def _wrapped(text: Any, width: Any = 79, break_long_words: Any = True, wrapstring: Any = None,
+             *rest: Any, **kwargs: Any) -> int:
+    """``wordwrap``: the text and ``wrapstring`` (a newline by default) between its lines.
+    Each line holds a character at least; and no two lines of one paragraph together hold
+    fewer characters than the width, spaces dropped at their ends included."""
+    if not isinstance(text, str):
+        return 0
+    between = 1 if wrapstring is None else text_length(wrapstring)
+    lines = len(text) + 1
+    if len(text) + lines * between > MAX_BUILT:  # counted only where the coarse bound is over
+        lines = min(lines, line_count(text) + 2 * len(text) // max(_number(width), 1))
+    return len(text) + lines * between
+
+
+def _urlized(value: Any, trim_url_limit: Any = None, nofollow: Any = False, target: Any = None,
+             rel: Any = None, extra_schemes: Any = None) -> int:
+    """``urlize``: the text HTML-escaped, and each word that becomes a link (one with a
+    ``.``, an ``@`` or a ``:``) written twice inside an ``<a>`` element with ``rel`` and
+    ``target``."""
+    escaped = html_escaped_length(value)
+    links = sum(map(value.count, ".@:")) if isinstance(value, str) else escaped
+    per_link = 64 + text_length(target) + text_length(rel)
+    return 2 * escaped + links * per_link
+
+
+def _xml_attributes(value: Any, *rest: Any, **kwargs: Any) -> int:
+    """``xmlattr``: each key, and its value's text HTML-escaped, as ``key="value"``."""
+    if not isinstance(value, dict):
+        return 0
+    total = 1
+    for key, item in value.items():
+        total += text_length(key) + 4 + html_escaped_length(item)
+        if total > MAX_BUILT:
+            break
+    return total
 
 
 def formatted_size(text: str, values: list[Any], braces: bool) -> int:
@@ -187,8 +204,9 @@ def formatted_size(text: str, values: list[Any], braces: bool) -> int:
 
 
 def _percent(value: Any, *args: Any, **kwargs: Any) -> int:
-    text = value if isinstance(value, str) else ""
-    return formatted_size(text, _format_values(args, kwargs), braces=False)
+    if not isinstance(value, str):  # made a text by str(), in C, and then formatted
+        return text_length(value) + _total_length(_format_values(args, kwargs))
+    return formatted_size(value, _format_values(args, kwargs), braces=False)
 
 
 def _filter_join(value: Any, d: Any = "", attribute: Any = None) -> int:
@@ -197,20 +215,97 @@ def _filter_join(value: Any, d: Any = "", attribute: Any = None) -> int:
 
 
 def _filter_replace(value: Any, old: Any, new: Any, count: Any = None) -> int:
-    return _replaced(value, old, new, -1 if count is None else count)
+    if isinstance(value, str) and isinstance(old, str) and isinstance(new, str):
+        return _replaced(value, old, new, -1 if count is None else count)
+    # Each made a text by str(), in C, then ``new`` put wherever ``old`` could be.
+    text, old_length, new_length = text_length(value), text_length(old), text_length(new)
+    times = text + 1 if old_length == 0 else text // old_length
+    return text + old_length + new_length + times * max(new_length - old_length, 0)
 
 
-#: Filters (by name) and what they would build, from the arguments they are called with.
+def _batched(value: Any, linecount: Any = 1, fill_with: Any = None) -> int:
+    # The last batch is filled up to ``linecount`` items, in C.
+    return _length(value) + (0 if fill_with is None else _number(linecount))
+
+
+def _sliced(value: Any, slices: Any = 1, fill_with: Any = None) -> int:
+    return _length(value) + _number(slices)
+
+
+def _compared(value: Any, *args: Any, **kwargs: Any) -> int:
+    """``max``, ``min``: every item compared once with the best so far, in C."""
+    if not isinstance(value, (list, tuple, dict)):
+        return 0
+    return len(value) + _total_length(value)  # a dict's keys, as max() reads it
+
+
+def _keyed_steps(pairs: Any = (), *args: Any, **kwargs: Any) -> int:
+    """``dict(pairs)``, ``namespace(pairs)``: every key hashed and compared with an equal one
+    before it, in C: about the keys' length in all (a list of two million references to a
+    megabyte would compare terabytes)."""
+    if isinstance(pairs, dict):
+        return len(pairs) + _total_length(pairs)
+    if not isinstance(pairs, (list, tuple)):
+        return 0
+    steps = 0
+    for pair in pairs:  # counted until over the limit: a few pairs of long keys pass it
+        if isinstance(pair, (list, tuple)) and pair:
+            key = pair[0]
+            steps += 1 + (len(key) if type(key) is str else text_length(key))
+            if steps > MAX_STEPS:
+                break
+    return steps
+
+
+def _matched(candidates: Any, originals: Any = (), *args: Any, **kwargs: Any) -> int:
+    """``match_lengths`` (and ``dict.fromkeys``): both lists made keys of a dict (hashed and
+    compared, in C)."""
+    return sum(len(values) + _total_length(values) for values in (candidates, originals)
+               if isinstance(values, (list, tuple)))
+
+
+def _as_text(value: Any, *args: Any, **kwargs: Any) -> int:
+    return text_length(value)
+
+
+def _sorted(value: Any, *args: Any, **kwargs: Any) -> int:
+    return _sorting_steps(value)
+
+
+#: Filters (by name) and what they would build, from the arguments they are called with:
+#: "size" is the characters or items of the value they build (a one-pass iterable they are
+#: given is read into a list first, so that it can be counted and still be read), "steps"
+#: the comparisons they make (likewise), "serialised" the characters of the text they make of
+#: their first argument, passed as it is (a generator's JSON is an error, not a list's),
+#: "text" those of their first argument made a text by ``str()`` (checked only where it is
+#: not a text already: upper, lower … are called on texts in every render).
 FILTER_COSTS: dict[str, tuple[Estimate, str]] = {
     "center": (_padded, "size"),
     "indent": (_indented, "size"),
+    "wordwrap": (_wrapped, "serialised"),
     "format": (_percent, "size"),
     "replace": (_filter_replace, "size"),
     "join": (_filter_join, "size"),
-    "string": (lambda value, *a, **k: text_length(value), "size"),
-    "sort": (lambda value, *a, **k: _sorting_steps(value), "steps"),
-    "dictsort": (lambda value, *a, **k: _sorting_steps(value), "steps"),
-    "unique": (lambda value, *a, **k: _sorting_steps(value), "steps"),
+    "string": (_as_text, "size"),
+    "tojson": (lambda value, indent=None: json_length(value, indent), "serialised"),
+    "pprint": (lambda value: pprint_length(value), "serialised"),
+    "escape": (lambda value: html_escaped_length(value), "serialised"),
+    "e": (lambda value: html_escaped_length(value), "serialised"),
+    "forceescape": (lambda value: html_escaped_length(value), "serialised"),
+    "urlencode": (lambda value: url_quoted_length(value), "size"),
+    "urlize": (_urlized, "serialised"),
+    "xmlattr": (_xml_attributes, "serialised"),
+    "batch": (_batched, "size"),
+    "slice": (_sliced, "size"),
+    "sort": (_sorted, "steps"),
+    "dictsort": (_sorted, "steps"),
+    "unique": (_sorted, "steps"),
+    "groupby": (_sorted, "steps"),
+    "max": (_compared, "steps"),
+    "match_lengths": (_matched, "steps"),
+    "min": (_compared, "steps"),
+    **{name: (_as_text, "text") for name in (
+        "safe", "striptags", "capitalize", "lower", "upper", "title", "trim", "wordcount")},
 }
 
 #: Methods of ``str`` (by name) and what they would build.
@@ -237,20 +332,56 @@ def _materialised(value: Any) -> Any:
 
 def _checked(name: str, function: Callable[..., Any], estimate: Estimate, kind: str
              ) -> Callable[..., Any]:
+    """``function`` (the filter ``name``), refusing a call whose ``estimate`` of ``kind`` is
+    over its limit."""
     skip = 0 if _PassArg.from_obj(function) is None else 1  # the context Jinja passes first
+    what = f"filter {name!r}"
+    if kind == "text":
+        return _checked_text(what, function, estimate, skip,
+                             _ONE_METHOD.get(name) if skip == 0 else None)
 
     @functools.wraps(function)  # keeps how Jinja calls it (``jinja_pass_arg``)
     def sized(*args: Any, **kwargs: Any) -> Any:
         if len(args) > skip:
-            args = (*args[:skip], _materialised(args[skip]), *args[skip + 1:])
+            if kind != "serialised":
+                args = (*args[:skip], _materialised(args[skip]), *args[skip + 1:])
             try:
                 cost = estimate(*args[skip:], **kwargs)
             except TypeError:  # called wrongly: the filter itself says how
                 return function(*args, **kwargs)
-            if kind == "size":
-                refuse_over(cost, f"filter {name!r}")
-            else:
-                refuse_over(cost, f"filter {name!r}", MAX_STEPS)
+            refuse_over(cost, what, MAX_STEPS if kind == "steps" else MAX_BUILT)
+        return function(*args, **kwargs)
+
+    return sized
+
+
+#: Filters whose whole work on a text is one str method (``soft_str(s).lower()``): a text is
+#: handed to the method at once, so that the size check costs templates that lower-case their
+#: slots in every render nothing at all.
+_ONE_METHOD = {"lower": str.lower, "upper": str.upper, "capitalize": str.capitalize}
+
+
+def _checked_text(what: str, function: Callable[..., Any], estimate: Estimate, skip: int,
+                  method: Callable[[str], str] | None = None) -> Callable[..., Any]:
+    """``function`` (a filter that makes its first argument a text by ``str()``), refusing a
+    first argument whose text would be over ``MAX_BUILT``; a text passes at once (to
+    ``method``, where that is all the filter does with one)."""
+    if method is not None:
+
+        @functools.wraps(function)
+        def by_method(*args: Any, **kwargs: Any) -> Any:
+            if len(args) == 1 and type(args[0]) is str and not kwargs:
+                return method(args[0])
+            if args:
+                refuse_over(estimate(args[0]), what)
+            return function(*args, **kwargs)
+
+        return by_method
+
+    @functools.wraps(function)
+    def sized(*args: Any, **kwargs: Any) -> Any:
+        if len(args) > skip and type(args[skip]) is not str:
+            refuse_over(estimate(args[skip]), what)
         return function(*args, **kwargs)
 
     return sized
@@ -307,11 +438,32 @@ def sized_filters(filters: dict[str, Callable[..., Any]]) -> None:
         filters["sum"] = _sum_filter(filters["sum"])
 
 
+def refuse_long_number(operator: str, left: int, right: int) -> None:
+    """Raise SecurityError where ``left * right`` or ``left ** right`` would have more than
+    ``MAX_INT_BITS`` binary digits (``left ** right`` as ``right`` times ``left``'s, which
+    it is within ``right``)."""
+    if operator == "*":
+        bits = left.bit_length() + right.bit_length()
+    elif operator == "**" and right > 0:
+        bits = left.bit_length() * right
+    else:
+        return
+    if bits > MAX_INT_BITS:
+        raise SecurityError(f"'{operator}' would build a number of about {bits:,} binary "
+                            f"digits, over the limit of {MAX_INT_BITS:,}")
+
+
 def check_method_call(method: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
     """Refuse a call of a ``str`` method (``"x".center(10**9)``) that would build a value
-    over ``MAX_BUILT``; any other call passes."""
+    over ``MAX_BUILT``, and one of the ``dict`` or ``namespace`` globals (or ``dict.fromkeys``)
+    that would compare keys for over ``MAX_STEPS`` steps; any other call passes."""
     owner = getattr(method, "__self__", None)
-    if type(owner) is not str:
+    if not isinstance(owner, str):  # a Markup's methods (``("x"|e).center(…)``) too
+        if args and (method is dict or method is Namespace):
+            refuse_over(_keyed_steps(args[0]), "namespace()" if method is Namespace
+                        else "dict()", MAX_STEPS)
+        elif args and owner is dict:  # dict.fromkeys(keys)
+            refuse_over(_matched(args[0]), f"{method.__name__}()", MAX_STEPS)
         return
     estimate = METHOD_COSTS.get(method.__name__)
     if estimate is None:

@@ -12,8 +12,9 @@ internals, and so may change with a Jinja upgrade, lives in the ``jinja_*`` modu
 this one: the sandbox (``jinja_sandbox``), its code generator and optimizer
 (``jinja_codegen``), its runtime context (``jinja_context``), the ``{% message %}`` block
 (``jinja_messages``), expressions (``jinja_expressions``), filters (``jinja_filters``,
-``jinja_sized_filters``), the loader (``jinja_loader``), what may print (``jinja_output``)
-and the description of Jinja's errors (``jinja_errors``).
+``jinja_sized_filters``, which sizes work done in C with ``jinja_text_sizes``), the loader
+(``jinja_loader``), what may print (``jinja_output``) and the description of Jinja's errors
+(``jinja_errors``).
 """
 
 from __future__ import annotations

@@ -18,10 +18,11 @@ def load_release_families(catalog: Catalog, release: ReleaseSpec,
                           skip: frozenset[str] = frozenset(),
                           fields_of: Mapping[str, Collection[str]] | None = None
                           ) -> list[FamilySpec]:
-    """Every family a release names (but those in ``skip``), loaded; all problems at once.
-    ``fields_of`` gives the field names of families in ``skip`` that were loaded elsewhere,
-    so that the release's subsets are checked against them too."""
-    loader = catalog.loader()
+    """Every family a release names (but those in ``skip``), loaded as a freeze loads them
+    (their outcome and signal patterns probed); all problems at once. ``fields_of`` gives the
+    field names of families in ``skip`` that were loaded elsewhere, so that the release's
+    subsets are checked against them too."""
+    loader = catalog.loader(probe_patterns=True)
     families, out = [], ProblemCollector()
     fields = dict(fields_of or {})
     for index, entry in enumerate(release.families):

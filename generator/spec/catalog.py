@@ -138,12 +138,15 @@ class Catalog:
         """Every paradigm a family of the project may name: its own, and the library's."""
         return {**self.paradigms, **self.library_paradigms}
 
-    def loader(self, explain: bool = True) -> FamilyLoader:
+    def loader(self, explain: bool = True, probe_patterns: bool = False) -> FamilyLoader:
         """A family loader over this catalog's paradigms. With ``explain``, a family naming a
         paradigm that is missing is also told what is wrong with the paradigm files (leave it
-        off where those problems are reported anyway)."""
+        off where those problems are reported anyway); with ``probe_patterns``, a family's
+        declared outcome and signal patterns are probed for runaway matching (validate and
+        freeze do)."""
         return FamilyLoader(self.project, self.usable_paradigms(),
-                            self.paradigm_problems if explain else (), self.family_documents)
+                            self.paradigm_problems if explain else (), self.family_documents,
+                            probe_patterns)
 
     def family_path(self, family: str) -> Path:
         """The file of a family given its id, or a path to a family file."""

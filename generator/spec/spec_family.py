@@ -48,8 +48,12 @@ class FamilyLoader:
 
     def __init__(self, project: Project, paradigms: Mapping[str, ParadigmSpec],
                  paradigm_problems: Sequence[Problem] = (),
-                 parsed: Mapping[Path, Located] | None = None) -> None:
+                 parsed: Mapping[Path, Located] | None = None,
+                 probe_patterns: bool = False) -> None:
         self.project = project
+        #: Whether the declared outcome and signal patterns of each family are probed for
+        #: runaway matching (``check_analysis``): where families are validated or frozen.
+        self.probe_patterns = probe_patterns
         self.paradigms = paradigms
         #: Why paradigm files could not be used, told to a family whose paradigm is missing.
         self.paradigm_problems = tuple(paradigm_problems)
@@ -126,7 +130,7 @@ class FamilyLoader:
                         ("answer", "scorer"))
         check_phrasings(data["phases"], problem)
         check_answer(data["answer"], slot_names, problem)
-        check_analysis(data.get("analysis", {}), designs, problem)
+        check_analysis(data.get("analysis", {}), designs, problem, self.probe_patterns)
         if paradigm is not None:
             axes: dict[str, set[str]] = {}
             for design in designs:

@@ -9,23 +9,28 @@ from typing import Any
 from .spec_types import Design
 
 
-def bad_patterns(patterns: list[str], probed: bool = False) -> list[tuple[int, str]]:
+def bad_patterns(patterns: list[str], probed: bool = False,
+                 ignore_case: bool = True) -> list[tuple[int, str]]:
     """(index, reason) of each pattern that does not compile in the engine that matches it;
-    ``probed`` (abstain patterns, searched in every response's first line), also of each
-    that takes too long on the probes it is tried on (``searched_pattern_problem``).
-    Declared outcomes and signals are long patterns of the bundled families, which probing
-    would add a tenth of a second to every load of them to; at score time they are matched
-    under the same time limit."""
+    ``probed``, also of each that takes too long on the probes it is tried on
+    (``searched_pattern_problem``, matched case aside or not as ``ignore_case`` says)."""
     from ..core.safe_regex import pattern_error, searched_pattern_problem
     if probed:
         return [(index, why) for index, pattern in enumerate(patterns)
-                if (why := searched_pattern_problem(pattern)) is not None]
+                if (why := searched_pattern_problem(pattern, ignore_case)) is not None]
     return [(index, f"is not a valid regular expression: {why}")
             for index, pattern in enumerate(patterns) if (why := pattern_error(pattern))]
 
 
 def check_analysis(analysis: Mapping[str, Any], designs: tuple[Design, ...],
-                    problem: Any) -> None:
+                    problem: Any, probe_patterns: bool = False) -> None:
+    """Problems of a family's analysis block: axes and values it names that are not the
+    family's, factors that are not two-valued, outcome and signal patterns that do not
+    compile, and, with ``probe_patterns``, that take too long on the probes an abstain
+    pattern is tried on. Declared outcomes and signals are long patterns (the bundled ones
+    take a tenth of a second to probe), searched in every answered response, so they are
+    probed where a family is validated or frozen, once a pattern text in a process, not on
+    every load of it; at score time they are matched under the regex time limit anyway."""
     values: dict[str, set[str]] = {}
     for design in designs:
         for axis in design.axes:
@@ -60,11 +65,12 @@ def check_analysis(analysis: Mapping[str, Any], designs: tuple[Design, ...],
     if "signal" in analysis:
         for axis, value in analysis["signal"]["act"].items():
             refs.append((("analysis", "signal", "act", axis), axis, [value]))
-        for _, why in bad_patterns([analysis["signal"]["performed"]]):
+        for _, why in bad_patterns([analysis["signal"]["performed"]], probe_patterns,
+                                   ignore_case=False):
             problem(f"signal 'performed' {why}",
                     ("analysis", "signal", "performed"))
     for name, pattern in analysis.get("outcomes", {}).items():
-        for _, why in bad_patterns([pattern]):
+        for _, why in bad_patterns([pattern], probe_patterns, ignore_case=False):
             problem(f"outcome {name!r} {why}",
                     ("analysis", "outcomes", name))
     for where, axis, wanted in refs:
