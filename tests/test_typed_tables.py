@@ -237,3 +237,54 @@ def test_croissant_analysis_lists_quote_keys_and_keep_names_unique() -> None:
     assert len({s["@id"] for s in subs}) == len(subs)
     four = _record_set("fam", "data/fam.jsonl", shape, "d", layout=4)["field"]
     assert not [f for f in four if f["name"].startswith("analysis_")]
+
+
+def _shape_of(layout: int, analyses: list[dict[str, Any]]) -> Any:
+    """A family shape of ``layout`` that observed one instance per analysis block."""
+    from memspec.formats.croissant import FamilyShape
+
+    shape = FamilyShape(layout)
+    for analysis in analyses:
+        shape.observe({"axes": {"order": "a"}, "fields": {}, "feedback": [],
+                       "answer": {"scorer": "exact", "distractors": {"stale": "x"}},
+                       "analysis": analysis})
+    return shape
+
+
+def test_croissant_shape_reads_only_what_its_layout_writes() -> None:
+    """A layout-3 shape gathers no distractors, feedback or analysis (its Croissant file has
+    none) and a layout-4 one no lists of objects (it leaves them to the JSONL), while the
+    record sets they write are those of a shape that gathered everything."""
+    from memspec.formats.croissant import _record_set
+
+    analyses = [{"chance": 0.5, "contrasts": [{"a": {"order": "x"}, "name": "n"}]}]
+    full = _shape_of(5, analyses)
+    assert full.distractors == {"stale"} and full.feedback
+    assert full.analysis == {("chance", "sc:Float", False)}
+    assert full.analysis_lists == {("contrasts", "a.order", "sc:Text"),
+                                   ("contrasts", "name", "sc:Text")}
+    four, three = _shape_of(4, analyses), _shape_of(3, analyses)
+    assert four.analysis == full.analysis and not four.analysis_lists
+    assert not (three.distractors or three.feedback or three.analysis)
+    for layout, shape in ((3, three), (4, four)):
+        assert _record_set("fam", "data/fam.jsonl", shape, "d", layout) == \
+            _record_set("fam", "data/fam.jsonl", full, "d", layout)
+
+
+def test_croissant_shape_tells_equal_numbers_of_other_types_apart() -> None:
+    """Blocks that compare equal but hold an integer, a float or a boolean (1 == 1.0 ==
+    True) are each read: a path seen with two types gets no field, as when read one by one."""
+    from memspec.formats.croissant import _record_set
+
+    blocks = [{"k": 1, "items": [{"v": 1}]}, {"k": 1.0, "items": [{"v": 1.0}]},
+              {"k": True, "items": [{"v": True}]}]
+    assert blocks[0] == blocks[1] == blocks[2]
+    shape = _shape_of(5, blocks)
+    assert shape.analysis == {("k", kind, False)
+                              for kind in ("sc:Integer", "sc:Float", "sc:Boolean")}
+    assert {kind for _, _, kind in shape.analysis_lists} == {
+        "sc:Integer", "sc:Float", "sc:Boolean"}
+    names = {f["name"] for f in _record_set("fam", "data/fam.jsonl", shape, "d", 5)["field"]}
+    assert not {"analysis", "analysis_items"} & names
+    same = _shape_of(5, [{"k": 2}, {"k": 2}, {"k": 3}])
+    assert same.analysis == {("k", "sc:Integer", False)}
