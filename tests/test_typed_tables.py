@@ -288,3 +288,34 @@ def test_croissant_shape_tells_equal_numbers_of_other_types_apart() -> None:
     assert not {"analysis", "analysis_items"} & names
     same = _shape_of(5, [{"k": 2}, {"k": 2}, {"k": 3}])
     assert same.analysis == {("k", "sc:Integer", False)}
+
+
+@pytest.mark.parametrize("layout", [3, 4])
+def test_parquet_row_hash_is_the_hash_of_the_rows_read_back(tmp_path: Path,
+                                                            layout: int) -> None:
+    """The ``content_sha256`` a shard records while it writes equals the one computed from
+    the rows pyarrow reads back, for rows whose text needs care: an analysis block whose
+    JSON text is not NFC (an escaped newline then a combining tilde reads as ``n`` + U+0303),
+    a message without a name, and an analysis block repeated from instance to instance."""
+    import unicodedata
+
+    from memspec.core.canonical import dumps
+    from memspec.formats.parquet_export import ParquetShards, content_sha256
+
+    analysis = {"note": "a\n\u0303b", "weights": [1, 2]}
+    assert not unicodedata.is_normalized("NFC", dumps(analysis))
+    shards = ParquetShards(tmp_path, "fam", (), "fam.yaml", layout)
+    for group in range(3):
+        shards.add({
+            "id": f"fam-{group:05d}-v", "family": "fam", "family_version": 1,
+            "paradigm": "p", "group": group, "design": "main", "variant": "v",
+            "axes": {"arm": "x"}, "fields": {"split": "test"},
+            "phases": [{"phase": "probe", "messages": [
+                {"role": "user", "content": f"q{group} caf\u00e9"},
+                {"role": "assistant", "name": "helper", "content": "a"}]}],
+            "answer": {"scorer": "exact", "gold": "a", "distractors": {"stale": "b"}},
+            "feedback": [{"round": 1, "action": "like", "terminated": True}],
+            "analysis": dict(analysis)})
+    (name, info), = shards.close().items()
+    assert info["rows"] == 3
+    assert content_sha256(tmp_path / name) == (3, info["content_sha256"])

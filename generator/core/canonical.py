@@ -14,7 +14,7 @@ import json
 import math
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from itertools import chain
 from typing import Any
 
@@ -130,6 +130,7 @@ def copy_data(value: Any) -> Any:
 #: The types of plain scalars (immutable, so never copied), and of text.
 SCALARS = frozenset({str, int, float, bool, type(None)})
 TEXT = frozenset({str})
+TEXT_OR_NULL = frozenset({str, type(None)})
 
 
 #: The one encoder of canonical text, made once (``json.dumps`` with options makes one a call).
@@ -220,8 +221,9 @@ def dump_normalized_bytes(value: Any) -> bytes:
 
 def _messages_are_text(phases: Any) -> bool:
     """Whether ``phases`` are a list of phases whose messages are dicts of strings, as
-    rendering makes them. Messages are most of an instance, so their types are read in C:
-    ``dict.values`` of anything but a dict raises TypeError."""
+    rendering makes them (or None, as a Parquet row has a message without a name).
+    Messages are most of an instance, so their types are read in C: ``dict.values`` of
+    anything but a dict raises TypeError."""
     if type(phases) is not list:
         return False
     try:
@@ -231,8 +233,8 @@ def _messages_are_text(phases: Any) -> bool:
                     key == "messages" or (type(key) is str and _orjson_writes(item))
                     for key, item in phase.items()):
                 return False
-            if not (TEXT.issuperset(map(type, chain.from_iterable(map(dict.values,
-                                                                         messages))))
+            if not (TEXT_OR_NULL.issuperset(map(type, chain.from_iterable(
+                    map(dict.values, messages))))
                     and TEXT.issuperset(map(type, chain.from_iterable(messages)))):
                 return False
     except (TypeError, KeyError):
@@ -273,3 +275,46 @@ def dump_pretty_bytes(value: Any) -> bytes:
 def content_hash(value: Any) -> str:
     """XXH3-128 hex digest of the canonical bytes of ``value``: for finding duplicates."""
     return xxhash.xxh3_128_hexdigest(dumps(value).encode("utf-8"))
+
+
+def normal_content_hash(record: Mapping[str, Any]) -> str:
+    """``content_hash`` of a record that is normal already (a part of an instance as it is
+    written or read back: ``normalize`` would return it unchanged), not normalised again
+    and its messages checked in C, as ``dump_instance_bytes`` does."""
+    return xxhash.xxh3_128_hexdigest(_encode_line(record, _ORJSON_OPTIONS, _instance_writes))
+
+
+#: orjson writes these types as others (a dataclass as an object, a date as a string);
+#: for a key it refuses them instead, as it refuses a key that is not a string.
+_KEY_OPTIONS = (orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+                | orjson.OPT_PASSTHROUGH_SUBCLASS)
+
+
+def json_key(value: Any) -> bytes | None:
+    """Bytes that are equal for two values of plain data (dicts, lists and JSON's scalars,
+    as an instance holds) only when they are the same value of the same types: ``1``,
+    ``1.0`` and ``true`` differ. A key to remember what was made of a value; None where
+    there is none (then nothing is remembered): a value orjson cannot write, or one holding
+    a null, which orjson also writes for NaN and infinity."""
+    try:
+        key = orjson.dumps(value, option=_KEY_OPTIONS)
+    except TypeError:
+        return None
+    return None if b"null" in key else key
+
+
+class TextMemo:
+    """``dumps`` of values that repeat (a family's analysis block, in each of its
+    instances), each distinct one (``json_key``) written once."""
+
+    def __init__(self) -> None:
+        self._texts: dict[bytes, str] = {}
+
+    def __call__(self, value: Any) -> str:
+        key = json_key(value)
+        if key is None:
+            return dumps(value)
+        text = self._texts.get(key)
+        if text is None:
+            text = self._texts[key] = dumps(value)
+        return text

@@ -14,8 +14,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
+from ..core.canonical import json_key
 from ..spec.spec import PublishedDesign, ReleaseSpec
 from .release_layouts import LATEST_LAYOUT, first_layout_with, release_layout
 
@@ -112,12 +111,10 @@ class FamilyShape:
                 self.analysis_lists.update(_analysis_list_paths(analysis))
 
     def _first_sight(self, analysis: Mapping[str, Any]) -> bool:
-        """Whether no analysis block with the same JSON was read before. orjson's bytes tell
-        an integer, a float and a boolean apart (``1``, ``1.0``, ``true``), so blocks with the
-        same bytes have the same typed paths; one it cannot write is always read."""
-        try:
-            key = orjson.dumps(analysis)
-        except TypeError:
+        """Whether no analysis block with the same ``json_key`` was read before (blocks with
+        the same key have the same typed paths); one without a key is always read."""
+        key = json_key(analysis)
+        if key is None:
             return True
         if key in self._analysis_seen:
             return False
