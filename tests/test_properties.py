@@ -462,3 +462,16 @@ def test_a_text_memo_writes_what_dumps_writes(values: list[Any], data: st.DataOb
                 memo(value)
         else:
             assert memo(value) == expected
+
+
+@settings(STABLE, max_examples=300)
+@given(st.lists(st.tuples(INSTANCES, JSON), min_size=1, max_size=4), st.data())
+def test_an_instance_written_with_its_analysis_apart_has_the_canonical_bytes(
+        pairs: list[tuple[dict[str, Any], Any]], data: st.DataObject) -> None:
+    # The analysis block (floats and all) written once through a memo and set first in the
+    # line, the rest by orjson: the bytes of the canonical writer, for blocks met again and
+    # for instances with a key that sorts before "analysis" (written whole).
+    memo = TextMemo()
+    instances = [normalize({**instance, "analysis": analysis}) for instance, analysis in pairs]
+    for instance in [*instances, data.draw(st.sampled_from(instances))]:
+        assert dump_instance_bytes(instance, repeated=memo) == dump_bytes(instance)

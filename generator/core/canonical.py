@@ -256,11 +256,28 @@ def writes_canonically(value: Any) -> bool:
     return _orjson_writes(value)
 
 
-def dump_instance_bytes(instance: Any, checked: bool = False) -> bytes:
+#: The part of an instance that is the same in many (a family's analysis block) and may
+#: hold floats, which orjson does not write canonically, so that a line holding it would
+#: be written by the standard library: ``dump_instance_bytes`` can write it apart, once.
+REPEATED_PART = "analysis"
+_REPEATED_HEAD = b'{"' + REPEATED_PART.encode("ascii") + b'":'
+
+
+def dump_instance_bytes(instance: Any, checked: bool = False,
+                        repeated: TextMemo | None = None) -> bytes:
     """``dump_normalized_bytes`` of an instance, its messages (most of its bytes) checked in
     C; ``checked``: the caller checked with ``writes_canonically`` every part of it that
     could hold a float (a generator, of the parts it did not make of text), and nothing is
-    checked here."""
+    checked here. With ``repeated``, its ``REPEATED_PART`` is written through that memo and
+    set at its place in the line (first, where it sorts before every other key), so the
+    rest is written by orjson even when that part holds a float."""
+    if repeated is not None and not checked and type(instance) is dict \
+            and REPEATED_PART in instance:
+        rest = dict(instance)
+        part = rest.pop(REPEATED_PART)
+        if rest and all(type(key) is str and key > REPEATED_PART for key in rest):
+            tail = _encode_line(rest, _ORJSON_LINE, _instance_writes)
+            return b"".join((_REPEATED_HEAD, repeated(part).encode("utf-8"), b",", tail[1:]))
     return _encode_line(instance, _ORJSON_LINE, None if checked else _instance_writes)
 
 
