@@ -20,6 +20,7 @@ from memspec.cli.validate import validate
 from memspec.core.canonical import (
     MAX_INT_DIGITS,
     CanonicalJSONError,
+    PlainCopies,
     TextMemo,
     content_hash,
     dump_bytes,
@@ -475,3 +476,23 @@ def test_an_instance_written_with_its_analysis_apart_has_the_canonical_bytes(
     instances = [normalize({**instance, "analysis": analysis}) for instance, analysis in pairs]
     for instance in [*instances, data.draw(st.sampled_from(instances))]:
         assert dump_instance_bytes(instance, repeated=memo) == dump_bytes(instance)
+
+
+@settings(STABLE, max_examples=300)
+@given(st.one_of(JSON, LOOKALIKES,
+                 st.tuples(LOOKALIKES, LOOKALIKES).map(lambda pair: {"pair": pair})))
+def test_plain_copies_are_the_value_part_for_part_and_share_nothing(value: Any) -> None:
+    # Each copy is the value to the type of every part (1, 1.0 and True apart; a NaN, a
+    # tuple, an integer beyond 64 bits copied the long way), with its keys in order, and a
+    # change to one copy reaches neither the value nor the next copy.
+    original = copy.deepcopy(value)
+    copies = PlainCopies(value)
+    first = copies()
+    assert _typed(first) == _typed(value)
+    assert not isinstance(value, (dict, list)) or first is not value
+    if isinstance(first, dict):
+        assert list(first) == list(value)
+        first["added"] = 1
+    elif isinstance(first, list):
+        first.append(1)
+    assert _typed(copies()) == _typed(original) == _typed(value)
