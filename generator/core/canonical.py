@@ -346,9 +346,10 @@ _KEY_OPTIONS = (orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETI
 def json_key(value: Any) -> bytes | None:
     """Bytes that are equal for two values of plain data (dicts, lists and JSON's scalars,
     as an instance holds) only when they are the same value of the same types: ``1``,
-    ``1.0`` and ``true`` differ. A key to remember what was made of a value; None where
-    there is none (then nothing is remembered): a value orjson cannot write, or one holding
-    a null, which orjson also writes for NaN and infinity."""
+    ``1.0`` and ``true`` differ (a tuple reads as a list, as JSON has only lists). A key to
+    remember what was made of a value; None where there is none (then nothing is
+    remembered): a value orjson cannot write, or one holding a null, which orjson also
+    writes for NaN and infinity."""
     try:
         key = orjson.dumps(value, option=_KEY_OPTIONS)
     except TypeError:
