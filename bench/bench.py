@@ -25,9 +25,14 @@ pair in the same way.
 (d) `memspec verify` throughput against coreutils `sha256sum -c` on the same release, a
     large one (about 150 MB) made for the purpose, and the largest bundled one (target >= 0.9x);
 (e) `memspec validate` of every bundled spec (target under 2 s), with the cache of compiled
-    code filled, as every run after the first finds it; the first run is reported beside it.
+    code filled, as every run after the first finds it; the first run is reported beside it;
+(f) the README's main job, `memspec build` (the newest version of each bundled release, built
+    and verified), into a fresh output folder each run: the median wall and CPU (user +
+    system) seconds of --build-runs runs with the cache of compiled code filled (target
+    <= 20 s), and the first run, with it empty, as right after installing.
 
-Every run uses a cache of compiled code of its own, in a temporary folder.
+Every run uses a cache of compiled code of its own, in a temporary folder. Measurements not
+asked for with --only keep their earlier results in the JSON file.
 """
 
 from __future__ import annotations
@@ -405,9 +410,52 @@ def bench_validate(tmp: Path) -> dict[str, Any]:
             "target": "< 2 s"}
 
 
+def _timed_memspec(*args: str) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system, of it and its children, as the kernel
+    counts them) of one `memspec` run."""
+    with tempfile.TemporaryFile() as errors:
+        start = time.perf_counter()
+        process = subprocess.Popen([sys.executable, "-m", "memspec.cli", *args], cwd=REPO,
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                   stderr=errors)
+        _, status, usage = os.wait4(process.pid, 0)
+        elapsed = time.perf_counter() - start
+        process.returncode = os.waitstatus_to_exitcode(status)
+        if process.returncode:
+            errors.seek(0)
+            raise SystemExit(f"memspec {' '.join(args)} failed: "
+                             f"{errors.read().decode()[-2000:]}")
+    return elapsed, usage.ru_utime + usage.ru_stime
+
+
+def bench_build(tmp: Path, runs: int, releases: list[str]) -> dict[str, Any]:
+    """(f) `memspec build` (of ``releases``, by default what the README's line builds) into
+    a fresh folder each run: first with an empty cache of compiled code, then ``runs`` times
+    with it filled; the medians of those count."""
+    os.environ[CACHE_DIR_VARIABLE] = str(tmp / "build-cache")
+
+    def build(run: str) -> tuple[float, float]:
+        out = tmp / f"build-{run}"
+        try:
+            return _timed_memspec("build", *releases, "--out", str(out))
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
+
+    cold = build("cold")
+    warm = [build(str(run)) for run in range(runs)]
+    os.environ[CACHE_DIR_VARIABLE] = str(tmp / "cache")
+    return {"releases": releases or "newest of each", "runs": runs,
+            "seconds": round(statistics.median(wall for wall, _ in warm), 2),
+            "cpu_seconds": round(statistics.median(cpu for _, cpu in warm), 2),
+            "seconds_all": [round(wall, 2) for wall, _ in warm],
+            "cpu_seconds_all": [round(cpu, 2) for _, cpu in warm],
+            "seconds_cold_cache": round(cold[0], 2),
+            "cpu_seconds_cold_cache": round(cold[1], 2), "target": "<= 20 s"}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", default="a,b,c,d,e", help="which measurements, e.g. a,c")
+    parser.add_argument("--only", default="a,b,c,d,e,f", help="which measurements, e.g. a,c")
     parser.add_argument("--floor-groups", type=int, default=200,
                         help="groups of one round of (a)")
     parser.add_argument("--rounds", type=int, default=60,
@@ -431,6 +479,11 @@ def main() -> None:
                         help=f"the bundled release of (d) (default {RELEASE})")
     parser.add_argument("--rss-max", type=int, default=1_000_000,
                         help="largest instance count for (c)")
+    parser.add_argument("--build-runs", type=int, default=3,
+                        help="runs of (f) with the code cache filled; their median counts")
+    parser.add_argument("--build-releases", default="",
+                        help="releases (f) builds, e.g. example-v3 (default: what the "
+                             "README's `memspec build` builds)")
     parser.add_argument("--json", type=Path, default=REPO / "bench" / "results.json")
     args = parser.parse_args()
     wanted = set(args.only.split(","))
@@ -459,8 +512,12 @@ def main() -> None:
                                               args.verify_release)
         if "e" in wanted:
             results["e_validate"] = bench_validate(tmp)
+        if "f" in wanted:
+            results["f_build"] = bench_build(tmp, args.build_runs,
+                                             [r for r in args.build_releases.split(",") if r])
         shutil.rmtree(tmp, ignore_errors=True)
-    args.json.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    earlier = json.loads(args.json.read_text()) if args.json.is_file() else {}
+    args.json.write_text(json.dumps({**earlier, **results}, indent=2, sort_keys=True) + "\n")
     _print_table(results)
 
 
@@ -497,6 +554,10 @@ def _print_table(results: dict[str, Any]) -> None:
             f"growth {r['growth']:.1%}"),
         "e_validate": lambda r: ("(e) memspec validate (first run, empty code cache: "
                                  f"{r['seconds_cold_cache']} s)", f"{r['seconds']} s"),
+        "f_build": lambda r: (f"(f) memspec build, median of {r['runs']} runs: CPU "
+                              f"{r['cpu_seconds']} s (first run, empty code cache: "
+                              f"{r['seconds_cold_cache']} s, CPU "
+                              f"{r['cpu_seconds_cold_cache']} s)", f"{r['seconds']} s"),
     }
     for key, describe in rows.items():
         if key in results:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import site
 import subprocess
 import sys
 import sysconfig
@@ -36,8 +37,11 @@ def clean_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     purelib = subprocess.run([str(python), "-c",
                               "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                              capture_output=True, text=True, check=True).stdout.strip()
-    # A plain path entry: its directory's own .pth files (memspec's editable hook) are not run.
-    Path(purelib, "machine_packages.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    # Plain path entries: their directories' own .pth files (memspec's editable hook) are not
+    # run. Every site directory this interpreter reads, so that a virtual environment with
+    # the system's packages (where the loaders may be) lends them too.
+    machine = dict.fromkeys([sysconfig.get_paths()["purelib"], *site.getsitepackages()])
+    Path(purelib, "machine_packages.pth").write_text("".join(f"{path}\n" for path in machine))
     return python
 
 

@@ -237,3 +237,85 @@ def test_croissant_analysis_lists_quote_keys_and_keep_names_unique() -> None:
     assert len({s["@id"] for s in subs}) == len(subs)
     four = _record_set("fam", "data/fam.jsonl", shape, "d", layout=4)["field"]
     assert not [f for f in four if f["name"].startswith("analysis_")]
+
+
+def _shape_of(layout: int, analyses: list[dict[str, Any]]) -> Any:
+    """A family shape of ``layout`` that observed one instance per analysis block."""
+    from memspec.formats.croissant import FamilyShape
+
+    shape = FamilyShape(layout)
+    for analysis in analyses:
+        shape.observe({"axes": {"order": "a"}, "fields": {}, "feedback": [],
+                       "answer": {"scorer": "exact", "distractors": {"stale": "x"}},
+                       "analysis": analysis})
+    return shape
+
+
+def test_croissant_shape_reads_only_what_its_layout_writes() -> None:
+    """A layout-3 shape gathers no distractors, feedback or analysis (its Croissant file has
+    none) and a layout-4 one no lists of objects (it leaves them to the JSONL), while the
+    record sets they write are those of a shape that gathered everything."""
+    from memspec.formats.croissant import _record_set
+
+    analyses = [{"chance": 0.5, "contrasts": [{"a": {"order": "x"}, "name": "n"}]}]
+    full = _shape_of(5, analyses)
+    assert full.distractors == {"stale"} and full.feedback
+    assert full.analysis == {("chance", "sc:Float", False)}
+    assert full.analysis_lists == {("contrasts", "a.order", "sc:Text"),
+                                   ("contrasts", "name", "sc:Text")}
+    four, three = _shape_of(4, analyses), _shape_of(3, analyses)
+    assert four.analysis == full.analysis and not four.analysis_lists
+    assert not (three.distractors or three.feedback or three.analysis)
+    for layout, shape in ((3, three), (4, four)):
+        assert _record_set("fam", "data/fam.jsonl", shape, "d", layout) == \
+            _record_set("fam", "data/fam.jsonl", full, "d", layout)
+
+
+def test_croissant_shape_tells_equal_numbers_of_other_types_apart() -> None:
+    """Blocks that compare equal but hold an integer, a float or a boolean (1 == 1.0 ==
+    True) are each read: a path seen with two types gets no field, as when read one by one."""
+    from memspec.formats.croissant import _record_set
+
+    blocks = [{"k": 1, "items": [{"v": 1}]}, {"k": 1.0, "items": [{"v": 1.0}]},
+              {"k": True, "items": [{"v": True}]}]
+    assert blocks[0] == blocks[1] == blocks[2]
+    shape = _shape_of(5, blocks)
+    assert shape.analysis == {("k", kind, False)
+                              for kind in ("sc:Integer", "sc:Float", "sc:Boolean")}
+    assert {kind for _, _, kind in shape.analysis_lists} == {
+        "sc:Integer", "sc:Float", "sc:Boolean"}
+    names = {f["name"] for f in _record_set("fam", "data/fam.jsonl", shape, "d", 5)["field"]}
+    assert not {"analysis", "analysis_items"} & names
+    same = _shape_of(5, [{"k": 2}, {"k": 2}, {"k": 3}])
+    assert same.analysis == {("k", "sc:Integer", False)}
+
+
+@pytest.mark.parametrize("layout", [3, 4])
+def test_parquet_row_hash_is_the_hash_of_the_rows_read_back(tmp_path: Path,
+                                                            layout: int) -> None:
+    """The ``content_sha256`` a shard records while it writes equals the one computed from
+    the rows pyarrow reads back, for rows whose text needs care: an analysis block whose
+    JSON text is not NFC (an escaped newline then a combining tilde reads as ``n`` + U+0303),
+    a message without a name, and an analysis block repeated from instance to instance."""
+    import unicodedata
+
+    from memspec.core.canonical import dumps
+    from memspec.formats.parquet_export import ParquetShards, content_sha256
+
+    analysis = {"note": "a\n\u0303b", "weights": [1, 2]}
+    assert not unicodedata.is_normalized("NFC", dumps(analysis))
+    shards = ParquetShards(tmp_path, "fam", (), "fam.yaml", layout)
+    for group in range(3):
+        shards.add({
+            "id": f"fam-{group:05d}-v", "family": "fam", "family_version": 1,
+            "paradigm": "p", "group": group, "design": "main", "variant": "v",
+            "axes": {"arm": "x"}, "fields": {"split": "test"},
+            "phases": [{"phase": "probe", "messages": [
+                {"role": "user", "content": f"q{group} caf\u00e9"},
+                {"role": "assistant", "name": "helper", "content": "a"}]}],
+            "answer": {"scorer": "exact", "gold": "a", "distractors": {"stale": "b"}},
+            "feedback": [{"round": 1, "action": "like", "terminated": True}],
+            "analysis": dict(analysis)})
+    (name, info), = shards.close().items()
+    assert info["rows"] == 3
+    assert content_sha256(tmp_path / name) == (3, info["content_sha256"])

@@ -14,7 +14,7 @@ import json
 import math
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from itertools import chain
 from typing import Any
 
@@ -127,9 +127,46 @@ def copy_data(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
+def _same_data(copy: Any, value: Any) -> bool:
+    """Whether ``copy`` is ``value`` to the type of every part (``1``, ``1.0`` and ``True``
+    compare equal but are not the same data), keys in the same order."""
+    kind = type(value)
+    if type(copy) is not kind:
+        return False
+    if kind is dict:
+        return list(copy) == list(value) and all(
+            _same_data(copy[key], item) for key, item in value.items())
+    if kind is list:
+        return len(copy) == len(value) and all(map(_same_data, copy, value))
+    return bool(copy == value)
+
+
+class PlainCopies:
+    """Fresh copies of one value of plain data, made many times (a family's analysis block,
+    one for each of its instances): parsed from its JSON bytes by orjson, a few times
+    quicker than ``copy_data``, where that gives the value back part for part (checked
+    once: not where it holds NaN, a tuple or an integer beyond 64 bits), else by
+    ``copy_data``. The value must not change while copies are made of it."""
+
+    def __init__(self, value: Any) -> None:
+        self._value = value
+        try:
+            data: bytes | None = orjson.dumps(value, option=_KEY_OPTIONS)
+        except TypeError:
+            data = None
+        self._data = data if data is not None and _same_data(orjson.loads(data), value) \
+            else None
+
+    def __call__(self) -> Any:
+        if self._data is not None:
+            return orjson.loads(self._data)
+        return copy_data(self._value)
+
+
 #: The types of plain scalars (immutable, so never copied), and of text.
 SCALARS = frozenset({str, int, float, bool, type(None)})
 TEXT = frozenset({str})
+TEXT_OR_NULL = frozenset({str, type(None)})
 
 
 #: The one encoder of canonical text, made once (``json.dumps`` with options makes one a call).
@@ -220,8 +257,9 @@ def dump_normalized_bytes(value: Any) -> bytes:
 
 def _messages_are_text(phases: Any) -> bool:
     """Whether ``phases`` are a list of phases whose messages are dicts of strings, as
-    rendering makes them. Messages are most of an instance, so their types are read in C:
-    ``dict.values`` of anything but a dict raises TypeError."""
+    rendering makes them (or None, as a Parquet row has a message without a name).
+    Messages are most of an instance, so their types are read in C: ``dict.values`` of
+    anything but a dict raises TypeError."""
     if type(phases) is not list:
         return False
     try:
@@ -231,8 +269,8 @@ def _messages_are_text(phases: Any) -> bool:
                     key == "messages" or (type(key) is str and _orjson_writes(item))
                     for key, item in phase.items()):
                 return False
-            if not (TEXT.issuperset(map(type, chain.from_iterable(map(dict.values,
-                                                                         messages))))
+            if not (TEXT_OR_NULL.issuperset(map(type, chain.from_iterable(
+                    map(dict.values, messages))))
                     and TEXT.issuperset(map(type, chain.from_iterable(messages)))):
                 return False
     except (TypeError, KeyError):
@@ -254,11 +292,28 @@ def writes_canonically(value: Any) -> bool:
     return _orjson_writes(value)
 
 
-def dump_instance_bytes(instance: Any, checked: bool = False) -> bytes:
+#: The part of an instance that is the same in many (a family's analysis block) and may
+#: hold floats, which orjson does not write canonically, so that a line holding it would
+#: be written by the standard library: ``dump_instance_bytes`` can write it apart, once.
+REPEATED_PART = "analysis"
+_REPEATED_HEAD = b'{"' + REPEATED_PART.encode("ascii") + b'":'
+
+
+def dump_instance_bytes(instance: Any, checked: bool = False,
+                        repeated: TextMemo | None = None) -> bytes:
     """``dump_normalized_bytes`` of an instance, its messages (most of its bytes) checked in
     C; ``checked``: the caller checked with ``writes_canonically`` every part of it that
     could hold a float (a generator, of the parts it did not make of text), and nothing is
-    checked here."""
+    checked here. With ``repeated``, its ``REPEATED_PART`` is written through that memo and
+    set at its place in the line (first, where it sorts before every other key), so the
+    rest is written by orjson even when that part holds a float."""
+    if repeated is not None and not checked and type(instance) is dict \
+            and REPEATED_PART in instance:
+        rest = dict(instance)
+        part = rest.pop(REPEATED_PART)
+        if rest and all(type(key) is str and key > REPEATED_PART for key in rest):
+            tail = _encode_line(rest, _ORJSON_LINE, _instance_writes)
+            return b"".join((_REPEATED_HEAD, repeated(part).encode("utf-8"), b",", tail[1:]))
     return _encode_line(instance, _ORJSON_LINE, None if checked else _instance_writes)
 
 
@@ -273,3 +328,47 @@ def dump_pretty_bytes(value: Any) -> bytes:
 def content_hash(value: Any) -> str:
     """XXH3-128 hex digest of the canonical bytes of ``value``: for finding duplicates."""
     return xxhash.xxh3_128_hexdigest(dumps(value).encode("utf-8"))
+
+
+def normal_content_hash(record: Mapping[str, Any]) -> str:
+    """``content_hash`` of a record that is normal already (a part of an instance as it is
+    written or read back: ``normalize`` would return it unchanged), not normalised again
+    and its messages checked in C, as ``dump_instance_bytes`` does."""
+    return xxhash.xxh3_128_hexdigest(_encode_line(record, _ORJSON_OPTIONS, _instance_writes))
+
+
+#: orjson writes these types as others (a dataclass as an object, a date as a string);
+#: for a key it refuses them instead, as it refuses a key that is not a string.
+_KEY_OPTIONS = (orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+                | orjson.OPT_PASSTHROUGH_SUBCLASS)
+
+
+def json_key(value: Any) -> bytes | None:
+    """Bytes that are equal for two values of plain data (dicts, lists and JSON's scalars,
+    as an instance holds) only when they are the same value of the same types: ``1``,
+    ``1.0`` and ``true`` differ (a tuple reads as a list, as JSON has only lists). A key to
+    remember what was made of a value; None where there is none (then nothing is
+    remembered): a value orjson cannot write, or one holding a null, which orjson also
+    writes for NaN and infinity."""
+    try:
+        key = orjson.dumps(value, option=_KEY_OPTIONS)
+    except TypeError:
+        return None
+    return None if b"null" in key else key
+
+
+class TextMemo:
+    """``dumps`` of values that repeat (a family's analysis block, in each of its
+    instances), each distinct one (``json_key``) written once."""
+
+    def __init__(self) -> None:
+        self._texts: dict[bytes, str] = {}
+
+    def __call__(self, value: Any) -> str:
+        key = json_key(value)
+        if key is None:
+            return dumps(value)
+        text = self._texts.get(key)
+        if text is None:
+            text = self._texts[key] = dumps(value)
+        return text

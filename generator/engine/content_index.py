@@ -14,12 +14,19 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..core.canonical import content_hash
+from ..core.canonical import content_hash, normal_content_hash
 
 
 def content_key(instance: Mapping[str, Any]) -> str:
     """What makes two instances the same content: XXH3-128 of their phases and answer."""
     return content_hash({"phases": instance["phases"], "answer": instance["answer"]})
+
+
+def written_content_key(instance: Mapping[str, Any]) -> str:
+    """``content_key`` of an instance memspec generated or wrote itself, which is normal
+    already (``normal_content_hash``): the same key, without normalising it again. Files
+    of unknown origin (an audit's) take ``content_key``."""
+    return normal_content_hash({"phases": instance["phases"], "answer": instance["answer"]})
 
 
 class ContentIndex:

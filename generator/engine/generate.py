@@ -12,7 +12,7 @@ from contextlib import AbstractContextManager
 from functools import partial
 from typing import Any, TypeVar
 
-from ..core.canonical import CanonicalJSONError
+from ..core.canonical import CanonicalJSONError, PlainCopies, TextMemo
 from ..core.errors import SpecError
 from ..core.limits import Budget, BudgetExceeded, group_megabytes, group_seconds
 from ..spec.spec import FamilySpec
@@ -46,6 +46,8 @@ class FamilyGenerator(InstanceRendering):
         self._budget = Budget(group_seconds(), group_megabytes())
         self._answer_memo = InputMemo(self._answer_names)
         self._descriptions: dict[str, dict[str, Any]] = {}
+        #: Each variant's analysis block, copied fresh into each of its instances.
+        self._analysis_copies: dict[str, PlainCopies] = {}
         self._field_names: list[tuple[str, str, str]] | None = None
         #: The variants whose first instance the schema checked (``_check_schema``).
         self._schema_checked: set[str] = set()
@@ -53,6 +55,9 @@ class FamilyGenerator(InstanceRendering):
         #: variant says of itself, answers, feedback) was checked to hold nothing orjson
         #: writes otherwise than canonically (a float): then their lines need no check.
         self.json_checked = True
+        #: The canonical text of each distinct analysis block its instances carry (the same
+        #: in every instance of a variant), for writing their lines (``dump_instance_bytes``).
+        self.repeated_texts = TextMemo()
 
     def render_group(self, group: int) -> tuple[dict[str, Any], list[RenderedVariant]]:
         """The slot values of one group (before any variant's transforms) and every variant

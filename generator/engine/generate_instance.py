@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..core.canonical import CanonicalJSONError, copy_data, dumps, normalize
+from ..core.canonical import CanonicalJSONError, PlainCopies, copy_data, dumps, normalize
 from ..core.rng import KeyedRandom
 from ..core.transforms import TransformCall, get_transform
 from ..spec import audit_declarations
@@ -28,6 +28,7 @@ class InstanceRendering(AnswerRendering):
 
     _designs: dict[str, Design]
     _descriptions: dict[str, dict[str, Any]]
+    _analysis_copies: dict[str, PlainCopies]
     _field_names: list[tuple[str, str, str]] | None
     _schema_checked: set[str]
 
@@ -165,7 +166,11 @@ class InstanceRendering(AnswerRendering):
                 instance["feedback"] = normalize(self._feedback(context))
                 self._check_json(instance["feedback"])
             if "analysis" in described:
-                instance["analysis"] = copy_data(described["analysis"])
+                copies = self._analysis_copies.get(variant.name)
+                if copies is None:
+                    copies = self._analysis_copies[variant.name] = \
+                        PlainCopies(described["analysis"])
+                instance["analysis"] = copies()
         except CanonicalJSONError as exc:
             raise self.family.located.error(f"instance has no canonical form: {exc}") from None
         if new_answer or "feedback" in instance or variant.name not in self._schema_checked \

@@ -79,7 +79,8 @@ def render_chunk(job: ChunkJob, generator: Any = None, keep: bool = False) -> Ch
                             .items())))
                     # Generated instances are normal, and what is not rendered text in them
                     # the generator checked as it made it.
-                    lines.append(dump_instance_bytes(instance, checked=generator.json_checked))
+                    lines.append(dump_instance_bytes(instance, checked=generator.json_checked,
+                                                     repeated=generator.repeated_texts))
                     if keep:
                         instances.append(instance)
     return ChunkResult.of_lines(lines, generator.checks.take_tallies(),

@@ -14,8 +14,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ..core.canonical import json_key
 from ..spec.spec import PublishedDesign, ReleaseSpec
-from .release_layouts import first_layout_with, release_layout
+from .release_layouts import LATEST_LAYOUT, first_layout_with, release_layout
 
 CONFORMS_TO = "http://mlcommons.org/croissant/1.0"
 
@@ -72,9 +73,15 @@ _REPEATED_ANSWER_KEYS = frozenset({"options", "abstain"})
 
 class FamilyShape:
     """The axes, fields and answer keys a family's instances use, gathered as they are
-    written: what its record set describes."""
+    written: what its record set describes. ``layout`` says what that is: the distractors,
+    the feedback log and the analysis block are read only for a layout whose Croissant file
+    describes them, and the analysis entries that are lists of objects only for one that
+    types them, so no instance is scanned for what the written bytes do not hold."""
 
-    def __init__(self) -> None:
+    def __init__(self, layout: int = LATEST_LAYOUT) -> None:
+        features = release_layout(layout)
+        self._full = features.croissant_full_records
+        self._nested = features.croissant_nested_analysis
         self.axes: set[str] = set()
         self.fields: set[str] = set()
         self.answer: set[str] = set()
@@ -83,22 +90,49 @@ class FamilyShape:
         # (entry, JSON path within one of its objects, type): entries that are lists of objects
         self.analysis_lists: set[tuple[str, str, str]] = set()
         self.feedback = False
+        # The analysis blocks already read, by their JSON bytes: a family's instances mostly
+        # carry the same block, whose paths then are read once.
+        self._analysis_seen: set[bytes] = set()
 
     def observe(self, instance: Mapping[str, Any]) -> None:
+        """Gather what one instance, as written (canonical: no NaN or infinity), uses."""
         self.axes.update(instance["axes"])
         self.fields.update(instance["fields"])
-        self.answer.update(key for key in instance["answer"] if key in _ANSWER_TYPES)
-        self.distractors.update(instance["answer"].get("distractors", {}))
-        self.analysis.update(_analysis_paths(instance.get("analysis", {})))
-        self.analysis_lists.update(_analysis_list_paths(instance.get("analysis", {})))
+        answer = instance["answer"]
+        self.answer.update(key for key in answer if key in _ANSWER_TYPES)
+        if not self._full:
+            return
+        self.distractors.update(answer.get("distractors", ()))
         self.feedback = self.feedback or "feedback" in instance
+        analysis = instance.get("analysis")
+        if analysis and self._first_sight(analysis):
+            self.analysis.update(_analysis_paths(analysis))
+            if self._nested:
+                self.analysis_lists.update(_analysis_list_paths(analysis))
+
+    def _first_sight(self, analysis: Mapping[str, Any]) -> bool:
+        """Whether no analysis block with the same ``json_key`` was read before (blocks with
+        the same key have the same typed paths); one without a key is always read."""
+        key = json_key(analysis)
+        if key is None:
+            return True
+        if key in self._analysis_seen:
+            return False
+        self._analysis_seen.add(key)
+        return True
 
 
+#: The Croissant type of each exact scalar type (a dispatch on ``type()``; subclasses of
+#: them take the ``isinstance`` tests of ``_SCALAR_TYPES``).
+_SCALAR_BY_TYPE = {bool: "sc:Boolean", int: "sc:Integer", float: "sc:Float", str: "sc:Text"}
 _SCALAR_TYPES = ((bool, "sc:Boolean"), (int, "sc:Integer"), (float, "sc:Float"),
                  (str, "sc:Text"))
 
 
 def _scalar_type(value: Any) -> str | None:
+    exact = _SCALAR_BY_TYPE.get(type(value))
+    if exact is not None:
+        return exact
     for kind, name in _SCALAR_TYPES:
         if isinstance(value, kind):
             return name
@@ -122,11 +156,11 @@ def _analysis_paths(analysis: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
     return paths
 
 
-def _analysis_list_paths(analysis: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+def _analysis_list_paths(analysis: Mapping[str, Any]) -> set[tuple[str, str, str]]:
     """The entries of an analysis block that are lists of objects, with the paths Croissant
     can type in each object: its scalars and the scalars of its objects (a list inside an
     object is left to the JSONL)."""
-    paths = []
+    paths: set[tuple[str, str, str]] = set()
     for key, value in analysis.items():
         if not isinstance(value, list) or not value or \
                 not all(isinstance(item, Mapping) for item in value):
@@ -134,10 +168,10 @@ def _analysis_list_paths(analysis: Mapping[str, Any]) -> list[tuple[str, str, st
         for item in value:
             for sub, inner in item.items():
                 if isinstance(inner, Mapping):
-                    paths += [(key, f"{sub}.{name}", kind) for name, leaf in inner.items()
-                              if (kind := _scalar_type(leaf))]
+                    paths.update((key, f"{sub}.{name}", kind) for name, leaf in inner.items()
+                                 if (kind := _scalar_type(leaf)))
                 elif kind := _scalar_type(inner):
-                    paths.append((key, sub, kind))
+                    paths.add((key, sub, kind))
     return paths
 
 

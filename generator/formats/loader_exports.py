@@ -33,7 +33,7 @@ class LoaderExports:
         self._shards = ParquetShards(self.folder, family.family_id, self.release.subsets,
                                      family.file, self.layout)
         self._keys = {}
-        self.shapes[family.family_id] = FamilyShape()
+        self.shapes[family.family_id] = FamilyShape(self.layout)
 
     def add(self, instance: dict[str, Any]) -> None:
         assert self._shards is not None and self._family is not None

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from ..core.canonical import dump_bytes, dumps
+from ..core.canonical import TextMemo, dump_bytes, dump_instance_bytes, dumps, normalize
 from ..core.errors import CheckFailed
 from .release_layouts import first_layout_with, release_layout
 
@@ -132,10 +132,13 @@ def split_of(instance: Mapping[str, Any]) -> str:
     return instance["fields"].get("split", DEFAULT_SPLIT)
 
 
-def row_of(instance: Mapping[str, Any], layout: int = 3) -> dict[str, Any]:
-    """One instance as a row of the shared schema of ``layout``."""
+def row_of(instance: Mapping[str, Any], layout: int = 3,
+           analysis_text: Callable[[Any], str] = dumps) -> dict[str, Any]:
+    """One instance as a row of the shared schema of ``layout``; ``analysis_text`` writes
+    its analysis block as JSON text (``dumps``, or a ``TextMemo`` of it: the block of a
+    family repeats, where the other columns differ from instance to instance)."""
     if release_layout(layout).typed_parquet:
-        return _typed_row(instance)
+        return _typed_row(instance, analysis_text)
     answer = instance["answer"]
     return {
         "id": instance["id"], "family": instance["family"],
@@ -148,12 +151,13 @@ def row_of(instance: Mapping[str, Any], layout: int = 3) -> dict[str, Any]:
                    for p in instance["phases"]],
         "scorer": answer["scorer"], "gold": answer.get("gold"),
         "options": answer.get("options"), "gold_index": answer.get("gold_index"),
-        **{name: dumps(instance[name]) if name in instance else None
-           for name in _JSON_COLUMNS},
+        **{name: (analysis_text if name == "analysis" else dumps)(instance[name])
+           if name in instance else None for name in _JSON_COLUMNS},
     }
 
 
-def _typed_row(instance: Mapping[str, Any]) -> dict[str, Any]:
+def _typed_row(instance: Mapping[str, Any], analysis_text: Callable[[Any], str] = dumps
+               ) -> dict[str, Any]:
     # Every key of a struct, null where the instance has none: the row as it reads back.
     answer = {key: instance["answer"].get(key) for key in _answer_keys()}
     for key in _ANSWER_NAMED:
@@ -172,7 +176,7 @@ def _typed_row(instance: Mapping[str, Any]) -> dict[str, Any]:
         "answer": answer,
         "feedback": [{"session": None, **record} for record in instance.get("feedback", [])]
         if "feedback" in instance else None,
-        "analysis": dumps(instance["analysis"]) if "analysis" in instance else None,
+        "analysis": analysis_text(instance["analysis"]) if "analysis" in instance else None,
     }
 
 
@@ -181,6 +185,15 @@ def shard_name(family: str, split: str, subsets: Sequence[tuple[str, str]]) -> s
     value of each subset field)."""
     suffix = "".join(f".{name}-{value}" for name, value in subsets)
     return f"{PARQUET_DIR}/{family}/{split}{suffix}.parquet"
+
+
+def _row_bytes(row: Mapping[str, Any]) -> bytes:
+    """``dump_bytes(row)`` of a row of an instance as written. Its lists and structs hold the
+    instance's values, normal already, under names of ASCII; only its strings may be text
+    made here (a column kept as JSON text, which need not be NFC where an escape meets a
+    combining mark: ``\\n`` then U+0303), so only they are normalised."""
+    return dump_instance_bytes({key: normalize(value) if type(value) is str else value
+                                for key, value in row.items()})
 
 
 class _Shard:
@@ -204,8 +217,9 @@ class _Shard:
         self.rows = 0
 
     def add(self, row: dict[str, Any]) -> None:
+        """Write a row of an instance as written (``row_of``)."""
         self.pending.append(row)
-        self.content.update(dump_bytes(row))
+        self.content.update(_row_bytes(row))
         self.rows += 1
         if len(self.pending) == ROW_GROUP_ROWS:
             self._flush()
@@ -239,14 +253,16 @@ class ParquetShards:
         self.subsets = tuple(subsets)
         self.file = file
         self.shards: dict[str, _Shard] = {}
+        self._analysis_text = TextMemo()  # a family's analysis block, in every instance
 
     def add(self, instance: Mapping[str, Any]) -> str:
-        """Write one instance; the name of the file it went to."""
+        """Write one instance, as written to its JSONL file; the name of the file it went
+        to."""
         values = tuple((name, self._subset_value(instance, name)) for name in self.subsets)
         name = shard_name(self.family, split_of(instance), values)
         if name not in self.shards:
             self.shards[name] = _Shard(self.folder / name, self.layout)
-        self.shards[name].add(row_of(instance, self.layout))
+        self.shards[name].add(row_of(instance, self.layout, self._analysis_text))
         return name
 
     def _subset_value(self, instance: Mapping[str, Any], name: str) -> str:

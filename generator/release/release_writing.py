@@ -16,7 +16,7 @@ from ..core.canonical import dump_pretty_bytes
 from ..core.errors import CheckFailed, Problem
 from ..core.limits import CommandBudget
 from ..core.writeback import StreamedFile
-from ..engine.content_index import ContentIndex, content_key, records_from_files
+from ..engine.content_index import ContentIndex, records_from_files, written_content_key
 from ..engine.generate import FamilyGenerator
 from ..engine.parallel import (
     ChunkResult,
@@ -142,7 +142,7 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
                 add_fetched(templates, chunk.templates)
                 for line, instance in chunk.records():
                     splits.add(instance)
-                    seen_content.add(content_key(instance))
+                    seen_content.add(written_content_key(instance))
                     writer.write(line)
                     if features.charts:
                         stats.add(instance)
@@ -229,7 +229,7 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
 def _refuse_duplicate_content(index: ContentIndex, data_files: list[Path],
                               families: list[FamilySpec]) -> None:
     """Refuse a release in which two instances have the same phases and answer."""
-    found = index.first_duplicate(records_from_files(data_files, content_key))
+    found = index.first_duplicate(records_from_files(data_files, written_content_key))
     if found is not None:
         instance, earlier = found
         file = next(f.file for f in families if f.family_id == instance["family"])
