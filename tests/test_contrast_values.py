@@ -4,6 +4,7 @@ hand computation and scipy's exact permutation test of the groups' values."""
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -170,3 +171,75 @@ def test_each_row_of_a_report_estimates_the_contrasts_it_holds_part_of() -> None
     # The interaction exists over the run only: empty in the rows.
     interaction = "contrast: main: memory (on - off) x source (tool - note)"
     assert by_row["on"][interaction] == "" and by_row["(all)"][interaction] != ""
+
+
+def test_an_analysis_file_naming_a_declaration_twice_is_located(tmp_path) -> None:
+    from memspec.analysis.contrasts import load_analysis_file
+
+    path = tmp_path / "analysis.yaml"
+    path.write_text("contrasts:\n"
+                    "  - name: memory\n    a: {memory: 'on'}\n    b: {memory: 'off'}\n"
+                    "factorials:\n"
+                    "  - name: crossed\n    axes: [memory, source]\n", encoding="utf-8")
+    # Distinct names, one of each kind: read as written.
+    assert load_analysis_file(path) == {
+        "contrasts": [{"name": "memory", "a": {"memory": "on"}, "b": {"memory": "off"}}],
+        "factorials": [{"name": "crossed", "axes": ["memory", "source"]}]}
+    path.write_text(path.read_text().replace("name: crossed", "name: memory"))
+    with pytest.raises(SpecError) as raised:
+        load_analysis_file(path)
+    (problem,) = raised.value.problems
+    assert (problem.file, problem.line, problem.column, problem.message) == \
+        (str(path), 2, 5, "'memory' names two declarations")
+
+
+def _three_way() -> tuple[list, list[dict]]:
+    """A 2x2x2 design crossed in each of 6 groups (seeded right/wrong per cell): the pairs
+    and, per group, whether each cell (memory, source, recency) was answered right."""
+    rng = np.random.default_rng(41)
+    levels = {"memory": ("on", "off"), "source": ("tool", "note"), "recency": ("old", "new")}
+    cells = list(itertools.product(*levels.values()))
+    right = [{cell: int(rng.integers(2)) for cell in cells} for _ in range(6)]
+    pairs = [_choice(g, bool(by_cell[cell]), distractor=False,
+                     axes=dict(zip(levels, cell, strict=True)))
+             for g, by_cell in enumerate(right) for cell in cells]
+    return pairs, right
+
+
+def _by_hand(right: list[dict], subset: tuple[int, ...]) -> float:
+    """The effect of the axes at ``subset`` (0 memory, 1 source, 2 recency; first level +1):
+    per group the mean over the cells whose product of codes is +1 less the mean over -1."""
+    values = []
+    for by_cell in right:
+        plus, minus = [], []
+        for cell, value in by_cell.items():
+            codes = [1 if cell[k] in ("on", "tool", "old") else -1 for k in subset]
+            (plus if math.prod(codes) > 0 else minus).append(value)
+        values.append(np.mean(plus) - np.mean(minus))
+    return float(np.mean(values))
+
+
+def test_three_crossed_axes_give_main_effects_and_two_way_interactions_unless_declared() -> None:
+    pairs, right = _three_way()
+    names = {0: "memory (on - off)", 1: "source (tool - note)", 2: "recency (old - new)"}
+    # Derived, per docs/scoring.md: every main effect and two-way interaction, no three-way;
+    # the factors in the order of their names (memory, recency, source).
+    order = [(0,), (2,), (1,), (0, 2), (0, 1), (2, 1)]
+    found = _report(pairs, resamples=200)["contrasts"]
+    assert [c["name"] for c in found] == [
+        "main: " + " x ".join(names[k] for k in subset) for subset in order]
+    assert [c["kind"] for c in found] == ["main_effect"] * 3 + ["interaction"] * 3
+    for contrast, subset in zip(found, order, strict=True):
+        assert contrast["estimate"] == pytest.approx(_by_hand(right, subset))
+    # Declared with order 3, the three-way interaction too (and its lower effects, which the
+    # derived ones then no longer repeat); order 1, the main effects alone.
+    declared = {"factorials": [{"name": "all", "axes": ["memory", "source", "recency"],
+                                "order": 3}]}
+    found = _report(pairs, analysis=(declared,), resamples=200)["contrasts"]
+    three = "all: memory (on - off) x source (tool - note) x recency (old - new)"
+    assert [c["name"] for c in found][-1] == three and len(found) == 7
+    assert found[-1]["estimate"] == pytest.approx(_by_hand(right, (0, 1, 2)))
+    declared["factorials"][0]["order"] = 1
+    found = _report(pairs, analysis=(declared,), resamples=200)["contrasts"]
+    assert sorted(c["name"] for c in found if c["source"] == "declared") == \
+        sorted(f"all: {name}" for name in names.values())
