@@ -108,6 +108,8 @@ def test_a_group_missing_a_cell_is_left_out_of_a_contrast() -> None:
     # Group 1 answered nothing with memory off: it has no value; group 0 has one off cell.
     values = [1.0 - 0.0] + [v for g, v in enumerate(_effects()["main: memory (on - off)"])
                             if g > 1]
+    # Group 0 lacks a cell, so the axes are not crossed in every group: no effect is derived.
+    assert list(found) == ["memory_on_off"]
     assert found["memory_on_off"]["groups"] == 6
     assert found["memory_on_off"]["estimate"] == pytest.approx(np.mean(values))
 
@@ -243,3 +245,21 @@ def test_three_crossed_axes_give_main_effects_and_two_way_interactions_unless_de
     found = _report(pairs, analysis=(declared,), resamples=200)["contrasts"]
     assert sorted(c["name"] for c in found if c["source"] == "declared") == \
         sorted(f"all: {name}" for name in names.values())
+
+
+def test_a_contrast_of_items_with_a_distractor_is_of_reliance_unless_it_says() -> None:
+    # The same answers, each wrong one the declared distractor: reliance is 1 - right.
+    pairs = [_choice(g, bool(cells[(memory, source)]), axes={"memory": memory,
+                                                              "source": source})
+             for g, cells in enumerate(RIGHT)
+             for memory, source in itertools.product(("on", "off"), ("tool", "note"))]
+    cell = {"a": {"memory": "on"}, "b": {"memory": "off"}}
+    declared = {"contrasts": [{"name": "relied", **cell},
+                              {"name": "right", **cell, "metric": "accuracy"}]}
+    found = {c["name"]: c for c in _report(pairs, analysis=(declared,))["contrasts"]}
+    accuracy = _effects()["main: memory (on - off)"]
+    assert (found["relied"]["metric"], found["right"]["metric"]) == ("reliance", "accuracy")
+    assert found["relied"]["estimate"] == pytest.approx(-np.mean(accuracy))
+    assert found["right"]["estimate"] == pytest.approx(np.mean(accuracy))
+    # Derived from the design: reliance too.
+    assert {c["metric"] for c in found.values() if c["source"] == "derived"} == {"reliance"}
