@@ -263,3 +263,63 @@ def test_a_contrast_of_items_with_a_distractor_is_of_reliance_unless_it_says() -
     assert found["right"]["estimate"] == pytest.approx(np.mean(accuracy))
     # Derived from the design: reliance too.
     assert {c["metric"] for c in found.values() if c["source"] == "derived"} == {"reliance"}
+
+
+def _rotated(family: str, group: int, framing: str, rotation: int, *,
+             options: list[str] | None, rotates: bool = True) -> dict:
+    """An instance of a design crossing a framing (whose levels word the options otherwise)
+    with a rotation of the options (``rotates``: else the rotation leaves them in place);
+    ``options`` None: a free-text item."""
+    answer: dict = {"scorer": "exact", "gold": "x"}
+    if options is not None:
+        base = options if framing == "memory" else [f"{o}'" for o in options]
+        shown = base[rotation:] + base[:rotation] if rotates else base
+        answer = {"scorer": "choice", "gold": base[0], "gold_index": shown.index(base[0]),
+                  "options": shown}
+    return {"id": f"{family}-{group:05d}-{framing}-r{rotation}", "family": family,
+            "group": group, "design": "main",
+            "axes": {"framing": framing, "rotation": f"r{rotation}"}, "answer": answer}
+
+
+@pytest.mark.parametrize("other", ["unsorted", "fixed", "free_text"])
+def test_a_rotation_is_no_factor_whatever_else_shares_its_design(other: str) -> None:
+    # A family rotating its options, its options not in sorted order; in the same design a
+    # family whose options the rotation leaves in place, or one of free-text items. The
+    # rotation reorders options and does nothing else: it is no factor; the framing is.
+    from memspec.analysis.contrasts import derived
+
+    cells = [(g, f, r) for g in range(3) for f in ("memory", "document") for r in (0, 1)]
+    instances = [_rotated("a", *cell, options=["Cedar", "Aspen", "Birch"])
+                 for cell in cells]
+    if other == "fixed":
+        instances += [_rotated("b", *cell, options=["Oak", "Elm"], rotates=False)
+                      for cell in cells]
+    elif other == "free_text":
+        instances += [_rotated("b", *cell, options=None) for cell in cells]
+    assert [c.name for c in derived(instances)] == ["main: framing (memory - document)"]
+
+
+def test_a_design_where_some_items_declare_a_distractor_is_of_reliance() -> None:
+    # docs/scoring.md: "The metric is reliance where the items declare a distractor": one
+    # family of the design declares one, the other does not.
+    from memspec.analysis.contrasts import derived
+
+    pairs = [_choice(g, True, family=family, distractor=family == "d",
+                     axes={"memory": memory})
+             for family in ("d", "n") for g in range(3) for memory in ("on", "off")]
+    (contrast,) = derived([instance for instance, _ in pairs])
+    assert (contrast.name, contrast.metric) == ("main: memory (on - off)", "reliance")
+
+
+def test_a_declared_factorial_reads_only_what_every_key_of_its_where_selects() -> None:
+    # Another family of the same design has a third level of memory: a factorial scoped to
+    # the design and the first family does not see it.
+    other = [_choice(g, True, family="g", distractor=False,
+                     axes={"memory": "partial", "source": "tool"}) for g in range(3)]
+    declared = {"factorials": [{"name": "f_only", "axes": ["memory", "source"], "order": 1,
+                                "where": {"design": "main", "family": "f"}}]}
+    found = {c["name"]: c for c in _report(_pairs() + other, analysis=(declared,))["contrasts"]
+             if c["source"] == "declared"}
+    assert sorted(found) == ["f_only: memory (on - off)", "f_only: source (tool - note)"]
+    assert found["f_only: memory (on - off)"]["estimate"] == \
+        pytest.approx(np.mean(_effects()["main: memory (on - off)"]))
