@@ -308,7 +308,9 @@ def test_a_design_where_some_items_declare_a_distractor_is_of_reliance() -> None
                      axes={"memory": memory})
              for family in ("d", "n") for g in range(3) for memory in ("on", "off")]
     (contrast,) = derived([instance for instance, _ in pairs])
-    assert (contrast.name, contrast.metric) == ("main: memory (on - off)", "reliance")
+    # One factor: the contrast of its two levels (docs/scoring.md), a pairwise one.
+    assert (contrast.name, contrast.kind, contrast.metric) == \
+        ("main: memory (on - off)", "pairwise", "reliance")
 
 
 def test_a_declared_factorial_reads_only_what_every_key_of_its_where_selects() -> None:
