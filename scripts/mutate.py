@@ -138,9 +138,11 @@ def _skipped(tree: ast.Module) -> set[int]:
     return skip
 
 
-def mutants_of(module: str) -> list[Mutant]:
-    """Every mutant of ``module`` (a path relative to the project), in source order."""
-    source = (ROOT / module).read_text(encoding="utf-8")
+def mutants_of(module: str, source: str | None = None) -> list[Mutant]:
+    """Every mutant of ``module`` (a path relative to the project), in source order: of
+    ``source``, else of the work tree's file."""
+    if source is None:
+        source = (ROOT / module).read_text(encoding="utf-8")
     tree = ast.parse(source)
     skip = _skipped(tree)
     found: list[tuple[tuple[int, int], str, str, ast.AST, str]] = []
@@ -178,9 +180,12 @@ def _unparse(node: ast.AST) -> str:
     return f"({ast.unparse(node)})"
 
 
-def mutated_source(mutant: Mutant) -> str:
-    """The module's source with the mutant's expression replaced, every other byte kept."""
-    lines = (ROOT / mutant.module).read_text(encoding="utf-8").splitlines(keepends=True)
+def mutated_source(mutant: Mutant, source: str | None = None) -> str:
+    """The module's source (``source``, else the work tree's file) with the mutant's
+    expression replaced, every other byte kept."""
+    if source is None:
+        source = (ROOT / mutant.module).read_text(encoding="utf-8")
+    lines = source.splitlines(keepends=True)
     (start_line, start_col), (end_line, end_col) = mutant.start, mutant.end
     # Columns are UTF-8 byte offsets in the syntax tree.
     first = lines[start_line - 1].encode("utf-8")
@@ -249,14 +254,19 @@ def run_module(module: str, tests: list[str], mutants: list[Mutant],
             raise SystemExit(f"{module}: its tests fail without any mutant ({status})")
         limit = 3 * baseline + 10
         print(f"{module}: {len(mutants)} mutants, tests {baseline:.1f} s unmutated", flush=True)
+        # Mutants are made of this text, the copy's: the work tree's file may be edited
+        # while a run goes on, and its lines then no longer where the mutants point.
         original = target.read_text(encoding="utf-8")
+        made = {m.id: m for m in mutants_of(module, original)}
+        if any(made.get(m.id) != m for m in mutants):
+            raise SystemExit(f"{module} changed while the run started: run it again")
         try:
             for mutant in mutants:
                 if mutant.id in equivalent:
                     tally["equivalent"] += 1
                     outcome = "equivalent"
                 else:
-                    target.write_text(mutated_source(mutant), encoding="utf-8")
+                    target.write_text(mutated_source(mutant, original), encoding="utf-8")
                     outcome, _ = _run_tests(copy_root, tests, limit)
                     outcome = {"failed": "killed", "passed": "survived"}.get(outcome, outcome)
                     tally[outcome] += 1

@@ -4,6 +4,7 @@ hand computation and scipy's exact permutation test of the groups' values."""
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -107,6 +108,8 @@ def test_a_group_missing_a_cell_is_left_out_of_a_contrast() -> None:
     # Group 1 answered nothing with memory off: it has no value; group 0 has one off cell.
     values = [1.0 - 0.0] + [v for g, v in enumerate(_effects()["main: memory (on - off)"])
                             if g > 1]
+    # Group 0 lacks a cell, so the axes are not crossed in every group: no effect is derived.
+    assert list(found) == ["memory_on_off"]
     assert found["memory_on_off"]["groups"] == 6
     assert found["memory_on_off"]["estimate"] == pytest.approx(np.mean(values))
 
@@ -170,3 +173,155 @@ def test_each_row_of_a_report_estimates_the_contrasts_it_holds_part_of() -> None
     # The interaction exists over the run only: empty in the rows.
     interaction = "contrast: main: memory (on - off) x source (tool - note)"
     assert by_row["on"][interaction] == "" and by_row["(all)"][interaction] != ""
+
+
+def test_an_analysis_file_naming_a_declaration_twice_is_located(tmp_path) -> None:
+    from memspec.analysis.contrasts import load_analysis_file
+
+    path = tmp_path / "analysis.yaml"
+    path.write_text("contrasts:\n"
+                    "  - name: memory\n    a: {memory: 'on'}\n    b: {memory: 'off'}\n"
+                    "factorials:\n"
+                    "  - name: crossed\n    axes: [memory, source]\n", encoding="utf-8")
+    # Distinct names, one of each kind: read as written.
+    assert load_analysis_file(path) == {
+        "contrasts": [{"name": "memory", "a": {"memory": "on"}, "b": {"memory": "off"}}],
+        "factorials": [{"name": "crossed", "axes": ["memory", "source"]}]}
+    path.write_text(path.read_text().replace("name: crossed", "name: memory"))
+    with pytest.raises(SpecError) as raised:
+        load_analysis_file(path)
+    (problem,) = raised.value.problems
+    assert (problem.file, problem.line, problem.column, problem.message) == \
+        (str(path), 2, 5, "'memory' names two declarations")
+
+
+def _three_way() -> tuple[list, list[dict]]:
+    """A 2x2x2 design crossed in each of 6 groups (seeded right/wrong per cell): the pairs
+    and, per group, whether each cell (memory, source, recency) was answered right."""
+    rng = np.random.default_rng(41)
+    levels = {"memory": ("on", "off"), "source": ("tool", "note"), "recency": ("old", "new")}
+    cells = list(itertools.product(*levels.values()))
+    right = [{cell: int(rng.integers(2)) for cell in cells} for _ in range(6)]
+    pairs = [_choice(g, bool(by_cell[cell]), distractor=False,
+                     axes=dict(zip(levels, cell, strict=True)))
+             for g, by_cell in enumerate(right) for cell in cells]
+    return pairs, right
+
+
+def _by_hand(right: list[dict], subset: tuple[int, ...]) -> float:
+    """The effect of the axes at ``subset`` (0 memory, 1 source, 2 recency; first level +1):
+    per group the mean over the cells whose product of codes is +1 less the mean over -1."""
+    values = []
+    for by_cell in right:
+        plus, minus = [], []
+        for cell, value in by_cell.items():
+            codes = [1 if cell[k] in ("on", "tool", "old") else -1 for k in subset]
+            (plus if math.prod(codes) > 0 else minus).append(value)
+        values.append(np.mean(plus) - np.mean(minus))
+    return float(np.mean(values))
+
+
+def test_three_crossed_axes_give_main_effects_and_two_way_interactions_unless_declared() -> None:
+    pairs, right = _three_way()
+    names = {0: "memory (on - off)", 1: "source (tool - note)", 2: "recency (old - new)"}
+    # Derived, per docs/scoring.md: every main effect and two-way interaction, no three-way;
+    # the factors in the order of their names (memory, recency, source).
+    order = [(0,), (2,), (1,), (0, 2), (0, 1), (2, 1)]
+    found = _report(pairs, resamples=200)["contrasts"]
+    assert [c["name"] for c in found] == [
+        "main: " + " x ".join(names[k] for k in subset) for subset in order]
+    assert [c["kind"] for c in found] == ["main_effect"] * 3 + ["interaction"] * 3
+    for contrast, subset in zip(found, order, strict=True):
+        assert contrast["estimate"] == pytest.approx(_by_hand(right, subset))
+    # Declared with order 3, the three-way interaction too (and its lower effects, which the
+    # derived ones then no longer repeat); order 1, the main effects alone.
+    declared = {"factorials": [{"name": "all", "axes": ["memory", "source", "recency"],
+                                "order": 3}]}
+    found = _report(pairs, analysis=(declared,), resamples=200)["contrasts"]
+    three = "all: memory (on - off) x source (tool - note) x recency (old - new)"
+    assert [c["name"] for c in found][-1] == three and len(found) == 7
+    assert found[-1]["estimate"] == pytest.approx(_by_hand(right, (0, 1, 2)))
+    declared["factorials"][0]["order"] = 1
+    found = _report(pairs, analysis=(declared,), resamples=200)["contrasts"]
+    assert sorted(c["name"] for c in found if c["source"] == "declared") == \
+        sorted(f"all: {name}" for name in names.values())
+
+
+def test_a_contrast_of_items_with_a_distractor_is_of_reliance_unless_it_says() -> None:
+    # The same answers, each wrong one the declared distractor: reliance is 1 - right.
+    pairs = [_choice(g, bool(cells[(memory, source)]), axes={"memory": memory,
+                                                              "source": source})
+             for g, cells in enumerate(RIGHT)
+             for memory, source in itertools.product(("on", "off"), ("tool", "note"))]
+    cell = {"a": {"memory": "on"}, "b": {"memory": "off"}}
+    declared = {"contrasts": [{"name": "relied", **cell},
+                              {"name": "right", **cell, "metric": "accuracy"}]}
+    found = {c["name"]: c for c in _report(pairs, analysis=(declared,))["contrasts"]}
+    accuracy = _effects()["main: memory (on - off)"]
+    assert (found["relied"]["metric"], found["right"]["metric"]) == ("reliance", "accuracy")
+    assert found["relied"]["estimate"] == pytest.approx(-np.mean(accuracy))
+    assert found["right"]["estimate"] == pytest.approx(np.mean(accuracy))
+    # Derived from the design: reliance too.
+    assert {c["metric"] for c in found.values() if c["source"] == "derived"} == {"reliance"}
+
+
+def _rotated(family: str, group: int, framing: str, rotation: int, *,
+             options: list[str] | None, rotates: bool = True) -> dict:
+    """An instance of a design crossing a framing (whose levels word the options otherwise)
+    with a rotation of the options (``rotates``: else the rotation leaves them in place);
+    ``options`` None: a free-text item."""
+    answer: dict = {"scorer": "exact", "gold": "x"}
+    if options is not None:
+        base = options if framing == "memory" else [f"{o}'" for o in options]
+        shown = base[rotation:] + base[:rotation] if rotates else base
+        answer = {"scorer": "choice", "gold": base[0], "gold_index": shown.index(base[0]),
+                  "options": shown}
+    return {"id": f"{family}-{group:05d}-{framing}-r{rotation}", "family": family,
+            "group": group, "design": "main",
+            "axes": {"framing": framing, "rotation": f"r{rotation}"}, "answer": answer}
+
+
+@pytest.mark.parametrize("other", ["unsorted", "fixed", "free_text"])
+def test_a_rotation_is_no_factor_whatever_else_shares_its_design(other: str) -> None:
+    # A family rotating its options, its options not in sorted order; in the same design a
+    # family whose options the rotation leaves in place, or one of free-text items. The
+    # rotation reorders options and does nothing else: it is no factor; the framing is.
+    from memspec.analysis.contrasts import derived
+
+    cells = [(g, f, r) for g in range(3) for f in ("memory", "document") for r in (0, 1)]
+    instances = [_rotated("a", *cell, options=["Cedar", "Aspen", "Birch"])
+                 for cell in cells]
+    if other == "fixed":
+        instances += [_rotated("b", *cell, options=["Oak", "Elm"], rotates=False)
+                      for cell in cells]
+    elif other == "free_text":
+        instances += [_rotated("b", *cell, options=None) for cell in cells]
+    assert [c.name for c in derived(instances)] == ["main: framing (memory - document)"]
+
+
+def test_a_design_where_some_items_declare_a_distractor_is_of_reliance() -> None:
+    # docs/scoring.md: "The metric is reliance where the items declare a distractor": one
+    # family of the design declares one, the other does not.
+    from memspec.analysis.contrasts import derived
+
+    pairs = [_choice(g, True, family=family, distractor=family == "d",
+                     axes={"memory": memory})
+             for family in ("d", "n") for g in range(3) for memory in ("on", "off")]
+    (contrast,) = derived([instance for instance, _ in pairs])
+    # One factor: the contrast of its two levels (docs/scoring.md), a pairwise one.
+    assert (contrast.name, contrast.kind, contrast.metric) == \
+        ("main: memory (on - off)", "pairwise", "reliance")
+
+
+def test_a_declared_factorial_reads_only_what_every_key_of_its_where_selects() -> None:
+    # Another family of the same design has a third level of memory: a factorial scoped to
+    # the design and the first family does not see it.
+    other = [_choice(g, True, family="g", distractor=False,
+                     axes={"memory": "partial", "source": "tool"}) for g in range(3)]
+    declared = {"factorials": [{"name": "f_only", "axes": ["memory", "source"], "order": 1,
+                                "where": {"design": "main", "family": "f"}}]}
+    found = {c["name"]: c for c in _report(_pairs() + other, analysis=(declared,))["contrasts"]
+             if c["source"] == "declared"}
+    assert sorted(found) == ["f_only: memory (on - off)", "f_only: source (tool - note)"]
+    assert found["f_only: memory (on - off)"]["estimate"] == \
+        pytest.approx(np.mean(_effects()["main: memory (on - off)"]))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import sys
 import tempfile
 import unicodedata
 from pathlib import Path
@@ -219,9 +220,15 @@ def test_values_without_a_canonical_form_are_refused_wherever_they_sit(
 
 def test_the_zero_has_one_form_and_long_integers_none() -> None:
     assert dump_bytes([-0.0, 0.0]) == b"[0.0,0.0]\n"
-    assert dump_bytes(10 ** MAX_INT_DIGITS - 1) == (("9" * MAX_INT_DIGITS) + "\n").encode()
-    with pytest.raises(CanonicalJSONError, match="digits"):
-        dump_bytes(10 ** MAX_INT_DIGITS)
+    # The most digits every interpreter prints, whatever its PYTHONINTMAXSTRDIGITS: the
+    # lowest limit it may be set to, which the interpreter states itself.
+    digits = sys.int_info.str_digits_check_threshold
+    assert dump_bytes(10 ** digits - 1) == (("9" * digits) + "\n").encode()
+    assert dump_bytes(-(10 ** digits - 1)) == (("-" + "9" * digits) + "\n").encode()
+    for too_long in (10 ** digits, -(10 ** digits)):
+        with pytest.raises(CanonicalJSONError, match=f"^an integer of more than {digits} "
+                                                     "digits has no canonical JSON form$"):
+            dump_bytes(too_long)
 
 
 # --------------------------------------------------------------------------- the spec loader

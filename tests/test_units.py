@@ -42,6 +42,40 @@ def test_subclasses_of_str_and_dict_have_the_canonical_bytes_of_their_data() -> 
         dump_bytes({"b": "\u00e9", "a": ["x\n"]})
     assert dump_bytes(Record(b=Record(c=1), a=(1, 2))) == b'{"a":[1,2],"b":{"c":1}}\n'
 
+    class Count(int):
+        pass
+
+    # An integer of a subclass is its number, as json.dumps writes it.
+    assert dump_bytes({"n": Count(3), "m": [Count(-7)]}) == \
+        (json.dumps({"m": [-7], "n": 3}, separators=(",", ":")) + "\n").encode()
+    with pytest.raises(CanonicalJSONError, match="digits"):
+        dump_bytes(Count(10 ** 700))
+
+
+def test_manifests_are_written_as_the_standard_library_indents_them() -> None:
+    # Every committed manifest is the bytes dump_pretty_bytes gives its data (they were
+    # written by it and are never edited), and those are json.dumps' with the canonical
+    # options and an indent of two, text left as it is (not escaped to ASCII).
+    from memspec.core.canonical import dump_pretty_bytes
+
+    for path in sorted((REPO / "manifests").glob("*.json")):
+        assert dump_pretty_bytes(json.loads(path.read_bytes())) == path.read_bytes(), path
+    value = {"b": ["e\u0301", 1, {"z": None, "y": 2.5}], "a": "\u2014 \U0001f600"}
+    assert dump_pretty_bytes(value) == (json.dumps(
+        {"a": "\u2014 \U0001f600", "b": ["\u00e9", 1, {"y": 2.5, "z": None}]},
+        ensure_ascii=False, indent=2, sort_keys=True) + "\n").encode("utf-8")
+
+
+def test_content_hash_is_xxh3_128_of_the_canonical_bytes() -> None:
+    import xxhash
+
+    from memspec.core.canonical import content_hash
+
+    value = {"b": "e\u0301", "a": [1, 2.5, None]}
+    assert content_hash(value) == xxhash.xxh3_128_hexdigest(
+        '{"a":[1,2.5,null],"b":"\u00e9"}'.encode())
+    assert content_hash(value) != content_hash({**value, "a": [1, 2.5]})
+
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, {1: "x"}, {"s": {1, 2}}])
 def test_canonical_json_refuses_what_has_no_json_form(bad: object) -> None:
@@ -70,6 +104,11 @@ def test_copy_data_equals_deepcopy_and_shares_no_container() -> None:
     copied["people"][0]["tags"].append("c")
     copied["pair"][1].append("r")
     assert shared["tags"] == ["a", "b"] and slots["pair"] == ("p", ["q"])
+    # A list (of containers, of scalars) and a scalar on their own, alike.
+    for value in ([shared, ["x"], "y"], ["a", 1, None], "text", 2.5):
+        copied = copy_data(value)
+        assert copied == copy.deepcopy(value)
+        assert not set(containers(copied)) & set(containers(value))
 
 
 def test_keyed_random_is_a_pure_function_of_seed_and_path() -> None:

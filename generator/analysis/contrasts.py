@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .cell_plans import CellPlan, plan_cells, unit_differences
+from .cell_plans import CellPlan, plan_cells
 
 #: Interaction order estimated where a factorial does not say.
 DEFAULT_ORDER = 2
@@ -228,16 +228,6 @@ def plan_contrast(contrast: Contrast, instances: Sequence[Mapping[str, Any]],
     ``cell_differences`` runs on any vector of item values."""
     members = cell_members(contrast, instances, key_value, columns)
     return plan_cells(instances, members[:len(contrast.a)], members[len(contrast.a):])
-
-
-def unit_values(contrast: Contrast, instances: Sequence[Mapping[str, Any]],
-                values: Sequence[float | None],
-                key_value: Callable[[Mapping[str, Any], str], str]
-                ) -> dict[tuple[str, int], float]:
-    """Per group: the mean over the ``a`` cells of each cell's mean of ``values`` (None: the
-    item does not count, e.g. unanswered) less the same over the ``b`` cells. A group lacking
-    a value in any cell is left out."""
-    return unit_differences(plan_contrast(contrast, instances, key_value), values)
 
 
 def load_analysis_file(path: Path) -> Mapping[str, Any]:
