@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import site
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -72,6 +73,39 @@ def browser() -> Iterator[object]:
             "--disable-component-update", "--disable-sync", "--no-first-run"])
         yield launched
         launched.close()
+
+
+@pytest.fixture(scope="session")
+def clean_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The interpreter of a virtual environment in which memspec cannot be imported: run
+    isolated (``-I``, see ``run_clean``), it reaches the machine's third-party packages
+    through a plain path entry, which runs none of their ``.pth`` hooks, so memspec's
+    editable install is not seen (test_consumer checks that it is not)."""
+    venv = tmp_path_factory.mktemp("consumer-venv") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   timeout=120)
+    python = venv / "bin" / "python"
+    purelib = subprocess.run([str(python), "-c",
+                              "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    # Plain path entries (this interpreter's site folders, a virtual environment's and the
+    # system's it may see): their own .pth files (memspec's editable hook) are not run.
+    Path(purelib, "machine_packages.pth").write_text(
+        "".join(f"{folder}\n" for folder in site.getsitepackages() if Path(folder).is_dir()))
+    return python
+
+
+def run_clean(python: Path, args: list[str], cwd: Path, home: Path,
+              timeout: float = 1800) -> subprocess.CompletedProcess[str]:
+    """Run ``python -I ARGS`` (the ``clean_python`` fixture's interpreter) offline, with no
+    PYTHONPATH, no project and ``home`` as its home (so that loaders cache nothing of the
+    user's)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "MEMSPEC_ROOT", "VIRTUAL_ENV")}
+    env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_HUB_DISABLE_TELEMETRY="1",
+               HOME=str(home), HF_HOME=str(home / "hf"))
+    return subprocess.run([str(python), "-I", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=cwd, env=env, stdin=subprocess.DEVNULL)
 
 
 @pytest.fixture

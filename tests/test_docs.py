@@ -38,8 +38,11 @@ LANGUAGES = {"sh", "python", "yaml", "jinja", "text", "json"}
 
 #: The blocks run elsewhere, as written: the quick start's two lines by CI itself
 #: (`.ci/run`) and test_readme, the "start your own benchmark" block by test_wheel (a fresh
-#: environment where memspec is installed from its wheel).
-RUN_ELSEWHERE = ("pip install -e . && memspec build", "pip install .\n")
+#: environment where memspec is installed from its wheel), the ρ* example of the trustgap-v4
+#: notes by test_trustgap_v4 (which also checks what it prints and writes; it scores the
+#: whole release three times, too long to do twice).
+RUN_ELSEWHERE = ("pip install -e . && memspec build", "pip install .\n",
+                 "memspec respond dist/trustgap-v4 --policy memoryless --out small.jsonl\n")
 
 _FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>[\w-]*)\n(?P<body>.*?)^(?P=indent)```$",
                     re.S | re.M)
@@ -123,7 +126,7 @@ def run_blocks(page: Path, cwd: Path, env: dict[str, str]) -> list[str]:
             target.write_text(body.split("\n", 1)[1], encoding="utf-8")
         if lang == "python":
             command = [sys.executable, "-c", body]
-        elif lang == "sh" and not body.startswith(RUN_ELSEWHERE):
+        elif _runs(lang, body):
             command = ["bash", "-c", f"set -eu\n{body}\npwd > '{state}'\n"]
         else:
             continue
@@ -200,15 +203,16 @@ def test_the_guide_from_an_empty_folder_to_a_scored_release(
 
 def play_in_repository_copy(page: Path, tmp_path: Path, env: dict[str, str],
                             request: pytest.FixtureRequest) -> tuple[Path, list[str]]:
-    """Play ``page`` in a copy of this repository's project, with every bundled release it
-    names (``NAME-vN``) built in its ``dist/`` (copied from the session's one build)."""
+    """Play ``page`` in a copy of this repository's project, with every bundled release its
+    run blocks name (``NAME-vN``) built in its ``dist/`` (copied from the session's one
+    build)."""
     project = tmp_path / "project"
     for name in ("specs", "templates", "manifests"):
         shutil.copytree(REPO / name, project / name)
     shutil.copy2(REPO / "memspec.yaml", project / "memspec.yaml")
-    text = page.read_text(encoding="utf-8")
-    named = sorted(set(re.findall(r"\b([a-z]+-v\d+)\b", text)))
-    if named and any(lang in ("sh", "python") for lang, _, _ in blocks(page)):
+    run = "".join(body for lang, body, _ in blocks(page) if _runs(lang, body))
+    named = sorted(set(re.findall(r"\b([a-z]+-v\d+)\b", run)))
+    if named:
         built = request.getfixturevalue("built_dist")
         for release in named:
             if (built / release).is_dir():
@@ -216,9 +220,13 @@ def play_in_repository_copy(page: Path, tmp_path: Path, env: dict[str, str],
     return project, run_blocks(page, project, env)
 
 
+def _runs(lang: str, body: str) -> bool:
+    """Whether ``run_blocks`` runs a block of this language and text."""
+    return lang == "python" or (lang == "sh" and not body.startswith(RUN_ELSEWHERE))
+
+
 def _runs_something(page: Path) -> bool:
-    return any(lang == "python" or (lang == "sh" and not body.startswith(RUN_ELSEWHERE))
-               for lang, body, _ in blocks(page))
+    return any(_runs(lang, body) for lang, body, _ in blocks(page))
 
 
 @pytest.mark.parametrize("page", [p for p in REFERENCE if p != SCORING and _runs_something(p)],

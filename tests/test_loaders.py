@@ -1,11 +1,12 @@
 """Every bundled release loads, as it is, in the dataset tools people already use: Hugging
 Face ``datasets`` (offline, every config the card declares), ``mlcroissant`` (validate, then
-every record set), and coreutils for the Parquet and Croissant files' sums."""
+every record set), and coreutils for the Parquet and Croissant files' sums. The loaders run
+in a consumer's environment, where memspec cannot be imported (``clean_python``)."""
 
 from __future__ import annotations
 
 import json
-import os
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -13,7 +14,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from consumer_check import as_instance
 
 from conftest import (
     ALL_RELEASES,
@@ -21,24 +21,53 @@ from conftest import (
     REPO,
     bundled_release,
     release_instances,
+    run_clean,
     run_cli,
 )
 
-OFFLINE = {"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
+#: Run by ``clean_python`` in a folder holding a copy of consumer_check.py (memspec-free).
+_CLEAN = """
+import sys
+from importlib.util import find_spec
+if find_spec("memspec") or find_spec("generator"):
+    sys.exit("memspec is importable here: this environment is not clean")
+sys.path.insert(0, ".")
+"""
 
-_LOAD_EVERY_CONFIG = """
-import json, sys
+_LOAD_EVERY_CONFIG = _CLEAN + """
+import json
+from pathlib import Path
+from consumer_check import as_instance, instances
 from datasets import get_dataset_config_names, load_dataset
 folder = sys.argv[1]
-out = {}
+rows = sys.argv[2:] == ["rows"]
+truth = instances(Path(folder)) if rows else {}
+configs, differ, ids = {}, [], {}
 for name in get_dataset_config_names(folder):
     loaded = load_dataset(folder, name)
-    out[name] = {split: len(rows) for split, rows in loaded.items()}
-if sys.argv[2:] == ["rows"]:
-    rows = load_dataset(folder)  # the default config
-    out["(default rows)"] = {split: [dict(r) for r in data] for split, data in rows.items()}
-print(json.dumps(out))
+    configs[name] = {split: len(data) for split, data in loaded.items()}
+    if rows:
+        # Every row of every config is its JSONL instance, whole, in its own split.
+        differ += [f"{name}/{split}/{row['id']}" for split, data in loaded.items()
+                   for row in data if row["id"] not in truth or row["split"] != split
+                   or split != truth[row["id"]]["fields"].get("split", "test")
+                   or as_instance(row) != truth[row["id"]]]
+        ids[name] = {split: list(data["id"]) for split, data in loaded.items()}
+if rows:
+    ids["(default)"] = {split: list(data["id"]) for split, data in load_dataset(folder).items()}
+print(json.dumps({"configs": configs, "differ": differ, "ids": ids}))
 """
+
+
+def _clean_script(python: Path, script: str, args: list[str], tmp_path: Path) -> str:
+    """The standard output of ``script`` run by ``python`` (``clean_python``) with the
+    consumer's check script beside it."""
+    folder = tmp_path / "consumer"
+    folder.mkdir(exist_ok=True)
+    shutil.copy(Path(__file__).parent / "consumer_check.py", folder)
+    result = run_clean(python, ["-c", script, *args], folder, folder / "home", timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout.strip().splitlines()[-1]
 
 
 def _card_header(release: Path) -> dict:
@@ -74,8 +103,8 @@ def _release_spec(name: str) -> dict:
 
 
 @pytest.mark.parametrize("name", LATEST_RELEASES)
-def test_datasets_loads_every_config_with_the_right_rows(built_dist: Path, tmp_path: Path,
-                                                        name: str) -> None:
+def test_datasets_loads_every_config_with_the_right_rows(clean_python: Path, built_dist: Path,
+                                                        tmp_path: Path, name: str) -> None:
     release = bundled_release(built_dist, name)
     header = _card_header(release)
     instances = release_instances(release)
@@ -84,54 +113,38 @@ def test_datasets_loads_every_config_with_the_right_rows(built_dist: Path, tmp_p
     assert sorted(declared) == sorted(expected)
     assert [c["config_name"] for c in header["configs"] if c.get("default")] == ["all"]
 
-    env = {**os.environ, **OFFLINE, "HF_HOME": str(tmp_path / "hf")}
-    result = subprocess.run([sys.executable, "-c", _LOAD_EVERY_CONFIG, str(release), "rows"],
-                            capture_output=True, text=True, env=env, timeout=900,
-                            stdin=subprocess.DEVNULL)
-    assert result.returncode == 0, result.stderr[-3000:]
-    loaded = json.loads(result.stdout.strip().splitlines()[-1])
-    rows = loaded.pop("(default rows)")
-    assert list(loaded) == declared  # the loader sees the card's configs, in its order
-    for config, counts in loaded.items():
+    loaded = json.loads(_clean_script(clean_python, _LOAD_EVERY_CONFIG, [str(release), "rows"],
+                                      tmp_path))
+    assert list(loaded["configs"]) == declared  # the loader sees the card's configs, in order
+    for config, counts in loaded["configs"].items():
         assert counts == dict(expected[config]), config
-
-    # Every row the loader returns is its JSONL instance: same conversation, same answer.
-    by_id = {inst["id"]: inst for inst in instances}
-    seen = 0
-    for split, split_rows in rows.items():
-        for row in split_rows:
-            inst = by_id[row["id"]]
-            assert row["split"] == split == inst["fields"].get("split", "test")
-            # Layout 3 keeps varying objects as JSON text, layout 4 as typed columns: either
-            # way the row is its JSONL instance, whole.
-            assert as_instance(row) == inst, row["id"]
-            seen += 1
-    assert seen == len(instances)
+    # Every row of every config is its JSONL instance (same conversation, same answer, same
+    # split; layout 3 keeps varying objects as JSON text, layout 4 as typed columns), the
+    # config "all" holds each instance once, and it is what loads without a config name.
+    assert loaded["differ"] == []
+    assert sorted(i for ids in loaded["ids"]["all"].values() for i in ids) == \
+        sorted(inst["id"] for inst in instances)
+    assert loaded["ids"]["(default)"] == loaded["ids"]["all"]
 
 
 @pytest.mark.parametrize("name", EARLY_LAYOUTS)
-def test_datasets_loads_the_families_of_an_earlier_layout(built_dist: Path, tmp_path: Path,
-                                                           name: str) -> None:
+def test_datasets_loads_the_families_of_an_earlier_layout(clean_python: Path, built_dist: Path,
+                                                           tmp_path: Path, name: str) -> None:
     # Frozen layouts 1 and 2 have no Parquet: their cards point one config per family at its
     # JSONL file, which the loader reads as JSON lines.
     release = bundled_release(built_dist, name)
     manifest = json.loads((release / "manifest.json").read_text())
-    env = {**os.environ, **OFFLINE, "HF_HOME": str(tmp_path / "hf")}
-    result = subprocess.run([sys.executable, "-c", _LOAD_EVERY_CONFIG, str(release)],
-                            capture_output=True, text=True, env=env, timeout=900,
-                            stdin=subprocess.DEVNULL)
-    assert result.returncode == 0, result.stderr[-3000:]
-    loaded = json.loads(result.stdout.strip().splitlines()[-1])
+    loaded = json.loads(_clean_script(clean_python, _LOAD_EVERY_CONFIG, [str(release)],
+                                      tmp_path))["configs"]
     families = manifest["counts"]["families"]
     assert {config: sum(counts.values()) for config, counts in loaded.items()} == \
         {family: info["instances"] for family, info in families.items()}
 
 
-def _croissant_records(release: Path) -> dict[str, list[dict]]:
-    script = """
-import json, sys
+_CROISSANT_RECORDS = _CLEAN + """
+import json
 import mlcroissant as mlc
-ds = mlc.Dataset(jsonld=sys.argv[1])
+ds = mlc.Dataset(jsonld=sys.argv[1])  # validates, or raises
 out = {}
 for record_set in ds.metadata.record_sets:
     out[record_set.name] = [
@@ -140,16 +153,11 @@ for record_set in ds.metadata.record_sets:
         for record in ds.records(record_set=record_set.uuid)]
 print(json.dumps(out))
 """
-    result = subprocess.run([sys.executable, "-c", script, str(release / "croissant.json")],
-                            capture_output=True, text=True, timeout=900, cwd=release,
-                            stdin=subprocess.DEVNULL)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.parametrize("name", LATEST_RELEASES)
-def test_mlcroissant_validates_the_description_and_reads_every_record(built_dist: Path,
-                                                                       name: str) -> None:
+def test_mlcroissant_validates_the_description_and_reads_every_record(
+        clean_python: Path, built_dist: Path, tmp_path: Path, name: str) -> None:
     release = bundled_release(built_dist, name)
     validate = subprocess.run(["mlcroissant", "validate", "--jsonld", "croissant.json"],
                               cwd=release, capture_output=True, text=True, timeout=300,
@@ -167,7 +175,8 @@ def test_mlcroissant_validates_the_description_and_reads_every_record(built_dist
     data = {n: i["sha256"] for n, i in manifest["files"].items() if n.startswith("data/")}
     assert objects == data
 
-    records = _croissant_records(release)
+    records = json.loads(_clean_script(clean_python, _CROISSANT_RECORDS,
+                                       [str(release / "croissant.json")], tmp_path))
     instances = release_instances(release)
     assert sorted(records) == sorted(manifest["counts"]["families"])
     for family, rows in records.items():

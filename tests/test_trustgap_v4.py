@@ -334,12 +334,14 @@ def _doc_block(language: str, marker: str) -> str:
 def rho_star_run(release: Path, tmp_path_factory: pytest.TempPathFactory
                  ) -> tuple[Path, str]:
     """The release notes' ρ* example, run as written in a folder where dist/trustgap-v4 is
-    the built release and `memspec` is this checkout's CLI."""
+    the built release and `memspec` is this checkout's CLI, stopping at the first failing
+    command or unset variable (as test_docs plays every other page; it leaves this block
+    to this test)."""
     work = tmp_path_factory.mktemp("rho-star")
     (work / "dist").mkdir()
     (work / "dist" / RELEASE).symlink_to(release, target_is_directory=True)
     script = "memspec() { \"$PYTHON\" -m memspec.cli \"$@\"; }\n" \
-        "python() { \"$PYTHON\" \"$@\"; }\nset -e\n" + _doc_block("sh", "rho-star")
+        "python() { \"$PYTHON\" \"$@\"; }\nset -eu\n" + _doc_block("sh", "rho-star")
     env = {**os.environ, "PYTHON": sys.executable,
            "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     env.pop("MEMSPEC_ROOT", None)
