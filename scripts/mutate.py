@@ -33,12 +33,15 @@ import ast
 import hashlib
 import json
 import os
+import queue
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,6 +77,9 @@ class Mutant:
     start: tuple[int, int]
     end: tuple[int, int]
     replacement: str
+    #: first and last line of the innermost statement holding the change: a test that runs
+    #: none of these lines cannot tell the mutant from the original.
+    statement: tuple[int, int] = (0, 0)
 
 
 def _mutations(node: ast.AST) -> Iterator[tuple[str, ast.AST]]:
@@ -145,33 +151,35 @@ def mutants_of(module: str, source: str | None = None) -> list[Mutant]:
         source = (ROOT / module).read_text(encoding="utf-8")
     tree = ast.parse(source)
     skip = _skipped(tree)
-    found: list[tuple[tuple[int, int], str, str, ast.AST, str]] = []
+    found: list[tuple[tuple[int, int], str, str, ast.AST, str, tuple[int, int]]] = []
 
-    def visit(node: ast.AST, scope: str) -> None:
+    def visit(node: ast.AST, scope: str, statement: tuple[int, int]) -> None:
         for child in ast.iter_child_nodes(node):
             inner = scope
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 inner = f"{scope}.{child.name}" if scope else child.name
+            lines = (child.lineno, child.end_lineno) if isinstance(child, ast.stmt) \
+                else statement
             if id(child) not in skip and hasattr(child, "end_col_offset"):
                 for description, new in _mutations(child):
                     found.append(((child.lineno, child.col_offset), inner or "<module>",
-                                  description, child, _unparse(new)))
+                                  description, child, _unparse(new), lines))
             if isinstance(child, ast.Return) and child.value is not None and \
                     not (isinstance(child.value, ast.Constant) and child.value.value is None):
                 found.append(((child.value.lineno, child.value.col_offset),
-                              inner or "<module>", "return None", child.value, "None"))
-            visit(child, inner)
+                              inner or "<module>", "return None", child.value, "None", lines))
+            visit(child, inner, lines)
 
-    visit(tree, "")
+    visit(tree, "", (0, 0))
     found.sort(key=lambda f: (f[0], f[2]))
     counts: dict[str, int] = {}
     stem = Path(module).name
     mutants = []
-    for _, scope, description, node, replacement in found:
+    for _, scope, description, node, replacement, lines in found:
         counts[scope] = counts.get(scope, 0) + 1
         mutants.append(Mutant(f"{stem}:{scope}#{counts[scope]}", module, node.lineno,
                               description, (node.lineno, node.col_offset),
-                              (node.end_lineno, node.end_col_offset), replacement))
+                              (node.end_lineno, node.end_col_offset), replacement, lines))
     return mutants
 
 
@@ -216,14 +224,17 @@ def load_config() -> tuple[dict[str, list[str]], dict[str, str]]:
     return modules, equivalent
 
 
-def _run_tests(copy_root: Path, tests: list[str], timeout: float) -> tuple[str, float]:
+def _run_tests(copy_root: Path, tests: list[str], timeout: float,
+               extra_env: dict[str, str] | None = None,
+               flags: tuple[str, ...] = PYTEST_FLAGS) -> tuple[str, float]:
     """Run ``tests`` with ``copy_root`` first on the path: ("passed" | "failed" | "timeout",
     seconds)."""
-    env = {**os.environ, "PYTHONPATH": str(copy_root), "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {**os.environ, "PYTHONPATH": str(copy_root), "PYTHONDONTWRITEBYTECODE": "1",
+           **(extra_env or {})}
     env.pop("MEMSPEC_ROOT", None)
     began = time.monotonic()
     try:
-        result = subprocess.run([sys.executable, "-m", "pytest", *PYTEST_FLAGS, *tests],
+        result = subprocess.run([sys.executable, "-m", "pytest", *flags, *tests],
                                 cwd=copy_root, env=env, stdin=subprocess.DEVNULL,
                                 capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -234,48 +245,171 @@ def _run_tests(copy_root: Path, tests: list[str], timeout: float) -> tuple[str, 
     return ("passed" if result.returncode == 0 else "failed"), elapsed
 
 
+def _copy_project(into: Path) -> Path:
+    """A private copy of the project to run mutants in; the path of its root."""
+    # The whole project, not generator/ alone: ``python -m`` puts the working folder first
+    # on the path, and the tests run the command line from the project's root, so both must
+    # be the copy for the mutant to be what runs.
+    copy_root = into / "project"
+    shutil.copytree(ROOT, copy_root, symlinks=True, ignore=shutil.ignore_patterns(
+        ".git", "__pycache__", "*.egg-info", "dist", "build", ".ruff_cache", ".venv",
+        ".pytest_cache", ".hypothesis"))
+    # The import name is memspec: the copy's package folder answers to it first.
+    (copy_root / "memspec").symlink_to("generator", target_is_directory=True)
+    return copy_root
+
+
+class Coverage:
+    """Which of a module's mapped tests run each of its lines, from one traced run of them
+    (scripts/mutation_trace.py). Used only to choose what to run first: a mutant the tests
+    that run its statement do not kill is run again against every mapped test."""
+
+    def __init__(self, by_line: dict[int, list[str]], order: dict[str, int]) -> None:
+        self.by_line = by_line
+        self.order = order
+
+    @classmethod
+    def measure(cls, copy_root: Path, module: str, tests: list[str],
+                timeout: float) -> Coverage | None:
+        """Trace one run of ``tests``; None when the traced run fails (then every mutant
+        runs every test)."""
+        trace_dir = copy_root.parent / "trace"
+        trace_dir.mkdir()
+        shutil.copyfile(ROOT / "scripts" / "mutation_trace.py", trace_dir / "sitecustomize.py")
+        out = trace_dir / "lines.tsv"
+        env = {"PYTHONPATH": os.pathsep.join([str(trace_dir), str(copy_root)]),
+               "MEMSPEC_MUTATION_TARGET": os.path.realpath(copy_root / module),
+               "MEMSPEC_MUTATION_OUT": str(out)}
+        flags = tuple(f for f in PYTEST_FLAGS if f != "-x") + ("-p", "sitecustomize")
+        status, _ = _run_tests(copy_root, tests, timeout, env, flags)
+        if status != "passed" or not out.is_file():
+            return None
+        by_line: dict[int, list[str]] = {}
+        order: dict[str, int] = {}
+        for row in out.read_text(encoding="utf-8").splitlines():
+            line, _, test = row.partition("\t")
+            order.setdefault(test, len(order))
+            by_line.setdefault(int(line), []).append(test)
+        return cls(by_line, order)
+
+    def tests_for(self, mutant: Mutant) -> list[str] | None:
+        """The tests that run the mutant's statement, in the order they ran; None when
+        every test depends on it (a line run at import) or no test runs it."""
+        first, last = mutant.statement
+        found: set[str] = set()
+        for line in range(first, last + 1):
+            found.update(self.by_line.get(line, ()))
+        if not found or "" in found:
+            return None
+        return sorted(found, key=self.order.__getitem__)
+
+
+class Worker:
+    """A process serving one copy's test runs (scripts/mutation_worker.py): it keeps the
+    libraries the tests import loaded and forks a fresh child for each run."""
+
+    def __init__(self, copy_root: Path, tests: list[str]) -> None:
+        env = {**os.environ, "PYTHONPATH": str(copy_root), "PYTHONDONTWRITEBYTECODE": "1",
+               "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+        env.pop("MEMSPEC_ROOT", None)
+        self.copy_root = copy_root
+        self.process = subprocess.Popen(
+            [sys.executable, str(ROOT / "scripts" / "mutation_worker.py"), *tests],
+            cwd=copy_root, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, text=True)
+        if json.loads(self.process.stdout.readline() or "{}").get("ready") is not True:
+            raise SystemExit(f"the test worker in {copy_root} did not start")
+
+    def run(self, tests: list[str], timeout: float) -> str:
+        """"passed", "failed" or "timeout" of one run of ``tests`` (pytest's PYTEST_FLAGS)."""
+        request = {"tests": tests, "flags": list(PYTEST_FLAGS), "timeout": timeout}
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        answer = json.loads(self.process.stdout.readline() or "{}")
+        if answer.get("status") == "no tests":
+            raise SystemExit(f"no tests collected by {' '.join(tests)}")
+        if "status" not in answer:
+            raise SystemExit(f"the test worker in {self.copy_root} stopped")
+        return answer["status"]
+
+    def close(self) -> None:
+        """End the worker."""
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
+
+
+def _judge(worker: Worker, mutant: Mutant, original: str, tests: list[str],
+           coverage: Coverage | None, limit: float) -> str:
+    """Apply ``mutant`` in the worker's copy and run its tests: "killed", "timeout" or
+    "survived". The tests that run its statement go first; a mutant they miss faces every
+    mapped test, so the choice saves time and never decides an outcome."""
+    target = worker.copy_root / mutant.module
+    target.write_text(mutated_source(mutant, original), encoding="utf-8")
+    try:
+        chosen = coverage.tests_for(mutant) if coverage is not None else None
+        outcome = worker.run(chosen or tests, limit)
+        if outcome == "passed" and chosen is not None:
+            outcome = worker.run(tests, limit)
+    finally:
+        target.write_text(original, encoding="utf-8")
+    return {"failed": "killed", "passed": "survived"}.get(outcome, outcome)
+
+
 def run_module(module: str, tests: list[str], mutants: list[Mutant],
-               equivalent: dict[str, str], log: list[dict]) -> dict[str, int]:
-    """Run every mutant of ``module``; a tally of the outcomes."""
+               equivalent: dict[str, str], log: list[dict], jobs: int = 1) -> dict[str, int]:
+    """Run every mutant of ``module`` on ``jobs`` private copies at once; a tally of the
+    outcomes."""
     tally = {"killed": 0, "timeout": 0, "survived": 0, "equivalent": 0}
+    outcomes: dict[str, str] = {}
+    printing = threading.Lock()
     with tempfile.TemporaryDirectory(prefix="memspec-mutants-") as tmp:
-        # The whole project, not generator/ alone: ``python -m`` puts the working folder
-        # first on the path, and the tests run the command line from the project's root, so
-        # both must be the copy for the mutant to be what runs.
-        copy_root = Path(tmp) / "project"
-        shutil.copytree(ROOT, copy_root, symlinks=True, ignore=shutil.ignore_patterns(
-            ".git", "__pycache__", "*.egg-info", "dist", "build", ".ruff_cache", ".venv",
-            ".pytest_cache", ".hypothesis"))
-        # The import name is memspec: the copy's package folder answers to it first.
-        (copy_root / "memspec").symlink_to("generator", target_is_directory=True)
-        target = copy_root / module
-        status, baseline = _run_tests(copy_root, tests, timeout=1800)
+        copies = [_copy_project(Path(tmp) / str(n)) for n in range(max(1, jobs))]
+        status, baseline = _run_tests(copies[0], tests, timeout=1800)
         if status != "passed":
             raise SystemExit(f"{module}: its tests fail without any mutant ({status})")
         limit = 3 * baseline + 10
-        print(f"{module}: {len(mutants)} mutants, tests {baseline:.1f} s unmutated", flush=True)
         # Mutants are made of this text, the copy's: the work tree's file may be edited
         # while a run goes on, and its lines then no longer where the mutants point.
-        original = target.read_text(encoding="utf-8")
+        original = (copies[0] / module).read_text(encoding="utf-8")
         made = {m.id: m for m in mutants_of(module, original)}
-        if any(made.get(m.id) != m for m in mutants):
+        if any(made.get(m.id) != m for m in mutants) or any(
+                (c / module).read_text(encoding="utf-8") != original for c in copies):
             raise SystemExit(f"{module} changed while the run started: run it again")
-        try:
-            for mutant in mutants:
-                if mutant.id in equivalent:
-                    tally["equivalent"] += 1
-                    outcome = "equivalent"
-                else:
-                    target.write_text(mutated_source(mutant, original), encoding="utf-8")
-                    outcome, _ = _run_tests(copy_root, tests, limit)
-                    outcome = {"failed": "killed", "passed": "survived"}.get(outcome, outcome)
-                    tally[outcome] += 1
+        to_run = [m for m in mutants if m.id not in equivalent]
+        coverage = Coverage.measure(copies[0], module, tests, timeout=10 * limit) \
+            if to_run else None
+        print(f"{module}: {len(mutants)} mutants, tests {baseline:.1f} s unmutated, "
+              f"{jobs} at once, {'by' if coverage else 'without'} line coverage", flush=True)
+        workers = [Worker(copy_root, tests) for copy_root in copies] if to_run else []
+        free: queue.SimpleQueue[Worker] = queue.SimpleQueue()
+        for worker in workers:
+            free.put(worker)
+
+        def run(mutant: Mutant) -> None:
+            if mutant.id in equivalent:
+                outcome = "equivalent"
+            else:
+                worker = free.get()
+                try:
+                    outcome = _judge(worker, mutant, original, tests, coverage, limit)
+                finally:
+                    free.put(worker)
+            with printing:
+                outcomes[mutant.id] = outcome
                 print(f"  {outcome:10} {mutant.id:44} line {mutant.line}: "
                       f"{mutant.description}", flush=True)
-                log.append({"id": mutant.id, "line": mutant.line,
-                            "description": mutant.description, "outcome": outcome})
+
+        try:
+            with ThreadPoolExecutor(max_workers=len(copies)) as pool:
+                for future in [pool.submit(run, m) for m in mutants]:
+                    future.result()
         finally:
-            target.write_text(original, encoding="utf-8")
+            for worker in workers:
+                worker.close()
+    for mutant in mutants:
+        tally[outcomes[mutant.id]] += 1
+        log.append({"id": mutant.id, "line": mutant.line,
+                    "description": mutant.description, "outcome": outcomes[mutant.id]})
     return tally
 
 
@@ -294,6 +428,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", help="run only this mutant id")
     parser.add_argument("--list", action="store_true", help="list the mutants, run nothing")
     parser.add_argument("--show", help="print the changed line of this mutant id")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="mutants run at once, each in its own copy (default 1)")
     parser.add_argument("--json", type=Path, help="write every outcome here")
     parser.add_argument("--fail-under", type=float, default=0.0,
                         help="exit 1 when a module's kill rate (0-1) is below this")
@@ -320,7 +456,7 @@ def main(argv: list[str] | None = None) -> int:
                 mark = "  (equivalent)" if mutant.id in equivalent else ""
                 print(f"{mutant.id:44} line {mutant.line}: {mutant.description}{mark}")
             continue
-        tally = run_module(module, modules[module], mutants, equivalent, log)
+        tally = run_module(module, modules[module], mutants, equivalent, log, args.jobs)
         rate = kill_rate(tally)
         results[module] = {**tally, "kill_rate": rate}
         failing |= rate is not None and rate < args.fail_under

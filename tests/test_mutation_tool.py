@@ -77,3 +77,76 @@ def test_a_mutant_reading_the_wrong_option_is_killed(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "killed     scoring.py:first_choice#3" in result.stdout
     assert "100%" in result.stdout
+
+
+class _Runs:
+    """A stand-in for a test worker: answers each run from ``answers`` (a run's outcome by
+    its tests) and records what it was asked to run."""
+
+    def __init__(self, copy_root: Path, answers: dict[tuple[str, ...], str]) -> None:
+        self.copy_root = copy_root
+        self.answers = answers
+        self.asked: list[tuple[str, ...]] = []
+
+    def run(self, tests: list[str], timeout: float) -> str:
+        self.asked.append(tuple(tests))
+        return self.answers[tuple(tests)]
+
+
+def test_a_mutant_the_tests_of_its_statement_miss_faces_every_mapped_test(
+        tmp_path: Path) -> None:
+    module = "generator/analysis/scoring.py"
+    (tmp_path / module).parent.mkdir(parents=True)
+    original = (REPO / module).read_text(encoding="utf-8")
+    (tmp_path / module).write_text(original, encoding="utf-8")
+    mutant = next(m for m in mutate.mutants_of(module) if m.id == "scoring.py:first_choice#3")
+    first, last = mutant.statement
+    assert first <= mutant.line <= last
+    coverage = mutate.Coverage({mutant.line: ["t::near"]}, {"t::near": 0, "t::far": 1})
+    every = ["t::near", "t::far"]
+    # Missed by the test that runs its line, caught by another: killed, not survived.
+    worker = _Runs(tmp_path, {("t::near",): "passed", tuple(every): "failed"})
+    assert mutate._judge(worker, mutant, original, every, coverage, 10) == "killed"
+    assert worker.asked == [("t::near",), tuple(every)]
+    # Caught by the test that runs its line: the others are not run.
+    worker = _Runs(tmp_path, {("t::near",): "failed"})
+    assert mutate._judge(worker, mutant, original, every, coverage, 10) == "killed"
+    assert worker.asked == [("t::near",)]
+    # Passed by every test: survived; a run past its limit: a timeout.
+    worker = _Runs(tmp_path, {("t::near",): "passed", tuple(every): "passed"})
+    assert mutate._judge(worker, mutant, original, every, coverage, 10) == "survived"
+    worker = _Runs(tmp_path, {("t::near",): "timeout"})
+    assert mutate._judge(worker, mutant, original, every, coverage, 10) == "timeout"
+    # A line no test runs, or one run at import, faces every test at once.
+    for by_line in ({}, {mutant.line: ["", "t::near"]}):
+        worker = _Runs(tmp_path, {tuple(every): "passed"})
+        assert mutate._judge(worker, mutant, original, every,
+                             mutate.Coverage(by_line, {"": 0, "t::near": 1}), 10) == "survived"
+        assert worker.asked == [tuple(every)]
+    assert (tmp_path / module).read_text(encoding="utf-8") == original  # put back each time
+
+
+def test_the_trace_names_the_tests_that_run_each_line(tmp_path: Path) -> None:
+    module = "generator/analysis/scoring.py"
+    tests = ["tests/test_answer_reading.py::test_malformed_choice_responses",
+             "tests/test_answer_reading.py::test_canonical_text_keeps_the_argument_order_unless_asked"]
+    copy_root = mutate._copy_project(tmp_path)
+    coverage = mutate.Coverage.measure(copy_root, module, tests, timeout=600)
+    assert coverage is not None
+    source = (REPO / module).read_text(encoding="utf-8").splitlines()
+
+    def line_of(text: str) -> int:
+        return next(n for n, line in enumerate(source, start=1) if line.startswith(text))
+
+    choosing = set(coverage.by_line[line_of("    lowered = response.casefold()")])
+    assert choosing and all("test_malformed_choice_responses[" in t for t in choosing)
+    canonical = set(coverage.by_line[line_of("def canonical_text(") + 3])
+    assert any("unless_asked" in t for t in canonical)
+    # Lines run at import (a def, a module constant) are every test's.
+    assert "" in coverage.by_line[line_of("def first_choice(")]
+    assert "" in coverage.by_line[line_of("_FENCE = ")]
+    # A mutant inside first_choice is tried on the choice tests first, in the order they ran.
+    mutant = next(m for m in mutate.mutants_of(module) if m.id == "scoring.py:first_choice#3")
+    chosen = coverage.tests_for(mutant)
+    assert chosen and set(chosen) <= choosing | set(coverage.by_line[mutant.line])
+    assert chosen == sorted(chosen, key=coverage.order.__getitem__)
