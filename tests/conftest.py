@@ -117,6 +117,24 @@ def project_copy(tmp_path: Path) -> Path:
     return root
 
 
+def make_gold_first_release(project: Path, name: str = "flawed") -> Path:
+    """In ``project`` (a copy of the bundled one), the example's meeting-room family without
+    its rotations (the right room always comes first, which the audit's position prior
+    beats) and a release ``NAME-v1`` of 30 groups of it: the release file's path."""
+    family = project / "specs/families/example/meeting_room.yaml"
+    text = family.read_text()
+    text = text.replace("""      rotation:
+        values: [r0, r1, r2]
+        transform: {name: rotate, args: {slot: options}}
+""", "")
+    text = text[:text.index("checks:")].replace('  evidence: "{{ current }}"\n', "")
+    family.write_text(text)
+    release = project / f"specs/releases/{name}-v1.yaml"
+    release.write_text(f"name: {name}\nversion: v1\nseed: 3\ndescription: gold first\n"
+                       "families:\n  - family: example.choice.meeting_room\n    groups: 30\n")
+    return release
+
+
 @pytest.fixture(scope="session")
 def built_dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Every bundled release, every version, built and verified byte for byte against its

@@ -192,3 +192,15 @@ def test_a_gold_that_begins_like_a_list_item_is_answerable(scorer: str, gold: st
     assert is_correct({"scorer": scorer, "gold": gold}, response) is right
     # The gold is its own right answer, except a gold of two lines, refused as before.
     assert bool(answer_problems({"scorer": scorer, "gold": gold})) is ("\n" in gold)
+
+
+@pytest.mark.parametrize(("scorer", "response", "right"), [
+    ("exact", "- a", True), ("exact", "a", False),
+    ("canonical", "- A", True), ("canonical", "a", False)])
+def test_a_gold_read_whole_keeps_its_list_marker(scorer: str, response: str,
+                                                 right: bool) -> None:
+    # Only a first line loses its marker; a response read whole is compared as written, so
+    # its gold is too: '- a' then needs the marker, and 'a' alone is another answer.
+    answer = {"scorer": scorer, "gold": "- a", "first": "whole"}
+    assert is_correct(answer, response) is right
+    assert answer_problems(answer) == []

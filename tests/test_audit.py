@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 from scipy.stats import binomtest
 
-from conftest import ALL_RELEASES, REPO, run_cli
+from conftest import ALL_RELEASES, REPO, make_gold_first_release, run_cli
 from memspec.audit.run import audit_instances
 from memspec.report.report_format import audit_table
 
@@ -150,18 +150,8 @@ def test_a_longer_right_answer_is_caught_by_the_length_adversary() -> None:
 
 
 def test_audit_cli_exits_1_on_a_flawed_release(project_copy: Path, tmp_path: Path) -> None:
-    family = project_copy / "specs/families/example/meeting_room.yaml"
-    text = family.read_text()
     # Without its rotations the right room always comes first.
-    text = text.replace("""      rotation:
-        values: [r0, r1, r2]
-        transform: {name: rotate, args: {slot: options}}
-""", "")
-    text = text[:text.index("checks:")].replace('  evidence: "{{ current }}"\n', "")
-    family.write_text(text)
-    release = project_copy / "specs/releases/flawed-v1.yaml"
-    release.write_text("name: flawed\nversion: v1\nseed: 3\ndescription: gold first\n"
-                       "families:\n  - family: example.choice.meeting_room\n    groups: 30\n")
+    release = make_gold_first_release(project_copy)
     out = tmp_path / "out"
     refused = run_cli("freeze", str(release), "--out", str(out), root=project_copy)
     assert refused.returncode == 1, refused.stderr

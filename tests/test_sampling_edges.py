@@ -191,3 +191,14 @@ def test_an_expression_that_fails_is_located_where_it_is_written(project: Path) 
     assert str(problem).startswith("specs/families/colour.yaml:7:18: template error: "
                                    "ZeroDivisionError: division by zero in expression")
     assert "(expression of slot 'shout', template line 1)" in str(problem)
+
+
+def test_an_expression_giving_escaped_text_keeps_it_as_text(project: Path) -> None:  # noqa: F811
+    # Jinja's escape filter gives Markup, a subclass of str: a slot holding it, alone or in
+    # a list or a dict, holds its escaped text, as any other slot value holds text.
+    values = _slots(project, SLOTS + "  quoted: {expr: \"colour ~ ' <&>'|e\"}\n"
+                                     "  listed: {expr: \"[(colour ~ ' <&>')|e]\"}\n"
+                                     "  keyed: {expr: \"{'k': (colour ~ ' <&>')|e}\"}\n", 2)
+    for value in values:
+        text = f"{value['colour']} &lt;&amp;&gt;"
+        assert (value["quoted"], value["listed"], value["keyed"]) == (text, [text], {"k": text})

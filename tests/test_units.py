@@ -77,6 +77,48 @@ def test_content_hash_is_xxh3_128_of_the_canonical_bytes() -> None:
     assert content_hash(value) != content_hash({**value, "a": [1, 2.5]})
 
 
+def _orjson_with(fault: str):
+    """orjson.dumps as an orjson version that writes one thing otherwise than the standard
+    library would write it (or refuses it) might."""
+    import orjson
+
+    real = orjson.dumps
+    swaps = {"DEL escaped": (b"\x7f", b"\\u007f"), "C1 escaped": (b"\xc2\x9f", b"\\u009f"),
+             "separator escaped": (b"\xe2\x80\xa9", b"\\u2029"),
+             "true as 1": (b"true", b"1"), "false as 0": (b"false", b"0"),
+             "zero as a float": (b",0,", b",0.0,"), "minus one as a float": (b",-1,", b",-1.0,")}
+    refused = {"no lowest 64-bit integer": b"-9223372036854775808",
+               "no highest unsigned 64-bit integer": b"18446744073709551615"}
+
+    def dumps(value: object, default: object = None, option: int | None = None) -> bytes:
+        written = real(value, option=option)
+        if fault in refused and refused[fault] in written:
+            raise TypeError("Integer exceeds 64-bit range")
+        if fault in swaps:
+            written = written.replace(*swaps[fault])
+        return written
+
+    return dumps
+
+
+@pytest.mark.parametrize("fault", [
+    "DEL escaped", "C1 escaped", "separator escaped", "true as 1", "false as 0",
+    "zero as a float", "minus one as a float", "no lowest 64-bit integer",
+    "no highest unsigned 64-bit integer"])
+def test_an_orjson_that_writes_anything_otherwise_is_not_used(
+        fault: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The canonical bytes must not depend on which orjson is installed: the check made at
+    # import finds every way a version could write a value otherwise, and then the standard
+    # library writes everything. The installed one agrees, and is used.
+    import orjson
+
+    from memspec.core import canonical
+
+    assert canonical._orjson_agrees() and canonical._USE_ORJSON
+    monkeypatch.setattr(orjson, "dumps", _orjson_with(fault))
+    assert not canonical._orjson_agrees()
+
+
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, {1: "x"}, {"s": {1, 2}}])
 def test_canonical_json_refuses_what_has_no_json_form(bad: object) -> None:
     with pytest.raises(CanonicalJSONError):

@@ -14,7 +14,7 @@ import pytest
 from test_tamper import RELEASE, catalog, copy, frozen  # noqa: F401
 from test_verify_diagnostics import _problems, _rewrite_manifest
 
-from conftest import run_cli
+from conftest import make_gold_first_release, run_cli
 from memspec.core.canonical import dump_pretty_bytes
 from memspec.release.verify import verify_release
 from memspec.spec.catalog import Catalog
@@ -268,3 +268,21 @@ def test_a_release_built_with_other_versions_says_so(copy: Path, catalog: Catalo
          f"what shapes its bytes (jinja2 0.0.1 in the committed manifest, {built} in this "
          "release's)")]
     assert other_inputs and not any("versions" in message for _, message in other_inputs)
+
+
+def test_a_draft_frozen_with_its_audit_failures_rebuilds_with_them(project_copy: Path,
+                                                                   tmp_path: Path) -> None:
+    # A draft may record audit failures (freeze --draft --allow-audit-failures); verify
+    # rebuilds it as it was frozen, failures allowed, and finds the same bytes. A published
+    # release is never audited again by verify, so only a draft tells.
+    release = make_gold_first_release(project_copy)
+    out = tmp_path / "out"
+    frozen_draft = run_cli("freeze", str(release), "--draft", "--allow-audit-failures",
+                           "--out", str(out), root=project_copy)
+    assert frozen_draft.returncode == 0, frozen_draft.stderr
+    assert "warning: audit failure recorded: position_prior" in frozen_draft.stderr
+    for extra in ([], ["--regenerate"]):
+        checked = run_cli("verify", str(out / "flawed-v1"), "--allow-draft", *extra,
+                          root=project_copy)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert not (project_copy / "manifests" / "flawed-v1.json").exists()

@@ -199,10 +199,11 @@ def _orjson_writes(value: Any) -> bool:
 
 def _orjson_agrees() -> bool:
     """Whether the installed orjson writes what the standard library writes where it is used:
-    every ASCII character (escapes are its only choices), characters beyond, keys in code
+    every character a JSON writer may choose to escape (ASCII, DEL and the C1 controls, the
+    line and paragraph separators, the byte order mark), characters beyond, keys in code
     point order, the bounds of its integers. If a version ever did otherwise, it is not used,
     so the canonical bytes never depend on which orjson is installed."""
-    text = "".join(map(chr, range(128))) + "\u00e9\u2028\ufeff\U0001f600"
+    text = "".join(map(chr, range(0xA0))) + "\u00a0\u00e9\u2028\u2029\ufeff\U0001f600"
     sample = [text, *text, {char: index for index, char in enumerate(text)},
               [True, False, None, 0, -1, -(1 << 63), (1 << 64) - 1], {"b": {"a": []}}]
     try:
