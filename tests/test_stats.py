@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +14,8 @@ from memspec.analysis.stats import (
     adjust,
     binomial_test,
     bootstrap_ci,
+    bootstrap_cis,
+    expanded_level,
     holm,
     mcnemar_exact,
     normalise,
@@ -36,7 +39,8 @@ def test_binomial_test_without_trials_is_undefined() -> None:
     assert binomial_test(0, 0, 0.5) is None
 
 
-@pytest.mark.parametrize(("b", "c"), [(0, 0), (3, 9), (10, 2), (1, 0), (25, 31)])
+@pytest.mark.parametrize(("b", "c"), [(0, 0), (3, 9), (10, 2), (1, 0), (25, 31), (3, 3),
+                                    (6, 5)])
 def test_exact_mcnemar_matches_statsmodels(b: int, c: int) -> None:
     tables = pytest.importorskip("statsmodels.stats.contingency_tables")
     expected = tables.mcnemar([[5, b], [c, 7]], exact=True).pvalue
@@ -272,3 +276,141 @@ def test_the_sampled_sign_flip_p_value_is_the_seeded_estimate_of_the_exact_one(
     extreme = int((np.abs(signs @ values) >= observed - 1e-6).sum())
     assert estimate == (1 + extreme) / (1 + stats.SIGN_FLIP_RESAMPLES)
     assert abs(estimate - exact) < 4 * (exact * (1 - exact) / stats.SIGN_FLIP_RESAMPLES) ** 0.5
+
+
+@pytest.mark.parametrize(("groups", "columns", "level"), [(15, 300, 0.95), (40, 7, 0.99),
+                                                          (2, 3, 0.8)])
+def test_many_columns_get_the_intervals_each_would_get_alone(groups: int, columns: int,
+                                                             level: float) -> None:
+    # A simulation's runs are columns of one array, bootstrapped together (more than one
+    # chunk of 256 columns here): each column's interval is the one bootstrap_ci gives it.
+    rng = np.random.default_rng(groups)
+    data = rng.integers(0, 4, size=(groups, columns)) / 3.0
+    low, high = bootstrap_cis(data, resamples=400, seed=5, level=level)
+    assert low.shape == high.shape == (columns,)
+    for column in range(columns):
+        alone = bootstrap_ci(list(data[:, column]), resamples=400, seed=5, level=level)
+        assert alone is not None
+        assert (low[column], high[column]) == pytest.approx(alone, abs=1e-12)
+    assert (low <= high).all() and (low < high).any()
+
+
+@pytest.mark.parametrize("groups", [2, 3, 5, 12, 48, 400])
+@pytest.mark.parametrize("level", [0.95, 0.995])
+def test_the_expanded_level_is_hesterbergs(groups: int, level: float) -> None:
+    # Hesterberg's expanded percentile interval, computed here from its definition: the
+    # tail alpha' / 2 = Phi(-sqrt(n / (n - 1)) * t_{n-1, 1 - alpha/2}).
+    tail = (1 - level) / 2
+    t = scipy_stats.t(df=groups - 1).isf(tail)
+    expected = 1 - 2 * scipy_stats.norm.sf(t * math.sqrt(groups / (groups - 1)))
+    assert expanded_level(level, groups) == pytest.approx(expected, rel=1e-12)
+    assert level < expanded_level(level, groups) <= 1
+
+
+def test_the_expanded_level_shrinks_to_the_level_and_needs_two_groups() -> None:
+    levels = [expanded_level(0.95, n) for n in (2, 3, 10, 100, 10_000)]
+    assert levels == sorted(levels, reverse=True)
+    assert levels[-1] == pytest.approx(0.95, abs=1e-3)
+    assert expanded_level(0.95, 1) == expanded_level(0.95, 0) == 0.95
+
+
+def test_the_numbers_the_scoring_page_states_are_the_ones_used() -> None:
+    from memspec.analysis import stats
+
+    page = (Path(__file__).parent.parent / "docs" / "scoring.md").read_text(encoding="utf-8")
+    for constant, written, number in [
+            ("BOOTSTRAP_RESAMPLES", "2000 resamples", 2000),
+            ("SIGN_FLIP_RESAMPLES", "100,000 seeded random sign flips", 100_000),
+            ("SIGN_FLIP_SUPPORT_LIMIT", "would have over 2,000,000 points", 2_000_000),
+            ("GUESSING_RESAMPLES", "20,000 seeded replicates", 20_000),
+            ("GUESSING_SUPPORT_LIMIT", "would have over 2,000,000 points", 2_000_000)]:
+        assert written in page, written
+        assert getattr(stats, constant) == number, constant
+
+
+def _guessing_by_brute_force(right: list[int], sizes: list[int], chance: float) -> float:
+    """P(|sum of means - expectation| >= observed) over every outcome of the groups' right
+    counts, each Binomial(size, chance) on its own."""
+    import itertools
+
+    observed = sum(r / s for r, s in zip(right, sizes, strict=True))
+    expected = chance * len(sizes)
+    total = 0.0
+    for outcome in itertools.product(*(range(s + 1) for s in sizes)):
+        mean_sum = sum(r / s for r, s in zip(outcome, sizes, strict=True))
+        if abs(mean_sum - expected) >= abs(observed - expected) - 1e-9:
+            total += math.prod(scipy_stats.binom.pmf(r, s, chance)
+                               for r, s in zip(outcome, sizes, strict=True))
+    return total
+
+
+@pytest.mark.parametrize(("right", "chance"), [([0, 4, 1, 2], 0.25), ([5, 6, 7, 8], 0.2),
+                                               ([0, 0, 0, 0], 0.5)])
+def test_a_guessing_test_too_large_to_enumerate_is_the_seeded_estimate_of_the_exact_one(
+        right: list[int], chance: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Groups of 5, 7, 9 and 11 items (lattice 1/3465): with the support limit lowered, the
+    # p-value is estimated from 20,000 seeded replicates, (1 + b) / (1 + B), within sampling
+    # error of the exact one, and never 0.
+    from memspec.analysis import stats
+
+    sizes = [5, 7, 9, 11]
+    exact = stats.guessing_test(right, sizes, chance)
+    assert exact == pytest.approx(_guessing_by_brute_force(right, sizes, chance))
+    monkeypatch.setattr(stats, "GUESSING_SUPPORT_LIMIT", 100)
+    estimate = stats.guessing_test(right, sizes, chance)
+    assert estimate == stats.guessing_test(right, sizes, chance)  # seeded
+    assert estimate == pytest.approx(exact, abs=4 * math.sqrt(0.25 / 20_000) + 1e-4)
+    assert estimate >= 1 / 20_001
+    b = round(estimate * 20_001 - 1)
+    assert estimate == (1 + b) / 20_001
+
+
+def test_an_extreme_guessing_estimate_is_one_in_all_the_replicates_plus_one(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from memspec.analysis import stats
+
+    monkeypatch.setattr(stats, "GUESSING_SUPPORT_LIMIT", 100)
+    assert stats.guessing_test([5, 7, 9, 11], [5, 7, 9, 11], 0.1) == 1 / 20_001
+
+
+def test_the_chance_test_takes_the_test_its_means_call_for() -> None:
+    from memspec.analysis.stats import chance_test, guessing_test
+
+    # Means of several items a group: the sign flips of the means less chance.
+    means = [1 / 3, 2 / 3, 1.0, 2 / 3, 0.0, 1.0, 2 / 3, 1 / 3]
+    assert chance_test(means, 0.25) == sign_flip_test([m - 0.25 for m in means])
+    # One mean strictly between 0 and 1 is enough for the sign flips.
+    mixed = [1.0, 0.0, 1.0, 1.0, 0.5]
+    assert chance_test(mixed, 0.25) == sign_flip_test([m - 0.25 for m in mixed])
+    # Every mean 0 or 1: the binomial test of the units right.
+    assert chance_test([1.0, 0.0, 1.0, 1.0, 1.0], 0.25) == binomial_test(4, 5, 0.25)
+    # With sizes: the larger of that and the guessing test; one item a unit: no guessing
+    # test, the binomial one is it.
+    sizes = [3] * len(means)
+    right = [round(m * 3) for m in means]
+    assert chance_test(means, 0.25, sizes) == max(
+        sign_flip_test([m - 0.25 for m in means]), guessing_test(right, sizes, 0.25))
+    assert chance_test([1.0, 0.0, 1.0], 0.5, [1, 1, 1]) == binomial_test(2, 3, 0.5)
+    assert chance_test([], 0.5) is None and chance_test([], 0.5, []) is None
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_sign_flips_of_deviations_on_no_lattice_are_exact(seed: int) -> None:
+    # Deviations that are no small fractions (a declared chance such as 0.3333, or
+    # irrational): the exact law is built on rounded sums and still matches scipy's full
+    # enumeration.
+    rng = np.random.default_rng(seed)
+    deviations = np.concatenate([rng.normal(0.05, 0.2, size=9), [math.sqrt(2) / 10] * 3])
+    theirs = scipy_stats.permutation_test(
+        (deviations,), lambda x, axis: np.sum(x, axis=axis), permutation_type="samples",
+        n_resamples=10**6).pvalue
+    assert sign_flip_test(deviations) == pytest.approx(theirs)
+
+
+@pytest.mark.parametrize("deviations", [
+    [0.5, -0.5], [1 / 3, -1 / 3, 2 / 3, -2 / 3], [0.1] * 7 + [-0.1] * 7,
+    [0.7, -0.3, -0.4, 0.123456789, -0.123456789], [math.pi / 10, -math.pi / 10] * 5])
+def test_a_sum_of_zero_has_a_p_value_of_exactly_one(deviations: list[float]) -> None:
+    # Every sign assignment is at least as extreme as a sum of 0: p is 1, never a rounding
+    # past it.
+    assert sign_flip_test(deviations) == 1.0
