@@ -454,3 +454,30 @@ def test_an_interval_beyond_what_resampling_reaches_is_the_range_of_the_groups()
     stale = next(g["metrics"] for g in report["groups"] if g["key"] == {"condition": "stale"})
     assert stale["delta_mem"] == pytest.approx(-1 / 3)
     assert stale["delta_mem_ci"] == [-1.0, 0.0]
+
+
+def _control(group: int, right: bool, chance: float) -> tuple[dict, str]:
+    """A choice item of a family that declares itself a positive control (audit.chance 1)."""
+    instance, response = _choice(group, right, family="control", options=2)
+    instance["analysis"] = {"audit": {"chance": chance}}
+    return instance, response
+
+
+def test_a_positive_control_is_left_out_of_a_pooled_chance_test_and_named() -> None:
+    # A memoryless policy passes the control (every item right) and guesses elsewhere (4 of
+    # 10 right at chance 1/2): pooled, the controls would make it beat chance.
+    others = [_choice(g, g < 4, options=2) for g in range(10)]
+    controls = [_control(100 + g, True, 1) for g in range(10)]
+    (test,) = _report(others + controls)["overall"]["tests"]
+    assert test["controls_apart"] == ["control"]
+    assert test["chance"] == 0.5 and test["groups"] == 10
+    assert test["p_value"] == pytest.approx(scipy_stats.binomtest(4, 10, 0.5).pvalue)
+    # A family whose audit chance is not 1 is no control: pooled with the others.
+    lookalikes = [_control(100 + g, True, 0.5) for g in range(10)]
+    (pooled,) = _report(others + lookalikes)["overall"]["tests"]
+    assert "controls_apart" not in pooled and pooled["groups"] == 20
+    assert pooled["p_value"] == pytest.approx(scipy_stats.binomtest(14, 20, 0.5).pvalue)
+    # Controls alone are tested: beating chance there is what a control is for.
+    (alone,) = _report(controls)["overall"]["tests"]
+    assert "controls_apart" not in alone and alone["groups"] == 10
+    assert alone["p_value"] == pytest.approx(scipy_stats.binomtest(10, 10, 0.5).pvalue)
