@@ -456,16 +456,19 @@ def main(argv: list[str] | None = None) -> int:
                 mark = "  (equivalent)" if mutant.id in equivalent else ""
                 print(f"{mutant.id:44} line {mutant.line}: {mutant.description}{mark}")
             continue
+        began = time.monotonic()
         tally = run_module(module, modules[module], mutants, equivalent, log, args.jobs)
         rate = kill_rate(tally)
-        results[module] = {**tally, "kill_rate": rate}
+        results[module] = {**tally, "kill_rate": rate,
+                           "seconds": round(time.monotonic() - began, 1)}
         failing |= rate is not None and rate < args.fail_under
     if results:
-        print("\nmodule                         killed timeout survived equiv  kill rate")
+        print("\nmodule                         killed timeout survived equiv  kill rate  seconds")
         for module, r in results.items():
             rate = "-" if r["kill_rate"] is None else f"{100 * r['kill_rate']:.0f}%"
             print(f"{module:30} {r['killed']:6} {r['timeout']:7} {r['survived']:8} "
-                  f"{r['equivalent']:5}  {rate:>9}")
+                  f"{r['equivalent']:5}  {rate:>9}  {r['seconds']:7.0f}")
+        print(f"{'all':30} {sum(r['seconds'] for r in results.values()):>52.0f}")
     if args.json:
         args.json.write_text(json.dumps({"results": results, "mutants": log}, indent=2) + "\n",
                              encoding="utf-8")
