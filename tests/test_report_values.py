@@ -481,3 +481,66 @@ def test_a_positive_control_is_left_out_of_a_pooled_chance_test_and_named() -> N
     (alone,) = _report(controls)["overall"]["tests"]
     assert "controls_apart" not in alone and alone["groups"] == 10
     assert alone["p_value"] == pytest.approx(scipy_stats.binomtest(10, 10, 0.5).pvalue)
+
+
+def _stale_pairs(stale_right: list[bool], templates: list[str] | None = None
+                 ) -> list[tuple[dict, str]]:
+    """A baseline always right and a stale arm right or wrong, one group each, with the
+    template of each group where given (Δmem per group: 0 or -1)."""
+    pairs = []
+    for g, right in enumerate(stale_right):
+        fields = {"template": templates[g]} if templates else None
+        base = _choice(g, True, axes={"condition": "none"}, fields=fields)
+        stale = _choice(g, right, axes={"condition": "stale"}, fields=fields)
+        for instance, _ in (base, stale):
+            instance["analysis"]["baseline"] = {"axis": "condition", "value": "none"}
+        pairs += [base, stale]
+    return pairs
+
+
+def _stale_metrics(report: dict) -> dict:
+    return next(g["metrics"] for g in report["groups"] if g["key"] == {"condition": "stale"})
+
+
+@pytest.mark.parametrize(("stale_right", "templates", "expected"), [
+    # Two groups: the expanded level is 1 to a float's resolution, no resample reaches it;
+    # the interval is the range of the two groups' values.
+    ([False, True], None, [-1.0, 0.0]),
+    # Three clusters of two groups (means -1, -1/2, 0): the range of the clusters' means.
+    ([False, True, True, False, False, True], ["t0", "t1", "t2", "t0", "t1", "t2"],
+     [-1.0, 0.0]),
+    # Two clusters of unequal size (means -2/3 and -1/2): the range of their means.
+    ([False, False, True, False, True, True, False], ["a", "a", "a", "b", "b", "b", "b"],
+     [-2 / 3, -1 / 2])])
+def test_an_interval_no_resample_reaches_is_the_range_of_its_units(
+        stale_right: list[bool], templates: list[str] | None, expected: list[float]) -> None:
+    options = {"cluster": "template"} if templates else {}
+    report = _report(_stale_pairs(stale_right, templates), ["condition"], correction="none",
+                     **options)
+    assert _stale_metrics(report)["delta_mem_ci"] == pytest.approx(expected)
+
+
+def test_the_resamples_asked_for_are_drawn_up_to_the_most_an_interval_draws() -> None:
+    # --resamples at the limit (400,000) still draws them: the interval is the bootstrap's,
+    # not the groups' range.
+    from memspec.analysis.score_intervals import MAX_RESAMPLES
+
+    pairs = [_choice(g, g % 3 != 0) for g in range(9)]
+    values = [0.0 if g % 3 == 0 else 1.0 for g in range(9)]
+    report = _report(pairs, resamples=MAX_RESAMPLES, seed=4)
+    expected = bootstrap_ci(values, resamples=MAX_RESAMPLES, seed=4)
+    assert expected is not None and expected != (0.0, 1.0)
+    assert report["overall"]["accuracy_ci"] == pytest.approx(list(expected))
+
+
+def test_the_numbers_the_scoring_page_states_for_intervals_are_the_ones_used() -> None:
+    from pathlib import Path
+
+    from memspec.analysis import score_intervals
+
+    page = (Path(__file__).parent.parent / "docs" / "scoring.md").read_text(encoding="utf-8")
+    page = " ".join(page.split())
+    assert "the resamples are raised so that at least 20 fall beyond" in page
+    assert score_intervals.TAIL_RESAMPLES == 20
+    assert "out for 400,000 resamples" in page
+    assert score_intervals.MAX_RESAMPLES == 400_000
