@@ -544,3 +544,92 @@ def test_the_numbers_the_scoring_page_states_for_intervals_are_the_ones_used() -
     assert score_intervals.TAIL_RESAMPLES == 20
     assert "out for 400,000 resamples" in page
     assert score_intervals.MAX_RESAMPLES == 400_000
+
+
+def _act(group: int, arm: str) -> dict:
+    """An act/don't-act item: acting (a remind call) is right on the cue arm only."""
+    return {"id": f"act-{group:05d}-{arm}", "family": "act", "group": group, "design": "main",
+            "axes": {"arm": arm}, "fields": {},
+            "answer": {"scorer": "regex", "gold": "^remind\\(" if arm == "cue" else "^ok$"},
+            "analysis": {"signal": {"performed": "^remind\\(", "act": {"arm": "cue"}},
+                         "outcomes": {"acted": "^remind\\(", "waited": "^ok$"}}}
+
+
+def test_signal_rates_and_declared_outcomes_read_answered_items_only() -> None:
+    # A policy that acts on every cue and never otherwise, except that in groups 0-3 its cue
+    # response is an abstention and in groups 4-5 its no-cue response is missing: those
+    # items are neither hits, misses, false alarms nor outcomes.
+    pairs = []
+    for g in range(12):
+        cue = "I don't know." if g < 4 else "remind('standup')"
+        pairs += [(_act(g, "cue"), cue), (_act(g, "none"), None if g in (4, 5) else "ok")]
+    overall = _report(pairs)["overall"]
+    assert (overall["hit_rate"], overall["false_alarm_rate"]) == (1.0, 0.0)
+    # Per group, the share of its answered items that show each outcome: groups 0-3 hold
+    # only their no-cue "ok", groups 4-5 only their cue call, the others one of each.
+    acted = {"rate": 5 / 12, "groups": 12}
+    waited = {"rate": 7 / 12, "groups": 12}
+    for name, expected in (("acted", acted), ("waited", waited)):
+        found = overall["outcomes"][name]
+        assert (found["rate"], found["groups"]) == (pytest.approx(expected["rate"]), 12)
+
+
+@pytest.mark.parametrize(("rows", "by", "count"), [
+    (["stale", "old"], [], 1),  # the overall Δmem alone
+    (["stale"], [], 2),  # the overall Δmem and the contrast of stale against the baseline
+    (["stale"], ["condition"], 3), (["stale", "old", "older"], ["condition"], 4)])
+def test_intervals_are_simultaneous_only_where_there_are_several(
+        rows: list[str], by: list[str], count: int) -> None:
+    # One interval tested against 0 is a plain 95% interval; k of them hold 95% together,
+    # each at 1 - 0.05/k (Bonferroni), as the report's multiplicity section says.
+    pairs = []
+    for g in range(6):
+        for condition in ["none", *rows]:
+            instance, response = _choice(g, condition == "none" or g % 2 == 0,
+                                         axes={"condition": condition})
+            instance["analysis"]["baseline"] = {"axis": "condition", "value": "none"}
+            pairs.append((instance, response))
+    intervals = _report(pairs, by)["multiplicity"]["intervals"]
+    assert (intervals["count"], intervals["simultaneous"]) == (count, count > 1)
+    assert intervals["level"] == pytest.approx(1 - 0.05 / count)
+    none = _report(pairs, by, correction="none")["multiplicity"]["intervals"]
+    assert (none["simultaneous"], none["level"]) == (False, pytest.approx(0.95))
+
+
+def test_a_key_some_instances_lack_is_a_row_of_its_own_not_an_error() -> None:
+    pairs = [_choice(g, True, axes={"condition": "stale"} if g < 2 else {}) for g in range(4)]
+    report = _report(pairs, ["condition"])
+    assert sorted(g["metrics"]["n"] for g in report["groups"]) == [2, 2]
+    with pytest.raises(SpecError, match="no instance has a key 'colour'"):
+        _report(pairs, ["colour"])
+
+
+def test_reliance_counts_a_response_that_acts_on_any_of_its_distractors() -> None:
+    def item(group: int) -> dict:
+        return {"id": f"f-{group:05d}-x", "family": "f", "group": group, "design": "main",
+                "axes": {}, "fields": {},
+                "answer": {"scorer": "exact", "gold": "Lisbon",
+                           "distractors": {"stale": "Porto", "older": "Faro"}},
+                "analysis": {}}
+
+    pairs = [(item(0), "Porto"), (item(1), "Faro"), (item(2), "Lisbon"), (item(3), "Braga")]
+    overall = _report(pairs)["overall"]
+    assert overall["reliance"] == pytest.approx(0.5)
+    assert overall["accuracy"] == pytest.approx(0.25)
+
+
+def test_abstain_patterns_with_groups_of_one_name_are_searched_apart() -> None:
+    # Two patterns that each name a group "w" cannot be joined into one alternation (a name
+    # defined twice): each is searched on its own, and either declines.
+    extra = (r"(?P<w>pass)\W+(?P=w)", r"(?P<w>skip)\W+(?P=w)")
+    instance, _ = _choice(0, True)
+    for response, declined in (("pass, pass", True), ("skip skip", True), ("A) option 0", False)):
+        assert outcome(instance, response, extra).answered is not declined
+
+
+def test_the_default_resamples_are_the_ones_the_scoring_page_states() -> None:
+    from pathlib import Path
+
+    page = (Path(__file__).parent.parent / "docs" / "scoring.md").read_text(encoding="utf-8")
+    assert "percentile bootstraps over groups (2000 resamples" in " ".join(page.split())
+    assert ScoreOptions().resamples == 2000
