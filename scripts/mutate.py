@@ -245,17 +245,19 @@ def _run_tests(copy_root: Path, tests: list[str], timeout: float,
     return ("passed" if result.returncode == 0 else "failed"), elapsed
 
 
-def _copy_project(into: Path) -> Path:
-    """A private copy of the project to run mutants in; the path of its root."""
+def _copy_project(into: Path, source: Path = ROOT) -> Path:
+    """A private copy of the project (of ``source``, a copy of it taken when the run began)
+    to run mutants in; the path of its root."""
     # The whole project, not generator/ alone: ``python -m`` puts the working folder first
     # on the path, and the tests run the command line from the project's root, so both must
     # be the copy for the mutant to be what runs.
     copy_root = into / "project"
-    shutil.copytree(ROOT, copy_root, symlinks=True, ignore=shutil.ignore_patterns(
+    shutil.copytree(source, copy_root, symlinks=True, ignore=shutil.ignore_patterns(
         ".git", "__pycache__", "*.egg-info", "dist", "build", ".ruff_cache", ".venv",
         ".pytest_cache", ".hypothesis"))
     # The import name is memspec: the copy's package folder answers to it first.
-    (copy_root / "memspec").symlink_to("generator", target_is_directory=True)
+    if not (copy_root / "memspec").exists():
+        (copy_root / "memspec").symlink_to("generator", target_is_directory=True)
     return copy_root
 
 
@@ -356,14 +358,16 @@ def _judge(worker: Worker, mutant: Mutant, original: str, tests: list[str],
 
 
 def run_module(module: str, tests: list[str], mutants: list[Mutant],
-               equivalent: dict[str, str], log: list[dict], jobs: int = 1) -> dict[str, int]:
-    """Run every mutant of ``module`` on ``jobs`` private copies at once; a tally of the
-    outcomes."""
+               equivalent: dict[str, str], log: list[dict], jobs: int = 1,
+               source: Path = ROOT) -> dict[str, int]:
+    """Run every mutant of ``module`` on ``jobs`` private copies (of ``source``) at once; a
+    tally of the outcomes."""
     tally = {"killed": 0, "timeout": 0, "survived": 0, "equivalent": 0}
     outcomes: dict[str, str] = {}
     printing = threading.Lock()
     with tempfile.TemporaryDirectory(prefix="memspec-mutants-") as tmp:
-        copies = [_copy_project(Path(tmp) / str(n)) for n in range(max(1, jobs))]
+        copies = [_copy_project(Path(tmp) / str(n), source)
+                  for n in range(max(1, jobs))]
         status, baseline = _run_tests(copies[0], tests, timeout=1800)
         if status != "passed":
             raise SystemExit(f"{module}: its tests fail without any mutant ({status})")
@@ -439,11 +443,16 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [m for m in chosen if m not in modules]
     if unknown:
         parser.error(f"not in scripts/mutation.toml: {', '.join(unknown)}")
+    # Every module runs against the project as it was when the run began: tests and modules
+    # edited during a long run change nothing in it.
+    snapshot_dir = tempfile.TemporaryDirectory(prefix="memspec-mutants-snapshot-")
+    snapshot = _copy_project(Path(snapshot_dir.name)) if not (args.list or args.show) else ROOT
     results, log, failing = {}, [], False
     for module in chosen:
-        mutants = pick(mutants_of(module), args.sample, args.seed)
+        source = (snapshot / module).read_text(encoding="utf-8")
+        mutants = pick(mutants_of(module, source), args.sample, args.seed)
         if args.only:
-            mutants = [m for m in mutants_of(module) if m.id in args.only]
+            mutants = [m for m in mutants_of(module, source) if m.id in args.only]
         if args.show:
             for mutant in mutants_of(module):
                 if mutant.id == args.show:
@@ -457,7 +466,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{mutant.id:44} line {mutant.line}: {mutant.description}{mark}")
             continue
         began = time.monotonic()
-        tally = run_module(module, modules[module], mutants, equivalent, log, args.jobs)
+        tally = run_module(module, modules[module], mutants, equivalent, log, args.jobs,
+                           snapshot)
         rate = kill_rate(tally)
         results[module] = {**tally, "kill_rate": rate,
                            "seconds": round(time.monotonic() - began, 1)}
