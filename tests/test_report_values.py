@@ -633,3 +633,26 @@ def test_the_default_resamples_are_the_ones_the_scoring_page_states() -> None:
     page = (Path(__file__).parent.parent / "docs" / "scoring.md").read_text(encoding="utf-8")
     assert "percentile bootstraps over groups (2000 resamples" in " ".join(page.split())
     assert ScoreOptions().resamples == 2000
+
+
+def test_delta_mem_of_a_row_is_against_the_baseline_of_the_same_slice() -> None:
+    # Two families in one run: f's baseline is always right, g's never. A row that fixes the
+    # family compares its stale arm with that family's own baseline; a family with no
+    # baseline items has no Δmem.
+    pairs = []
+    for family, base_right in (("f", True), ("g", False)):
+        for g in range(6):
+            for condition, right in (("none", base_right), ("stale", g % 2 == 0)):
+                instance, response = _choice(g, right, family=family,
+                                             axes={"condition": condition})
+                instance["analysis"]["baseline"] = {"axis": "condition", "value": "none"}
+                pairs.append((instance, response))
+    for g in range(3):
+        instance, response = _choice(g, True, family="h", axes={"condition": "stale"})
+        instance["analysis"]["baseline"] = {"axis": "condition", "value": "none"}
+        pairs.append((instance, response))
+    report = _report(pairs, ["family", "condition"], correction="none")
+    rows = {(r["key"]["family"], r["key"]["condition"]): r["metrics"] for r in report["groups"]}
+    assert rows[("f", "stale")]["delta_mem"] == pytest.approx(0.5 - 1.0)
+    assert rows[("g", "stale")]["delta_mem"] == pytest.approx(0.5 - 0.0)
+    assert rows[("h", "stale")].get("delta_mem") is None
