@@ -656,3 +656,44 @@ def test_delta_mem_of_a_row_is_against_the_baseline_of_the_same_slice() -> None:
     assert rows[("f", "stale")]["delta_mem"] == pytest.approx(0.5 - 1.0)
     assert rows[("g", "stale")]["delta_mem"] == pytest.approx(0.5 - 0.0)
     assert rows[("h", "stale")].get("delta_mem") is None
+
+
+@pytest.mark.parametrize(("asked", "level"), [(50, 1 - 0.05 / 3), (2000, 0.95), (2000, 0.999),
+                                              (100, 0.9), (7, 1 - 0.05 / 40)])
+def test_resamples_are_raised_just_enough_to_put_20_beyond_each_bound(asked: int,
+                                                                       level: float) -> None:
+    from memspec.analysis.score_intervals import bootstrap_resamples
+
+    drawn = bootstrap_resamples(asked, level)
+    tail = (1 - level) / 2
+    assert drawn >= asked and drawn * tail >= 20 - 1e-9
+    if drawn > asked:  # raised: no fewer would do
+        assert (drawn - 1) * tail < 20
+
+
+def test_a_bound_off_its_estimate_by_rounding_is_moved_onto_it_and_no_other() -> None:
+    from memspec.analysis.score_intervals import _containing
+
+    for estimate in (0.5, -0.25, 50.0, 1e-3):
+        slack = 1e-12 * max(1.0, abs(estimate))
+        near_above, near_below = estimate + 0.8 * slack, estimate - 0.8 * slack
+        assert _containing(estimate, (near_above, near_above + 1)) == [estimate,
+                                                                      near_above + 1]
+        assert _containing(estimate, (near_below - 1, near_below)) == [near_below - 1,
+                                                                      estimate]
+        # A bound farther off than rounding is the bootstrap's, kept as it is.
+        far_above, far_below = estimate + 1e-9, estimate - 1e-9
+        assert _containing(estimate, (far_above, far_above + 1)) == [far_above,
+                                                                    far_above + 1]
+        assert _containing(estimate, (far_below - 1, far_below)) == [far_below - 1, far_below]
+
+
+def test_with_clusters_the_delta_mem_p_value_is_the_sign_flip_test_of_cluster_means() -> None:
+    stale_right = [False, True, False, False, True, False, False, False, True]
+    templates = ["t0", "t0", "t1", "t1", "t1", "t2", "t2", "t2", "t2"]
+    report = _report(_stale_pairs(stale_right, templates), ["condition"], correction="none",
+                     cluster="template")
+    # Δmem per group: -1 where the stale arm is wrong; cluster means -1/2, -2/3, -3/4.
+    expected = sign_flip_test([-1 / 2, -2 / 3, -3 / 4])
+    assert _stale_metrics(report)["delta_mem_p_value"] == pytest.approx(expected)
+    assert expected == pytest.approx(2 / 8)
