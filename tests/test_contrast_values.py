@@ -325,3 +325,16 @@ def test_a_declared_factorial_reads_only_what_every_key_of_its_where_selects() -
     assert sorted(found) == ["f_only: memory (on - off)", "f_only: source (tool - note)"]
     assert found["f_only: memory (on - off)"]["estimate"] == \
         pytest.approx(np.mean(_effects()["main: memory (on - off)"]))
+
+
+def test_a_declared_contrast_no_item_fits_is_listed_empty_and_never_within_a_row() -> None:
+    # A contrast whose cells select nothing in this run (an axis value no instance has) is
+    # still reported over the run, with no estimate, so a reader sees it was asked for; no
+    # row lists it.
+    declared = {"contrasts": [{"name": "absent", "a": {"memory": "on"},
+                               "b": {"memory": "faded"}}]}
+    report = _report(_pairs(), ["memory"], analysis=(declared,))
+    absent = next(c for c in report["contrasts"] if c["name"] == "absent")
+    assert absent["estimate"] is None and absent["p_value"] is None
+    for row in report["groups"]:
+        assert "absent" not in [c["name"] for c in row["metrics"].get("contrasts", [])]
