@@ -338,3 +338,20 @@ def test_a_declared_contrast_no_item_fits_is_listed_empty_and_never_within_a_row
     assert absent["estimate"] is None and absent["p_value"] is None
     for row in report["groups"]:
         assert "absent" not in [c["name"] for c in row["metrics"].get("contrasts", [])]
+
+
+def test_a_contrast_interval_is_read_at_the_expanded_level() -> None:
+    # As a Δmem interval: tested against 0, so read at Hesterberg's expanded percentile level
+    # for its 7 groups, from enough resamples to put 20 beyond each bound.
+    from memspec.analysis.stats import bootstrap_ci, expanded_level
+
+    declared = {"contrasts": [{"name": "tool_vs_note", "a": {"source": "tool"},
+                               "b": {"source": "note"}}]}
+    report = _report(_pairs(), correction="none", analysis=(declared,))
+    found = next(c for c in report["contrasts"] if c["name"] == "tool_vs_note")
+    level = expanded_level(0.95, 7)
+    values = _effects()["main: source (tool - note)"]
+    expected = bootstrap_ci(values, resamples=max(2000, math.ceil(40 / (1 - level))), seed=0,
+                            level=level)
+    assert expected is not None and level > 0.96
+    assert found["ci"] == pytest.approx(list(expected))
