@@ -77,3 +77,13 @@ def test_a_part_of_a_str_subclass_is_keyed_as_its_text() -> None:
         pass
 
     assert stream_key((Text("fam"), 2)) == stream_key(("fam", 2))
+
+
+def test_the_first_sample_takes_every_seed_of_64_bits_and_no_other() -> None:
+    key = stream_key(["slot", 3])
+    for seed in (0, 1, 2**64 - 1):
+        assert first_sample(seed, key, list(range(10)), 3) == \
+            KeyedRandom.keyed(seed, key).sample(list(range(10)), 3)
+    for seed in (-1, 2**64):
+        with pytest.raises(ValueError, match=r"seed must be in \[0, 2\*\*64\)"):
+            first_sample(seed, key, list(range(10)), 3)
