@@ -202,3 +202,29 @@ def test_an_expression_giving_escaped_text_keeps_it_as_text(project: Path) -> No
     for value in values:
         text = f"{value['colour']} &lt;&amp;&gt;"
         assert (value["quoted"], value["listed"], value["keyed"]) == (text, [text], {"k": text})
+
+
+@pytest.mark.parametrize("expression", [
+    "{'k': 'at ' ~ range}", "['at ' ~ range]", "{'k': ['at ' ~ range]}",
+    "[['x', 'at ' ~ range]]", "{'k': {'j': 'at ' ~ range}}", "('at ' ~ range, 1)"])
+def test_an_address_anywhere_in_an_expression_value_is_refused(project: Path,  # noqa: F811
+                                                                expression: str) -> None:
+    # A printed object's memory address changes from run to run: found inside lists, dicts
+    # and tuples too, not only at the top, and refused naming the slot.
+    with pytest.raises(SpecError, match=r"expression of .*stamp.* memory address"):
+        _slots(project, SLOTS + f'  stamp: {{expr: "{expression}"}}\n', 1)
+
+
+def test_expression_values_become_plain_json_data(project: Path) -> None:  # noqa: F811
+    # What a slot holds is plain data whatever an expression builds: tuples become lists
+    # (a template then prints [1, 2], as it prints any list), keys become text, and text
+    # with a "<" that is no address stays as it is.
+    (value,) = _slots(project, SLOTS + "  pair: {expr: \"(1, 2)\"}\n"
+                                       "  nested: {expr: \"[(1, ('a', 'b')), {1: 'x'}]\"}\n"
+                                       "  keyed: {expr: \"{2: ['<b>', (3,)]}\"}\n"
+                                       "  angled: {expr: \"['a < b', {'k': '<i>'}]\"}\n", 1)
+    assert value["pair"] == [1, 2] and type(value["pair"]) is list
+    assert value["nested"] == [[1, ["a", "b"]], {"1": "x"}]
+    assert type(value["nested"][0]) is list and type(value["nested"][0][1]) is list
+    assert value["keyed"] == {"2": ["<b>", [3]]} and type(value["keyed"]["2"][1]) is list
+    assert value["angled"] == ["a < b", {"k": "<i>"}]
