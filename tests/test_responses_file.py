@@ -137,3 +137,46 @@ def test_a_file_of_foreign_ids_only_says_how_many_it_holds(tmp_path: Path) -> No
     assert [p.message for p in error.value.problems
             if p.message.startswith("none of the 3 ids in this file is an instance of this "
                                     "release")]
+
+
+def test_a_limit_of_one_byte_is_a_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(RESPONSES_BYTES_VARIABLE, "1")
+    assert responses_limit() == 1
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps({"id": KNOWN[0], "response": "A"}) + "\n", encoding="utf-8")
+    (found,) = _errors(path)
+    assert found.startswith("1:1: file is ") and "over the 1-byte limit" in found
+    for bad in ("0", "-1", "1.5", str((1 << 50) + 1)):
+        monkeypatch.setenv(RESPONSES_BYTES_VARIABLE, bad)
+        with pytest.raises(SpecError, match="must be a whole number of bytes above 0"):
+            responses_limit()
+
+
+@pytest.mark.parametrize(("record", "message"), [
+    ('{"id": "f-00000-a", "response": null}', "'response' is null, not a string"),
+    ('{"id": true, "response": "A"}', "'id' is true or false, not a string"),
+    ('{"id": "f-00000-a", "response": {"text": "A"}}', "'response' is an object, not a string"),
+    ('{"id": ["f-00000-a"], "response": "A"}', "'id' is an array, not a string"),
+    ("null", "this is null, not an object"), ('"A"', "this is a string, not an object")])
+def test_a_record_of_the_wrong_kind_is_named_by_its_json_kind(tmp_path: Path, record: str,
+                                                             message: str) -> None:
+    path = tmp_path / "r.jsonl"
+    path.write_text(record + "\n", encoding="utf-8")
+    assert _errors(path) == ['1:1: each line must be {"id": string, "response": string}: '
+                             + message]
+
+
+def test_each_response_keeps_the_line_it_stands_on(tmp_path: Path) -> None:
+    from memspec.analysis.responses import response_place
+
+    path = tmp_path / "r.jsonl"
+    path.write_text("\n" + json.dumps({"id": KNOWN[2], "response": "A"}) + "\n\n"
+                    + json.dumps({"id": KNOWN[0], "response": "B"}) + "\n", encoding="utf-8")
+    responses = load_responses(path, KNOWN)
+    display = responses.place(KNOWN[2])[0]
+    assert display.endswith("r.jsonl")
+    assert (responses.place(KNOWN[2]), responses.place(KNOWN[0])) == ((display, 2),
+                                                                      (display, 4))
+    assert responses.place(KNOWN[1]) is None
+    assert response_place(responses, KNOWN[0]) == (display, 4)
+    assert response_place({KNOWN[0]: "B"}, KNOWN[0]) is None  # not read from a file
