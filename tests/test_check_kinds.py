@@ -204,3 +204,43 @@ def test_a_check_expression_that_fails_is_located_where_it_is_written(
     assert str(error.value).startswith(
         f"specs/families/lab/recall_words.yaml:{line}:{column}: expression syntax error: No "
         "filter named 'nosuchfilter'."), str(error.value)
+
+
+def test_a_forbidden_word_is_found_in_text_beyond_ascii(tree: Path) -> None:  # noqa: F811
+    write(tree, "templates/lab/study.j2", """
+        {% message "user" %}Mémorisez: café, zèbre, thé.{% endmessage %}
+        {% message "assistant" %}Noted.{% endmessage %}
+        """)
+    found = _refused(tree, "  - {kind: forbidden_words, phases: [study], "
+                           "words: \"['zebra', 'ZÈBRE']\"}\n", groups=1)
+    assert found[0].startswith("check forbidden_words failed: lab.recall.words-00000-first: "
+                               "forbidden word 'ZÈBRE' appears in phase 'study', message 0 "
+                               "(user), line 1 column 18:")
+    assert _refused(tree, "  - {kind: forbidden_words, phases: [study], "
+                          "words: \"['zebra', 'caf']\"}\n", groups=1) == []
+
+
+@pytest.mark.parametrize("words", ["3", "['zebra', 3]", "{'w': 'zebra'}"])
+def test_words_that_are_not_text_are_refused_where_written(tree: Path,  # noqa: F811
+                                                           words: str) -> None:
+    from memspec.core.errors import SpecError
+
+    with pytest.raises(SpecError, match="words must give a string or a list of strings"):
+        _refused(tree, "  - {kind: forbidden_words, phases: [question], "
+                       f"words: \"{words}\"}}\n", groups=1)
+
+
+def test_length_ratio_with_when_and_at_its_tolerance(tree: Path) -> None:  # noqa: F811
+    # `when` leaves only the last cue's variants: the reference level is not among them, so
+    # there is nothing to compare and nothing fails (without `when`, 4.5% off fails).
+    check = ("  - {kind: length_ratio, axis: cue, reference: first, phases: [question], "
+             "tolerance: 0.01%s}\n")
+    assert _refused(tree, check % "", groups=1) != []
+    assert _refused(tree, check % ", when: {cue: last}", groups=1) == []
+    # "...last?" (21 characters) against "...first?" (22) is |21/22 - 1| off: a tolerance
+    # of exactly that (as the float the check computes) passes, a hair less does not.
+    check = ("  - {kind: length_ratio, axis: cue, reference: first, phases: [question], "
+             "tolerance: %r}\n")
+    off = abs(21 / 22 - 1)
+    assert _refused(tree, check % (off - 1e-15), groups=1) != []
+    assert _refused(tree, check % off, groups=1) == []
