@@ -414,3 +414,38 @@ def test_a_sum_of_zero_has_a_p_value_of_exactly_one(deviations: list[float]) -> 
     # Every sign assignment is at least as extreme as a sum of 0: p is 1, never a rounding
     # past it.
     assert sign_flip_test(deviations) == 1.0
+
+
+@pytest.mark.parametrize(("limit", "sampled"), [(4 * 3465, False), (4 * 3465 - 1, True),
+                                                (1000, True)])
+def test_the_guessing_law_is_exact_up_to_its_support_limit(
+        limit: int, sampled: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Four groups on the lattice 1/3465 hold 4 x 3465 points: exact with a limit of exactly
+    # that many, estimated with fewer.
+    from memspec.analysis import stats
+
+    right, sizes, chance = [0, 4, 1, 2], [5, 7, 9, 11], 0.25
+    exact = _guessing_by_brute_force(right, sizes, chance)
+    monkeypatch.setattr(stats, "GUESSING_SUPPORT_LIMIT", limit)
+    found = stats.guessing_test(right, sizes, chance)
+    on_replicates = found == (1 + round(found * 20_001 - 1)) / 20_001
+    if sampled:
+        assert on_replicates and found != pytest.approx(exact, abs=1e-9)
+    else:
+        assert found == pytest.approx(exact, abs=1e-12)
+
+
+def test_a_chance_test_over_groups_of_mixed_sizes_includes_the_guessing_test() -> None:
+    from memspec.analysis.stats import chance_test, guessing_test
+
+    # One group of one item among groups of three: several items in some groups is enough
+    # for the guessing test to count.
+    # Every group a little above chance: the sign flips find that significant, independent
+    # guessing does not, and the test is the larger p-value.
+    means = [1.0] + [2 / 3] * 8
+    sizes = [1] + [3] * 8
+    right = [round(m * s) for m, s in zip(means, sizes, strict=True)]
+    flips = sign_flip_test([m - 0.5 for m in means])
+    guessing = guessing_test(right, sizes, 0.5)
+    assert flips < 0.05 < guessing
+    assert chance_test(means, 0.5, sizes) == guessing
