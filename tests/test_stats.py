@@ -449,3 +449,15 @@ def test_a_chance_test_over_groups_of_mixed_sizes_includes_the_guessing_test() -
     guessing = guessing_test(right, sizes, 0.5)
     assert flips < 0.05 < guessing
     assert chance_test(means, 0.5, sizes) == guessing
+
+
+def test_rho_star_needs_an_adjusted_p_value_below_alpha_not_at_it() -> None:
+    assert rho_star([("low", -0.1, 0.05)]) is None
+    assert rho_star([("low", -0.1, 0.0499)]) == "low"
+    # Two levels: Holm doubles the smaller p-value, so 0.025 is exactly at 0.05: none.
+    assert rho_star([("low", -0.1, 0.025), ("high", -0.2, 0.5)]) is None
+    assert rho_star([("low", -0.1, 0.0249), ("high", -0.2, 0.5)]) == "low"
+
+
+def test_normalising_no_scores_gives_none_back() -> None:
+    assert normalise([], "minmax") == [] and normalise([], "z", (0.0, 1.0)) == []
