@@ -618,10 +618,11 @@ def test_reliance_counts_a_response_that_acts_on_any_of_its_distractors() -> Non
     assert overall["accuracy"] == pytest.approx(0.25)
 
 
-def test_abstain_patterns_with_groups_of_one_name_are_searched_apart() -> None:
-    # Two patterns that each name a group "w" cannot be joined into one alternation (a name
-    # defined twice): each is searched on its own, and either declines.
-    extra = (r"(?P<w>pass)\W+(?P=w)", r"(?P<w>skip)\W+(?P=w)")
+def test_abstain_patterns_with_groups_are_searched_apart() -> None:
+    # Two patterns whose backreference is to their own group 1: joined into one alternation
+    # the second's \1 would name the first's group. Each is searched on its own, and either
+    # declines.
+    extra = (r"(skip)\W+\1", r"(pass)\W+\1")
     instance, _ = _choice(0, True)
     for response, declined in (("pass, pass", True), ("skip skip", True), ("A) option 0", False)):
         assert outcome(instance, response, extra).answered is not declined
