@@ -274,13 +274,9 @@ class _Sampler:
     # ------------------------------------------------------------------ one slot per group
 
     def slot(self, name: str, slot: Mapping[str, Any]) -> Any:
+        """One group's value of a slot the drawer does not draw itself (``_drawer`` takes
+        expressions, fixed values, crossed slots and the common pool draws)."""
         where = ("slots", name)
-        if "expr" in slot:
-            label = f"slot {name!r}"
-            return self.evaluate(self.expression(slot["expr"], (*where, "expr"), label),
-                                 self.scope, (*where, "expr"), label)
-        if "value" in slot:
-            return slot["value"]
         if "table" in slot:
             return self.table(name, slot["table"], self.stream_path(name, slot), where)
         if "from" in slot or "of" in slot:
@@ -298,9 +294,6 @@ class _Sampler:
             return self.stream(name, slot).randint(low, high)
         if "choice" in slot:
             return self.stream(name, slot).choice(slot["choice"])
-        if "crossed" in slot:
-            return balanced_value(self.crossed_cells(name, slot), self.seed,
-                                  self.family.family_id, name, self.group)
         return balanced_value(list(slot["balanced"]), self.seed, self.family.family_id, name,
                               self.group)
 
