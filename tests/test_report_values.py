@@ -698,3 +698,18 @@ def test_with_clusters_the_delta_mem_p_value_is_the_sign_flip_test_of_cluster_me
     expected = sign_flip_test([-1 / 2, -2 / 3, -3 / 4])
     assert _stale_metrics(report)["delta_mem_p_value"] == pytest.approx(expected)
     assert expected == pytest.approx(2 / 8)
+
+
+def test_with_clusters_the_sign_flips_take_each_clusters_mean() -> None:
+    # Clusters of two, three and four groups whose means (1/2, -1/3, -1/4) have mixed signs:
+    # the test is the sign flips of those three means, not of their sums.
+    from memspec.analysis.score_intervals import sign_flip
+
+    values = [1.0, 0.0, -1.0, 0.0, 0.0, -1.0, 0.0, 0.0, 0.0]
+    labels = ["a", "a", "b", "b", "b", "c", "c", "c", "c"]
+    units = {("f", g): v for g, v in enumerate(values)}
+    clusters = {("f", g): label for g, label in enumerate(labels)}
+    found = sign_flip(units, clusters, ScoreOptions(cluster="template"))
+    assert found == pytest.approx(sign_flip_test([1 / 2, -1 / 3, -1 / 4])) == 1.0
+    assert sign_flip_test([2.0, -3.0, -4.0]) == 0.5  # means times sizes would tell
+    assert sign_flip(units, clusters, ScoreOptions()) == pytest.approx(sign_flip_test(values))

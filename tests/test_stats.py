@@ -344,19 +344,22 @@ def _guessing_by_brute_force(right: list[int], sizes: list[int], chance: float) 
     return total
 
 
-@pytest.mark.parametrize(("right", "chance"), [([0, 4, 1, 2], 0.25), ([5, 6, 7, 8], 0.2),
-                                               ([0, 0, 0, 0], 0.5)])
+@pytest.mark.parametrize(("right", "sizes", "chance"), [
+    ([0, 4, 1, 2], [5, 7, 9, 11], 0.25), ([5, 6, 7, 8], [5, 7, 9, 11], 0.2),
+    ([0, 0, 0, 0], [5, 7, 9, 11], 0.5), ([1, 2, 1, 3, 0, 2], [2, 2, 4, 4, 2, 4], 0.5),
+    ([3, 1, 4, 0, 2], [5, 5, 7, 7, 7], 0.3)])
 def test_a_guessing_test_too_large_to_enumerate_is_the_seeded_estimate_of_the_exact_one(
-        right: list[int], chance: float, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Groups of 5, 7, 9 and 11 items (lattice 1/3465): with the support limit lowered, the
-    # p-value is estimated from 20,000 seeded replicates, (1 + b) / (1 + B), within sampling
-    # error of the exact one, and never 0.
+        right: list[int], sizes: list[int], chance: float,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Groups of several sizes, some sizes repeated, on coarse and fine lattices (where many
+    # replicates tie with the observed sum, and where few do): with the support limit
+    # lowered, the p-value is estimated from 20,000 seeded replicates, (1 + b) / (1 + B),
+    # within sampling error of the exact one, and never 0.
     from memspec.analysis import stats
 
-    sizes = [5, 7, 9, 11]
     exact = stats.guessing_test(right, sizes, chance)
     assert exact == pytest.approx(_guessing_by_brute_force(right, sizes, chance))
-    monkeypatch.setattr(stats, "GUESSING_SUPPORT_LIMIT", 100)
+    monkeypatch.setattr(stats, "GUESSING_SUPPORT_LIMIT", 1)
     estimate = stats.guessing_test(right, sizes, chance)
     assert estimate == stats.guessing_test(right, sizes, chance)  # seeded
     assert estimate == pytest.approx(exact, abs=4 * math.sqrt(0.25 / 20_000) + 1e-4)
