@@ -228,3 +228,17 @@ def test_expression_values_become_plain_json_data(project: Path) -> None:  # noq
     assert type(value["nested"][0]) is list and type(value["nested"][0][1]) is list
     assert value["keyed"] == {"2": ["<b>", [3]]} and type(value["keyed"]["2"][1]) is list
     assert value["angled"] == ["a < b", {"k": "<i>"}]
+
+
+def test_a_slot_shared_by_another_draws_one_value_for_each_of_its_values(
+        project: Path) -> None:  # noqa: F811
+    # Groups with the same side share one colour; over 12 groups, the three sides hold
+    # three colours, each the same in every group of its side, not drawn group by group.
+    values = _slots(project, "  side: {balanced: [left, right, up]}\n"
+                             "  colour: {from: pools/colours.yaml, shared_by: [side]}\n", 12)
+    by_side: dict[str, set[str]] = {}
+    for value in values:
+        by_side.setdefault(value["side"], set()).add(value["colour"])
+    assert sorted(by_side) == ["left", "right", "up"]
+    assert all(len(colours) == 1 for colours in by_side.values())
+    assert all(colour in COLOURS for colours in by_side.values() for colour in colours)
