@@ -871,3 +871,14 @@ def test_an_instance_whose_messages_hold_floats_has_the_standard_librarys_bytes(
     expected = json.dumps(instance, ensure_ascii=False, sort_keys=True,
                           separators=(",", ":"), allow_nan=False) + "\n"
     assert dump_instance_bytes(instance) == expected.encode("utf-8")
+
+
+def test_an_instance_without_an_analysis_block_is_written_whole_through_a_memo() -> None:
+    from memspec.core.canonical import TextMemo, dump_instance_bytes, normalize
+
+    memo = TextMemo()
+    for instance in ({"id": "f-00000-x", "group": 0, "weight": 1e-05},
+                     {"analysis": {"chance": 0.25}, "id": "f-00001-x", "zeta": 0.1},
+                     {"id": "f-00002-x"}):
+        normal = normalize(instance)
+        assert dump_instance_bytes(normal, repeated=memo) == dump_bytes(instance)
