@@ -213,6 +213,22 @@ def test_chance_test_of_groups_of_several_items_is_wrong_at_most_alpha_of_the_ti
     assert size <= 0.05
 
 
+def _guessing_by_brute_force(right: list[int], sizes: list[int], chance: float) -> float:
+    """P(|sum of means - expectation| >= observed) over every outcome of the groups' right
+    counts, each Binomial(size, chance) on its own."""
+    import itertools
+
+    observed = sum(r / s for r, s in zip(right, sizes, strict=True))
+    expected = chance * len(sizes)
+    total = 0.0
+    for outcome in itertools.product(*(range(s + 1) for s in sizes)):
+        mean_sum = sum(r / s for r, s in zip(outcome, sizes, strict=True))
+        if abs(mean_sum - expected) >= abs(observed - expected) - 1e-9:
+            total += math.prod(scipy_stats.binom.pmf(r, s, chance)
+                               for r, s in zip(outcome, sizes, strict=True))
+    return total
+
+
 def test_guessing_test_is_the_exact_law_of_independent_guesses() -> None:
     from memspec.analysis.stats import guessing_test
 
@@ -224,18 +240,9 @@ def test_guessing_test_is_the_exact_law_of_independent_guesses() -> None:
     assert guessing_test(right, sizes, chance) == pytest.approx(law.pmf(far).sum())
     # Groups of sizes 1, 2 and 3: the sum of their means against every outcome, by brute
     # force over the product of their binomial laws.
-    import itertools
-
     sizes, right, chance = [1, 2, 3, 2], [1, 2, 1, 0], 0.3
-    observed = sum(r / s for r, s in zip(right, sizes, strict=True))
-    expected = chance * len(sizes)
-    total = 0.0
-    for outcome in itertools.product(*(range(s + 1) for s in sizes)):
-        mean_sum = sum(r / s for r, s in zip(outcome, sizes, strict=True))
-        if abs(mean_sum - expected) >= abs(observed - expected) - 1e-9:
-            total += math.prod(scipy_stats.binom.pmf(r, s, chance)
-                               for r, s in zip(outcome, sizes, strict=True))
-    assert guessing_test(right, sizes, chance) == pytest.approx(total)
+    assert guessing_test(right, sizes, chance) == \
+        pytest.approx(_guessing_by_brute_force(right, sizes, chance))
 
 
 def test_sign_flip_test_too_large_to_enumerate_is_estimated_not_refused() -> None:
@@ -326,22 +333,6 @@ def test_the_numbers_the_scoring_page_states_are_the_ones_used() -> None:
             ("GUESSING_SUPPORT_LIMIT", "would have over 2,000,000 points", 2_000_000)]:
         assert written in page, written
         assert getattr(stats, constant) == number, constant
-
-
-def _guessing_by_brute_force(right: list[int], sizes: list[int], chance: float) -> float:
-    """P(|sum of means - expectation| >= observed) over every outcome of the groups' right
-    counts, each Binomial(size, chance) on its own."""
-    import itertools
-
-    observed = sum(r / s for r, s in zip(right, sizes, strict=True))
-    expected = chance * len(sizes)
-    total = 0.0
-    for outcome in itertools.product(*(range(s + 1) for s in sizes)):
-        mean_sum = sum(r / s for r, s in zip(outcome, sizes, strict=True))
-        if abs(mean_sum - expected) >= abs(observed - expected) - 1e-9:
-            total += math.prod(scipy_stats.binom.pmf(r, s, chance)
-                               for r, s in zip(outcome, sizes, strict=True))
-    return total
 
 
 @pytest.mark.parametrize(("right", "sizes", "chance"), [

@@ -5,6 +5,8 @@ no problem and no note, and that --regenerate writes nothing into the project.""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -65,15 +67,23 @@ def test_an_edited_entry_of_the_manifest_blames_the_sums_by_the_anchor(
         "manifest.json", "SHA-256 differs from SHA256SUMS (file changed)")
 
 
-def test_a_release_without_a_committed_manifest_is_said_to_have_none(
-        copy: Path, catalog: Catalog, frozen: Path) -> None:  # noqa: F811
-    committed = frozen.parent.parent / "manifests" / f"{RELEASE}.json"
+@contextmanager
+def without_committed_manifest(release: Path) -> Iterator[Path]:
+    """The project of the frozen ``release`` without its committed manifest (its path), put
+    back afterwards."""
+    committed = release.parent.parent / "manifests" / f"{RELEASE}.json"
     kept = committed.read_bytes()
     committed.unlink()
     try:
-        report = verify_release(copy, catalog)
+        yield committed
     finally:
         committed.write_bytes(kept)
+
+
+def test_a_release_without_a_committed_manifest_is_said_to_have_none(
+        copy: Path, catalog: Catalog, frozen: Path) -> None:  # noqa: F811
+    with without_committed_manifest(frozen):
+        report = verify_release(copy, catalog)
     assert _problems(report) == [("manifests/demo-v1.json",
                                   "no committed manifest for this release")]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from test_tamper import RELEASE, catalog, copy, frozen  # noqa: F401
-from test_verify_diagnostics import _problems, _rewrite_manifest
+from test_verify_diagnostics import _problems, _rewrite_manifest, without_committed_manifest
 
 from conftest import make_gold_first_release, run_cli
 from memspec.core.canonical import dump_pretty_bytes
@@ -101,14 +101,9 @@ def test_a_published_release_is_no_draft(copy: Path, catalog: Catalog) -> None: 
 
 def test_regenerate_writes_no_manifest_for_a_release_that_has_none(
         copy: Path, catalog: Catalog, frozen: Path) -> None:  # noqa: F811
-    committed = frozen.parent.parent / "manifests" / f"{RELEASE}.json"
-    kept = committed.read_bytes()
-    committed.unlink()
-    try:
+    with without_committed_manifest(frozen) as committed:
         report = verify_release(copy, catalog, regenerate=True)
         written = committed.exists()
-    finally:
-        committed.write_bytes(kept)
     # The rebuild is refused as freeze refuses it, rather than writing the manifest.
     assert _problems(report) == [
         ("manifests/demo-v1.json", "no committed manifest for this release"),
