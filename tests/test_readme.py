@@ -15,7 +15,10 @@ def test_quick_start_is_the_two_commands() -> None:
     assert block.group(1).splitlines() == ["pip install -e . && memspec build",
                                            "pip install -e '.[test]' && pytest"]
     ci = (REPO / ".ci" / "run").read_text()
-    assert "pip install -e '.[test]' && pytest" in ci
+    assert ci.rstrip().splitlines()[-1] == "pip install -e '.[test]' && pytest"
+    # Once, in a fresh venv of its own (what the system interpreter holds passes no test).
+    assert 'python3 -m venv "$venv"' in ci and 'source "$venv/bin/activate"' in ci
+    assert "system-site-packages" not in ci and ci.count("pytest") == 1
 
 
 def test_readme_is_a_door() -> None:

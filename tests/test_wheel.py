@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import site
 import subprocess
 import sys
 import zipfile
@@ -24,10 +25,12 @@ SOURCES = ("generator", "specs", "templates", "manifests", "pyproject.toml", "RE
 
 
 def _run(command: list[str], cwd: Path, env: dict[str, str], timeout: float = 600,
-         expect: int = 0) -> subprocess.CompletedProcess[str]:
+         expect: int | None = 0) -> subprocess.CompletedProcess[str]:
+    """Run ``command``; its exit status must be ``expect`` (None: any)."""
     result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True,
                             stdin=subprocess.DEVNULL, timeout=timeout)
-    assert result.returncode == expect, (command, result.stdout[-2000:], result.stderr[-4000:])
+    assert expect is None or result.returncode == expect, \
+        (command, result.stdout[-2000:], result.stderr[-4000:])
     return result
 
 
@@ -64,11 +67,35 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
                  "memspec/library/manifests/"):
         assert any(n.startswith(part) for n in names), part
     venv = base / "venv"
-    # The dependencies come from this environment; memspec itself only from the wheel.
-    _run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], base, env)
-    _run([str(venv / "bin" / "python"), "-m", "pip", "install", "--no-deps", "--no-index",
-          str(wheel)], base, env)
+    # memspec itself only from the wheel; the dependencies it declares from the environment
+    # running these tests, offline. `--system-site-packages` would not do: inside a user's own
+    # venv it shows the base interpreter's packages, not the venv's where they are installed.
+    _run([sys.executable, "-m", "venv", str(venv)], base, env)
+    python = str(venv / "bin" / "python")
+    inner = _run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                 base, env).stdout.strip()
+    # Plain folders in a .pth file go at the end of the fresh environment's path, after its own
+    # site-packages (so the wheel's memspec wins); the .pth files inside them are not run, so
+    # an editable memspec of the outer environment stays out.
+    (Path(inner) / "outer-environment.pth").write_text(
+        "".join(f"{folder}\n" for folder in outer_site_packages()))
+    _run([python, "-m", "pip", "install", "--no-deps", "--no-index", str(wheel)], base, env)
+    missing = [line for line in _run([python, "-m", "pip", "check"], base, env,
+                                     expect=None).stdout.splitlines()
+               if line.startswith("memspec ")]
+    if missing:
+        pytest.skip("the environment running the tests lacks what the wheel declares: "
+                    + "; ".join(missing))
     return venv / "bin"
+
+
+def outer_site_packages() -> list[str]:
+    """The folders this interpreter imports installed packages from: its site-packages (a
+    venv's own and, with system packages, the base's) and the user's, if enabled."""
+    folders = list(site.getsitepackages())
+    if site.ENABLE_USER_SITE:
+        folders.append(site.getusersitepackages())
+    return [folder for folder in dict.fromkeys(folders) if Path(folder).is_dir()]
 
 
 def test_the_wheel_runs_a_benchmark_of_ones_own(installed: Path, tmp_path: Path) -> None:
