@@ -277,7 +277,7 @@ def test_memorybench_satisfaction_score_only_where_feedback_carries_one(
 
     catalog = Catalog.load(find_project(REPO))
     manifest, instances = load_release_instances(release, catalog)
-    fmt = find_export(catalog.project, "memorybench")
+    fmt, _ = find_export(catalog.project, "memorybench")
     export_release(catalog.project, fmt, manifest, instances, tmp_path / "plain")
     scored = [{**i, "feedback": [{**f, "satisfaction": 1 + (f["round"] + i["group"]) % 5}
                                  for f in i["feedback"]]} for i in instances]

@@ -369,26 +369,80 @@ def test_a_library_declaration_that_is_not_a_boolean_is_refused(tmp_path: Path,
         result.stderr, result.stderr
 
 
-def test_an_export_format_of_the_library_is_named_memspec(tmp_path: Path,
-                                                          built_dist: Path) -> None:
-    # A project of one's own exports into the layouts that ship with memspec by their
-    # library names; a bare name means the project's own formats only.
+def _exported_files(folder: Path) -> list[str]:
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+
+
+def test_an_export_format_of_the_library_is_found_by_its_plain_name(tmp_path: Path,
+                                                                    built_dist: Path) -> None:
+    # A project of one's own exports into the layouts that ship with memspec by their plain
+    # names (as the docs write them) and by their library names.
     root = _user_project(tmp_path)
     built_example = built_dist / "example-v1"
     feedback = built_dist / "feedback-v3"
-    exported = run_cli("export", str(feedback), "--format", "memspec:memorybench", "--out",
-                       str(tmp_path / "mb"), cwd=root, env=NO_CACHE)
-    assert exported.returncode == 0, exported.stderr
-    written = "\n".join(p.relative_to(tmp_path / "mb").as_posix()
-                        for p in (tmp_path / "mb").rglob("*") if p.is_file())
+    for name in ("memspec:memorybench", "memorybench"):
+        exported = run_cli("export", str(feedback), "--format", name, "--out",
+                           str(tmp_path / name), cwd=root, env=NO_CACHE)
+        assert exported.returncode == 0, exported.stderr
+    written = "\n".join(_exported_files(tmp_path / "memorybench"))
     families = json.loads((feedback / "manifest.json").read_text())["counts"]["families"]
     assert all(family.rsplit(".", 1)[1] in written for family in families), written
-    bare = run_cli("export", str(feedback), "--format", "memorybench", "--out",
-                   str(tmp_path / "bare"), cwd=root, env=NO_CACHE)
-    assert bare.returncode == 2 and not (tmp_path / "bare").exists()
+    assert tree_bytes(tmp_path / "memorybench") == tree_bytes(tmp_path / "memspec:memorybench")
     unknown = run_cli("export", str(built_example), "--format", "nothing", "--out",
                       str(tmp_path / "x"), cwd=root, env=NO_CACHE)
     assert unknown.returncode == 2
     assert "memspec:memorybench" in unknown.stderr and "memspec:implicitmembench" in \
         unknown.stderr
     assert not (tmp_path / "x").exists()
+
+
+def test_a_projects_own_export_format_comes_before_the_librarys(tmp_path: Path,
+                                                                 built_dist: Path) -> None:
+    # The project declares a format of the same name: the plain name is the project's,
+    # memspec:NAME still the library's.
+    root = _user_project(tmp_path)
+    (root / "specs" / "exports").mkdir(parents=True, exist_ok=True)
+    (root / "specs" / "exports" / "mine.yaml").write_text(
+        "export: memorybench\nversion: 1\ndescription: one file per family\nparadigms:\n"
+        "  feedback.session:\n    path: \"mine/{{ family }}.json\"\n"
+        "    record: {id: \"instance.id\"}\n    file: {ids: \"records\"}\n")
+    feedback = built_dist / "feedback-v3"
+    for name in ("memorybench", "memspec:memorybench"):
+        result = run_cli("export", str(feedback), "--format", name, "--out",
+                         str(tmp_path / name), cwd=root, env=NO_CACHE)
+        assert result.returncode == 0, result.stderr
+    families = json.loads((feedback / "manifest.json").read_text())["counts"]["families"]
+    assert _exported_files(tmp_path / "memorybench") == sorted(
+        f"mine/{family}.json" for family in families)
+    assert "configs/datasets/each.json" in _exported_files(tmp_path / "memspec:memorybench")
+
+
+@pytest.mark.parametrize("name", ["memorybench", "memspec:memorybench"])
+def test_a_downloaded_release_exports_outside_any_project(tmp_path: Path, built_dist: Path,
+                                                          name: str) -> None:
+    # A release folder on its own, no project around it: the library's formats, as in a
+    # project, and the same bytes.
+    downloaded = tmp_path / "downloads" / "feedback-v3"
+    shutil.copytree(built_dist / "feedback-v3", downloaded)
+    result = run_cli("export", "feedback-v3", "--format", name, "--out", "mb",
+                     cwd=downloaded.parent, env=NO_CACHE)
+    assert result.returncode == 0, result.stderr
+    in_project = tmp_path / "in-project"
+    root = _user_project(tmp_path)
+    assert run_cli("export", str(downloaded), "--format", "memorybench", "--out",
+                   str(in_project), cwd=root, env=NO_CACHE).returncode == 0
+    assert tree_bytes(downloaded.parent / "mb") == tree_bytes(in_project)
+    assert sorted(p.name for p in downloaded.parent.iterdir()) == ["feedback-v3", "mb"]
+
+
+def test_a_missing_release_folder_gets_a_hint(tmp_path: Path, built_dist: Path) -> None:
+    root = _user_project(tmp_path)
+    shutil.copytree(built_dist / "example-v1", root / "dist" / "example-v1")
+    for given in ("dist/example-v9", "example-v9"):
+        result = run_cli("export", given, "--format", "inspect", "--out", str(tmp_path / "o"),
+                         cwd=root, env=NO_CACHE)
+        assert result.returncode == 2 and "dist/dist" not in result.stderr, result.stderr
+        assert f"no built release at {given}" in result.stderr
+        assert "built in dist/: example-v1" in result.stderr and "memspec build" in \
+            result.stderr
+    assert not (tmp_path / "o").exists()

@@ -17,7 +17,6 @@ from ..spec.catalog import Catalog
 from .cli_common import (
     _catalog_if_any,
     _check_seed,
-    _project,
     _run,
     _status,
     app,
@@ -66,27 +65,22 @@ def report(
 def export(
     release: Annotated[str, typer.Argument(
         help="A built release folder, or <name>-<version> to read from dist/.")],
-    export_format: Annotated[str, typer.Option("--format", help="`inspect` (an inspect_ai "
-                                               "dataset and task), or an export under "
-                                               "specs/exports/ (its `export:` name).")],
+    export_format: Annotated[str, typer.Option("--format", help=(
+        "`inspect` (an inspect_ai dataset and task), or a declared export's `export:` name: "
+        "the project's own under specs/exports/ first, else the one that ships with memspec "
+        "(`memspec:NAME` always that one)."))],
     out_dir: Annotated[Path, typer.Option("--out", help="Folder to write into.")],
 ) -> None:
     """Write a built release in another tool's layout: `inspect`, or one declared in
-    specs/exports/."""
+    specs/exports/ (the project's own, else memspec's). Any release folder, in a project or
+    not."""
     from ..formats.release_folders import refuse_writing_inside_release
     from ..release.release_data import load_release_instances
 
     def action() -> None:
-        # A release folder and the built-in format need no project: a downloaded release
-        # is exported where it lies.
-        folder = Path(release)
+        # No format needs a project: a downloaded release is exported where it lies.
         catalog = _catalog_if_any()
-        if not folder.is_dir() and catalog is not None:
-            folder = catalog.project.default_dist / release
-        if not folder.is_dir():
-            raise SpecError.single(f"no built release at {release}"
-                                   + (f" or {folder}" if folder != Path(release) else "")
-                                   + "; run `memspec build` first, or give a release folder")
+        folder = _release_folder(release, catalog)
         refuse_writing_inside_release(out_dir)
         with CommandBudget("export", str(folder)), \
                 _status(f"exporting {printable(str(folder))} as {export_format}"):
@@ -98,14 +92,36 @@ def export(
         from ..exports.export_inspect import write_inspect
 
         if export_format == BUILT_IN_FORMAT:
-            written = write_inspect(*load_release_instances(folder, catalog), out_dir)
-        else:
-            # A declared format lives in a project's specs/exports/: without one, say so.
-            catalog = catalog or Catalog.load(_project())
-            manifest, instances = load_release_instances(folder, catalog)
-            written = export_release(catalog.project, find_export(catalog.project,
-                                                                  export_format),
-                                     manifest, instances, out_dir)
-        return written
+            return write_inspect(*load_release_instances(folder, catalog), out_dir)
+        # The format first: a misspelt name is said before the release is read.
+        fmt, owner = find_export(catalog.project if catalog is not None else None,
+                                 export_format)
+        return export_release(owner, fmt, *load_release_instances(folder, catalog), out_dir)
 
     _run(action)
+
+
+def _release_folder(release: str, catalog: Catalog | None) -> Path:
+    """The folder ``memspec export`` reads: ``release`` itself, or, a bare
+    ``<name>-<version>`` in a project, the project's dist/ folder of that name. Missing, the
+    error says where it looked and what is built there."""
+    folder = Path(release)
+    if folder.is_dir():
+        return folder
+    looked, built = [release], ""
+    if catalog is not None:
+        project = catalog.project
+        dist = project.default_dist
+        # Only a bare name is looked for in dist/: "dist/x" there would be dist/dist/x.
+        if len(folder.parts) == 1:
+            if (dist / release).is_dir():
+                return dist / release
+            looked.append(project.display(dist / release))
+        names = sorted(p.name for p in dist.iterdir() if (p / "manifest.json").is_file()) \
+            if dist.is_dir() else []
+        if names:
+            built = f"built in {project.display(dist)}/: {', '.join(names)}; "
+    raise SpecError.single(
+        f"no built release at {' or '.join(looked)}; {built}run `memspec build` first "
+        "(`memspec build --bundled --out DIR` for the releases that ship with memspec), or "
+        "give the path of a release folder")

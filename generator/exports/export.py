@@ -23,7 +23,7 @@ from ..formats.release_folders import refuse_writing_inside_release
 from ..release.freezing import TMP_PREFIX
 from ..spec.catalog import yaml_files
 from ..spec.instances import phase_messages
-from ..spec.project import LIBRARY_PREFIX, Project, library_root
+from ..spec.project import LIBRARY_PREFIX, Project, library_project, library_root
 from ..spec.schemas import schema_problems
 from ..spec.yamlsafe import Located, load_yaml_file
 
@@ -43,31 +43,44 @@ class ExportFormat:
 BUILT_IN_FORMAT = "inspect"
 
 
-def find_export(project: Project, name: str) -> ExportFormat:
-    """The export format declared as ``export: NAME`` under the project's specs/exports/, or,
-    named ``memspec:NAME``, under the library's (the formats that ship with memspec)."""
+def find_export(project: Project | None, name: str) -> tuple[ExportFormat, Project]:
+    """The export format ``name`` and the project whose renderer draws it.
+
+    One rule, whatever folder the command runs in: ``memspec:NAME`` is the format that ships
+    with memspec (under the library's specs/exports/); a plain ``NAME`` is the project's own
+    format of that name where it declares one, and otherwise the library's. Without a project
+    (a downloaded release) the library's formats are the only ones."""
     problems: list[Problem] = []
-    known = []
-    sources = [("", project, project.specs / "exports")]
+    known: list[str] = []
+    library_name = name.startswith(LIBRARY_PREFIX)
+    # (folder, the project that reads it, how an error lists its names): the project's own
+    # first, then the library's.
+    sources: list[tuple[Path, Project, str]] = []
+    if project is not None and not library_name:
+        sources.append((project.specs / "exports", project, ""))
     library = library_root()
-    if library is not None and project.uses_library:
-        sources.append((LIBRARY_PREFIX, project, library / "specs" / "exports"))
-    for prefix, owner, folder in sources:
+    if library is not None and (project is None or not project.is_library or library_name):
+        shown = LIBRARY_PREFIX if project is not None and project.uses_library else ""
+        sources.append((library / "specs" / "exports", project or library_project(), shown))
+    wanted = name.removeprefix(LIBRARY_PREFIX)
+    for folder, owner, shown in sources:
         for path in yaml_files(folder, problems, owner.display):
             located = load_yaml_file(path, owner.display(path))
             if not isinstance(located.data, dict):
                 continue
-            declared = f"{prefix}{located.data.get('export')}"
-            known.append(declared)
-            if declared == name:
+            declared = str(located.data.get("export"))
+            known.append(shown + declared)
+            if declared == wanted:
                 found = schema_problems("export", located)
                 if found:
                     raise SpecError(found)
                 return ExportFormat(name, located.data["paradigms"], located,
                                     tuple(located.data.get("files", ())),
-                                    located.data.get("constants", {}))
-    raise SpecError(problems or [Problem(f"unknown export format {name!r}; known: "
-                                         f"{', '.join(sorted([*known, BUILT_IN_FORMAT]))}")])
+                                    located.data.get("constants", {})), owner
+    raise SpecError(problems or [Problem(
+        f"unknown export format {name!r}; known: "
+        f"{', '.join(sorted(dict.fromkeys([*known, BUILT_IN_FORMAT])))} (a plain name is the "
+        f"project's own format, else the library's; {LIBRARY_PREFIX}NAME always the library's)")])
 
 
 def check_export_file(path: Path, project: Project, renderer: Renderer) -> None:
