@@ -113,6 +113,16 @@ def test_arms_that_differ_or_agree_against_the_check_are_named(tree: Path) -> No
     assert "study are identical across cue in " in found[1] and "-last" in found[1]
 
 
+@pytest.mark.parametrize("kind", ["identical_across", "differs_across"])
+def test_a_check_across_an_axis_takes_when(tree: Path, kind: str) -> None:  # noqa: F811
+    # Broken for both cues (the question differs, the study does not); limited by `when` to
+    # one cue, nothing is left to compare against, and it holds.
+    phase = "question" if kind == "identical_across" else "study"
+    check = f"  - {{kind: {kind}, axis: cue, phases: [{phase}]%s}}\n"
+    assert len(_refused(tree, check % "", groups=1)) == 1
+    assert _refused(tree, check % ", when: {cue: [first]}", groups=2) == []
+
+
 @pytest.mark.parametrize(("tolerance", "refused"), [(0.05, False), (0.04, True)])
 def test_length_ratio_holds_within_its_tolerance(tree: Path, tolerance: float,  # noqa: F811
                                                  refused: bool) -> None:

@@ -181,3 +181,18 @@ def test_readme_start_your_own_benchmark_as_written(installed: Path, tmp_path: P
     assert "ok: mybench.rules.order_ref validates" in result.stdout
     assert result.stdout.strip().splitlines()[-1].startswith("ok: 1 families")
     assert (tmp_path / "mybench" / "memspec.yaml").is_file()
+
+
+@pytest.mark.parametrize(("release", "name"), [("feedback-v3", "memorybench"),
+                                               ("implicitmem-v3", "implicitmembench")])
+def test_the_wheel_exports_a_downloaded_release_by_plain_names(
+        installed: Path, built_dist: Path, tmp_path: Path, release: str, name: str) -> None:
+    # A release downloaded on its own, no project anywhere around it: the formats that ship
+    # in the wheel, by the names the docs give them.
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MEMSPEC_ROOT")}
+    env.update(PYTHONDONTWRITEBYTECODE="1", MEMSPEC_CACHE_DIR="", HOME=str(tmp_path / "home"))
+    shutil.copytree(built_dist / release, tmp_path / release)
+    _run([str(installed / "memspec"), "export", release, "--format", name, "--out", "out"],
+         tmp_path, env)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", release]
+    assert any(p.suffix == ".json" for p in (tmp_path / "out").rglob("*"))
