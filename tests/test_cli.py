@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_spec_language import tree  # noqa: F401
 
 from conftest import REPO, run_cli, scaffold_groups
 from memspec.cli.commands import app
@@ -152,6 +153,71 @@ def test_new_refuses_an_unknown_paradigm(project_copy: Path) -> None:
     assert result.returncode == 2
     assert "unknown paradigm 'no.such'" in result.stderr
     assert not (project_copy / "specs/families/mybench").exists()
+
+
+def _folders_and_files(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*"))
+
+
+def test_new_leaves_nothing_where_a_paradigm_has_no_scaffold_that_validates(
+        tree: Path) -> None:  # noqa: F811
+    # The paradigm has no scaffold, and its check wants three study messages: the generic
+    # scaffold (one) would fail validation, so nothing is written and the error says why.
+    paradigm = tree / "specs/paradigms/recall.yaml"
+    paradigm.write_text(paradigm.read_text().replace(
+        "checks:\n", "checks:\n  - {kind: message_count, phase: study, equals: 3}\n"))
+    before = _folders_and_files(tree)
+    result = run_cli("new", "lab.fresh.family", "--paradigm", "lab.recall", root=tree)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "phase 'study' has 1 messages (equals 3)" in result.stderr
+    assert "nothing written" in result.stderr and "wrote " not in result.stdout
+    assert _folders_and_files(tree) == before
+    # In a folder that already held a family, that folder and its family stay as they were.
+    result = run_cli("new", "lab.recall.another", "--paradigm", "lab.recall", root=tree)
+    assert result.returncode == 2 and _folders_and_files(tree) == before
+
+
+def test_one_bad_key_in_a_paradigm_is_one_error_not_one_per_family(
+        tree: Path) -> None:  # noqa: F811
+    family = (tree / "specs/families/lab/recall_words.yaml").read_text()
+    for name in ("again", "third"):
+        (tree / f"specs/families/lab/recall_{name}.yaml").write_text(
+            family.replace("lab.recall.words", f"lab.recall.{name}"))
+    paradigm = tree / "specs/paradigms/recall.yaml"
+    paradigm.write_text(paradigm.read_text() + "bogus_key: 1\n")
+    result = run_cli("validate", root=tree)
+    assert result.returncode == 2
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 2, result.stderr
+    assert errors[0].startswith("error: specs/paradigms/recall.yaml:") and \
+        "unknown key 'bogus_key'" in errors[0]
+    assert errors[1] == ("error: specs/paradigms/recall.yaml: and 3 families naming paradigm "
+                         "'lab.recall', not checked until the errors of its file are fixed")
+    assert "unknown paradigm" not in result.stderr
+    # One family on its own: what its paradigm's file has, named once, beneath its own line.
+    one = run_cli("validate", "specs/families/lab/recall_words.yaml", root=tree, cwd=tree)
+    assert one.returncode == 2
+    assert "paradigm 'lab.recall' is declared in specs/paradigms/recall.yaml, which has " \
+        "errors" in one.stderr and one.stderr.count("unknown key 'bogus_key'") == 1
+    made = run_cli("new", "lab.recall.fourth", "--paradigm", "lab.recall", root=tree)
+    assert made.returncode == 2 and "which has errors; fix them first" in made.stderr
+    assert "unknown key 'bogus_key'" in made.stderr
+
+
+def test_a_misspelt_paradigm_is_one_error_its_followers_counted(
+        tree: Path) -> None:  # noqa: F811
+    path = tree / "specs/families/lab/recall_words.yaml"
+    # The analysis names an axis of the paradigm the family meant: without it, that would
+    # be an error of its own.
+    path.write_text(path.read_text().replace("paradigm: lab.recall", "paradigm: lab.recal")
+                    + "analysis:\n  baseline: {axis: cue, value: first}\n")
+    result = run_cli("validate", root=tree)
+    assert result.returncode == 2
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 2, result.stderr
+    assert "unknown paradigm 'lab.recal'" in errors[0]
+    assert "more problem(s) of this family left out: they may follow from its unknown " \
+        "paradigm" in errors[1]
 
 
 def test_pool_materialises_a_faker_provider(project_copy: Path) -> None:

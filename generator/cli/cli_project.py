@@ -9,12 +9,14 @@ from typing import Annotated
 import typer
 
 from ..core.errors import (
-    EXIT_CHECK_FAILED,
+    EXIT_BAD_INPUT,
+    Problem,
     SpecError,
     unknown_name,
 )
 from ..core.limits import CommandBudget
 from ..spec.catalog import Catalog
+from ..spec.project import Project
 from .cli_common import (
     _check_seed,
     _complete_families,
@@ -105,19 +107,28 @@ def new(
             raise SpecError.single(f"family {family_id!r} already exists")
         usable = catalog.usable_paradigms()
         spec = usable.get(paradigm)
+        if spec is None and paradigm in catalog.broken_paradigms:
+            broken = catalog.broken_paradigms[paradigm]
+            raise SpecError([Problem(f"paradigm {paradigm!r} is declared in {broken}, which "
+                                     "has errors; fix them first"),
+                             *(p for p in catalog.problems if p.file == broken)])
         if spec is None:
             raise SpecError.single(unknown_name("paradigm", paradigm, sorted(usable)))
         newer = scaffold_for(project, paradigm)
+        folders = _folders(project)
         written = scaffold_family(project, family_id, spec, paradigm, newer)
         report = validate_specs(Catalog.load(project), [written[0]])
+        if report.problems:
+            # Files that fail validation would only be in the way: none is left behind.
+            _remove(written, folders)
+            _print_problems(report.problems)
+            err.print(f"nothing written: a scaffold for paradigm {paradigm} does not validate "
+                      "as generated; give the paradigm a scaffold: section (or a scaffold "
+                      "file under specs/scaffolds/) that does, or write the family by hand "
+                      "(docs/authoring.md)", markup=False)
+            raise typer.Exit(EXIT_BAD_INPUT)
         for path in written:
             out.print(f"wrote {project.display(path)}", markup=False)
-        if report.problems:
-            _print_problems(report.problems)
-            err.print("the scaffold does not validate for this paradigm; edit the files above "
-                      "(or give the paradigm a scaffold: section or a scaffold file)",
-                      markup=False)
-            raise typer.Exit(EXIT_CHECK_FAILED)
         out.print(f"ok: {family_id} validates; try `memspec show {family_id}`", markup=False)
         groups = chosen_scaffold(spec, newer)[0].get("groups")
         if groups:
@@ -125,6 +136,22 @@ def new(
                       f"generate and release a multiple of {groups}", markup=False)
 
     _run(action)
+
+
+def _folders(project: Project) -> set[Path]:
+    """The folders of a project's specs/ and templates/ as they are now."""
+    return {p for base in (project.specs, project.templates) if base.is_dir()
+            for p in (base, *base.rglob("*")) if p.is_dir()}
+
+
+def _remove(written: list[Path], folders: set[Path]) -> None:
+    """Remove ``written`` and every folder made for them (not in ``folders``)."""
+    for path in written:
+        path.unlink(missing_ok=True)
+        parent = path.parent
+        while parent not in folders and parent.is_dir() and not any(parent.iterdir()):
+            parent.rmdir()
+            parent = parent.parent
 
 
 @app.command(short_help="One group of a family, for a person to read.")

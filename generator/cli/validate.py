@@ -27,6 +27,7 @@ from ..spec.pool_coverage import PoolCoverage
 from ..spec.release_of import ReleaseSeed, release_seeds
 from ..spec.scaffold_files import check_scaffold_file
 from ..spec.spec import FamilyLoader, FamilySpec, load_paradigm, load_release
+from ..spec.spec_family import ParadigmUnusable
 from ..spec.yamlsafe import load_yaml_file
 
 #: Seed used to render the proof groups of each family.
@@ -278,6 +279,9 @@ def validate(catalog: Catalog, paths: list[Path] | None = None,
                          available_cores() if workers is None else workers)
     releases = []
     validated_families: set[Path] = set()
+    # Families whose paradigm's file has errors, by paradigm and file: the file's errors are
+    # reported once (from the catalog), the families that follow from them counted.
+    following: dict[tuple[str, str], int] = {}
     fields_of: dict[str, tuple[str, ...]] = {}
     for path, result in zip(files, results, strict=True):
         if result.kind == "family":
@@ -285,7 +289,11 @@ def validate(catalog: Catalog, paths: list[Path] | None = None,
         if result.family_fields is not None:
             fields_of[result.family_fields[0]] = result.family_fields[1]
         report.notes += result.notes
-        if result.error is not None:
+        if isinstance(result.error, ParadigmUnusable) and whole:
+            key = (result.error.paradigm, result.error.file)
+            following[key] = following.get(key, 0) + 1
+            report.exit_code = max(report.exit_code, EXIT_BAD_INPUT)
+        elif result.error is not None:
             report.add(result.error)
         elif result.kind == "release":
             releases.append(path)
@@ -294,6 +302,10 @@ def validate(catalog: Catalog, paths: list[Path] | None = None,
         else:
             report.problems.append(Problem("not a family, paradigm, pool, scaffold or release spec",
                                            project.display(path), 1, 1))
+    for (paradigm, file), count in sorted(following.items()):
+        report.problems.append(Problem(
+            f"and {count} famil{'y' if count == 1 else 'ies'} naming paradigm {paradigm!r}, "
+            "not checked until the errors of its file are fixed", file, None, None, (), True))
     seen_releases: dict[str, str] = {}
     for path in releases:
         # The release's own problems and its families' are reported together.

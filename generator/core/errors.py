@@ -246,6 +246,11 @@ class ProblemCollector:
     def __bool__(self) -> bool:
         return bool(self.problems)
 
+    @property
+    def left_out(self) -> int:
+        """How many problems were counted rather than kept."""
+        return sum(count for count, _ in self._more.values())
+
     def raise_if_any(self) -> None:
         if self.problems:
             raise SpecError(summarised(self.problems, self._more))

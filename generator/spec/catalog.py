@@ -53,6 +53,9 @@ class Catalog:
     paradigm_problems: list[Problem] = field(default_factory=list)
     #: Every readable family file as parsed here, handed to loaders so none is parsed twice.
     family_documents: dict[Path, Located] = field(default_factory=dict)
+    #: Paradigms declared in files that cannot be used (errors, or the id declared twice),
+    #: by id, with the file: a family naming one reports that file, not an unknown paradigm.
+    broken_paradigms: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def load(cls, project: Project) -> Catalog:
@@ -96,6 +99,7 @@ class Catalog:
                 paradigm = load_paradigm(path, self.project)
             except MemspecError as err:
                 self.problems.extend(err.problems)
+                self._note_broken(path, "")
                 continue
             declared.setdefault(paradigm.paradigm_id, []).append(paradigm)
         for paradigm_id, paradigms in declared.items():
@@ -103,6 +107,7 @@ class Catalog:
             if len(paradigms) == 1:
                 self.paradigms[paradigm_id] = first
             for other in paradigms[1:]:
+                self.broken_paradigms.setdefault(paradigm_id, other.located.file)
                 line, column = other.located.where(("paradigm",))
                 self.problems.append(Problem(
                     f"paradigm {paradigm_id!r} is also declared in {first.located.file}",
@@ -126,10 +131,21 @@ class Catalog:
                 paradigm = load_paradigm(path, self.project)
             except MemspecError as err:
                 problems.extend(err.problems)
+                self._note_broken(path, LIBRARY_PREFIX)
                 continue
             self.library_paradigms.setdefault(LIBRARY_PREFIX + paradigm.paradigm_id, paradigm)
         # A broken library is this copy of memspec's fault, but say so where it shows.
         self.paradigm_problems = [*self.paradigm_problems, *problems]
+
+    def _note_broken(self, path: Path, prefix: str) -> None:
+        """Remember the paradigm id a file that cannot be used declares, if it can be read."""
+        try:
+            data = load_yaml_file(path, self.project.display(path)).data
+        except MemspecError:
+            return
+        if isinstance(data, dict) and isinstance(data.get("paradigm"), str):
+            self.broken_paradigms.setdefault(prefix + data["paradigm"],
+                                             self.project.display(path))
 
     def _files(self, kind: str) -> list[Path]:
         return yaml_files(self.project.specs / kind, self.problems, self.project.display)
@@ -146,7 +162,7 @@ class Catalog:
         freeze do)."""
         return FamilyLoader(self.project, self.usable_paradigms(),
                             self.paradigm_problems if explain else (), self.family_documents,
-                            probe_patterns)
+                            probe_patterns, self.broken_paradigms)
 
     def family_path(self, family: str) -> Path:
         """The file of a family given its id, or a path to a family file."""

@@ -43,13 +43,27 @@ def _parse_axis(name: str, raw: Any) -> Axis:
     )
 
 
+class ParadigmUnusable(SpecError):
+    """A family names a paradigm whose file has errors of its own: the family's problem
+    follows from them (a report over every file counts such families, not repeats them)."""
+
+    def __init__(self, problems: list[Problem], paradigm: str, file: str) -> None:
+        super().__init__(problems)
+        self.paradigm = paradigm
+        self.file = file  # the paradigm's file, whose errors are the cause
+
+    def __reduce__(self) -> tuple:
+        return (ParadigmUnusable, (list(self.problems), self.paradigm, self.file))
+
+
 class FamilyLoader:
     """Loads families, resolving paradigms and pools; every problem is collected."""
 
     def __init__(self, project: Project, paradigms: Mapping[str, ParadigmSpec],
                  paradigm_problems: Sequence[Problem] = (),
                  parsed: Mapping[Path, Located] | None = None,
-                 probe_patterns: bool = False) -> None:
+                 probe_patterns: bool = False,
+                 broken_paradigms: Mapping[str, str] | None = None) -> None:
         self.project = project
         #: Whether the declared outcome and signal patterns of each family are probed for
         #: runaway matching (``check_analysis``): where families are validated or frozen.
@@ -61,6 +75,8 @@ class FamilyLoader:
         #: ids), so that loading one does not parse it again.
         self._parsed = parsed or {}
         self._pools: dict[Path, Pool] = {}
+        #: Paradigms whose files cannot be used, by id, with the file (``Catalog``).
+        self.broken_paradigms = broken_paradigms or {}
 
     def pool(self, relative: str, located: Located, path: tuple) -> Pool:
         line, col = located.where(path)
@@ -75,6 +91,20 @@ class FamilyLoader:
             self._pools[key] = load_pool(pool_path, self.project.display(pool_path))
         return self._pools[key]
 
+    def _no_paradigm(self, name: str, located: Located) -> None:
+        """Raise where the paradigm a family names is declared in a file that cannot be used:
+        that file's errors are the one cause (told once, by whoever reports paradigm files,
+        or here when ``paradigm_problems`` are to be explained), not this family."""
+        broken = self.broken_paradigms.get(name)
+        if broken is None:
+            return
+        line, col = located.where(("paradigm",))
+        problems = [Problem(f"paradigm {name!r} is declared in {broken}, which has errors; "
+                            "this family is checked once they are fixed", located.file, line,
+                            col, ("paradigm",))]
+        problems += [p for p in self.paradigm_problems if p.file == broken]
+        raise ParadigmUnusable(problems, name, broken)
+
     def load(self, path: Path) -> FamilySpec:
         located = load_checked(path, self.project, "family", self._parsed.get(path))
         data = located.data
@@ -85,13 +115,18 @@ class FamilyLoader:
             out.add(Problem(message, located.file, line, col, where))
 
         paradigm = self.paradigms.get(data["paradigm"])
+        root = out
         if paradigm is None:
+            self._no_paradigm(data["paradigm"], located)
             problem(unknown_name("paradigm", data["paradigm"], sorted(self.paradigms)),
                     ("paradigm",))
             for unusable in self.paradigm_problems:  # the paradigm may be in a broken file
                 out.add(Problem(f"{unusable.message} (this paradigm file could not be used)",
                                 unusable.file, unusable.line, unusable.column,
                                 unusable.json_path))
+            # Whatever else is wrong with the family would be checked against a paradigm it
+            # does not have (its phases, axes, analysis): counted, not shown, until it has.
+            out = ProblemCollector()
 
         slots, origins = merged_slots(paradigm, data.get("slots", {}), located, problem)
         pools: dict[str, Pool] = {}
@@ -165,6 +200,12 @@ class FamilyLoader:
                 out.add(Problem(f"{problem_text} (required by {located.file})"
                                 if origin is not located else problem_text,
                                 origin.file, line, col, where))
+        if out is not root:
+            if out.problems or out.left_out:
+                root.add(Problem(f"and {len(out.problems) + out.left_out:,} more problem(s) of "
+                                 "this family left out: they may follow from its unknown "
+                                 "paradigm", located.file, None, None, (), True))
+            out = root
         out.raise_if_any()
         assert paradigm is not None
         return FamilySpec(
