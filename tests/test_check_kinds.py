@@ -89,6 +89,24 @@ def test_a_check_with_when_applies_to_those_variants_only(tree: Path) -> None:  
                           "message: x, when: {cue: first}}\n", groups=1) == []
 
 
+def test_an_expr_check_sees_the_instance_as_the_reference_says(tree: Path) -> None:  # noqa: F811
+    # Each key docs/spec-language.md lists under `expr`, and none it says is not there yet.
+    for key in ("id", "family", "family_version", "paradigm", "group", "design", "variant",
+                "axes", "fields", "phases", "answer"):
+        assert _refused(tree, f"  - {{kind: expr, test: \"'{key}' in instance\", "
+                              "message: missing}\n", groups=1) == [], key
+    assert len(_refused(tree, "  - {kind: expr, test: \"'analysis' not in instance\", "
+                              "message: x}\n", groups=1)) == 0
+    # The docs' example, and the shapes it names, hold on every instance.
+    test = ("instance.phases[1].phase == 'question' and "
+            "instance.phases[1].messages[0].role == 'user' and "
+            "instance.phases[1].messages[0].content.startswith('Which word came') and "
+            "instance.answer.scorer == 'exact' and instance.group == 0 and "
+            "instance.answer.gold == (words[0] if instance.axes.cue == 'first' else words[-1])")
+    assert _refused(tree, f"  - {{kind: expr, test: \"{test}\", message: m}}\n", groups=1) \
+        == []
+
+
 def test_a_repeated_message_is_named(tree: Path) -> None:  # noqa: F811
     write(tree, "templates/lab/study.j2", """
         {% message "user" %}Hello there.{% endmessage %}

@@ -305,3 +305,16 @@ def test_the_reference_says_how_words_and_patterns_match() -> None:
     assert not regex("paris", "Paris") and regex("(?i)paris", "PARIS")
     assert regex("a(?i)b", "aB") and not regex("a(?i)b", "AB")
     assert regex("(?i:a)b", "Ab") and not regex("(?i:a)b", "AB")
+
+
+def test_the_designs_example_is_the_bundled_familys_own() -> None:
+    # The reference's `designs` example is copied from a bundled family that validates and is
+    # frozen: each design it shows is that family's, key for key.
+    page = REPO / "docs" / "spec-language.md"
+    shown = [yaml.safe_load(body) for lang, body, _ in blocks(page)
+             if lang == "yaml" and body.startswith("designs:\n  main:")]
+    assert len(shown) == 1
+    family = yaml.safe_load((REPO / "specs/families/trustgap/printer.yaml").read_text())
+    assert shown[0]["designs"]
+    for name, design in shown[0]["designs"].items():
+        assert family["designs"][name] == design, name

