@@ -5,11 +5,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
 
-from conftest import LATEST_RELEASES, run_cli
+from conftest import LATEST_RELEASES, REPO, run_cli
 from memspec.analysis.score import ScoreOptions, outcome, score_outcomes
 
 CHOICE = "example.choice.meeting_room"
@@ -203,6 +204,17 @@ def test_csv_and_table_formats(built_example: Path, tmp_path: Path) -> None:
     assert {"accuracy", "coverage_ci_low", "judge_score_ci_low", "influence"} <= \
         set(header.split(","))
     assert all(r["accuracy"] == "" for r in csv.DictReader(io.StringIO(empty.stdout)))
+    # The order docs/scoring.md promises (scripts that cut columns by position keep working):
+    # the --by key, then the metric columns as listed there, then the run's contrasts.
+    page = (REPO / "docs" / "scoring.md").read_text()
+    listed = re.search(r"the contrast, outcome and\npanel columns above.*?```text\n(.*?)```",
+                       page, re.S)
+    assert listed is not None
+    metrics = listed.group(1).replace("\n", "").split(",")
+    names = header.split(",")
+    assert names[:1 + len(metrics)] == ["condition", *metrics]
+    assert all(n.startswith(("contrast: ", "outcome: ", "panel: "))
+               for n in names[1 + len(metrics):])
 
 
 def _instance(group_index: int, condition: str, correct: bool) -> dict:
