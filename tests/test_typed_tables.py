@@ -45,6 +45,8 @@ families:
     fields: {domain: legal, format: SiSo}
   - {family: trustgap.memory_trust.airline, groups: 4, fields: {domain: none}}
   - {family: memorychecks.binding.topic_partner, groups: 4, fields: {domain: none}}
+  - {family: feedback.declarative.clause_pack, groups: 4, splits: {train: 3, test: 1},
+     fields: {domain: legal}}
 """
 
 
@@ -174,7 +176,8 @@ def test_croissant_describes_distractors_feedback_and_analysis(typed_release: Pa
                             stdin=subprocess.DEVNULL, env={**os.environ})
     assert result.returncode == 0, result.stderr[-3000:]
     records = json.loads(result.stdout.strip().splitlines()[-1])
-    seen = {"distractors": 0, "feedback": 0, "analysis": 0, "analysis lists": 0}
+    seen = {"distractors": 0, "feedback": 0, "analysis": 0, "analysis lists": 0,
+            "feedback sessions": 0, "policies": 0}
     for instance in release_instances(typed_release):
         record = next(r for r in records[instance["family"]] if r["id"] == instance["id"])
         distractors = instance["answer"].get("distractors")
@@ -182,13 +185,24 @@ def test_croissant_describes_distractors_feedback_and_analysis(typed_release: Pa
             assert record["distractors"] == distractors
             seen["distractors"] += 1
         if "feedback" in instance:
-            assert record["feedback"] == [{k: r[k] for k in ("round", "action", "terminated")}
-                                          for r in instance["feedback"]]
+            # Every key of every round (layout 6: the session too), as the JSONL has it.
+            assert [_present(r) for r in record["feedback"]] == instance["feedback"]
             seen["feedback"] += 1
+            seen["feedback sessions"] += all("session" in r for r in record["feedback"])
+        policies = instance["answer"].get("policies")
+        if policies:
+            assert _present(record["answer_policies"]) == policies
+            seen["policies"] += 1
         for key, value in instance.get("analysis", {}).items():
             if isinstance(value, dict):
+                # The scalars of an object (a list or object inside it stays in the JSONL).
                 for sub, item in value.items():
-                    assert record["analysis"][f"{key}_{sub}"] == item
+                    if isinstance(item, (list, dict)):
+                        continue
+                    # (mlcroissant's float may differ in the last bit: 0.0294 comes back
+                    # 0.029400000000000003.)
+                    assert record["analysis"][f"{key}_{sub}"] == (
+                        pytest.approx(item, rel=1e-12) if isinstance(item, float) else item)
                     seen["analysis"] += 1
             elif isinstance(value, list) and not any(isinstance(v, dict) for v in value):
                 assert record["analysis"][key] == value
@@ -199,6 +213,11 @@ def test_croissant_describes_distractors_feedback_and_analysis(typed_release: Pa
                 assert read == [_flat_scalars(item) for item in value]
                 seen["analysis lists"] += len(value)
     assert all(seen.values()), seen
+
+
+def _present(record: dict[str, Any]) -> dict[str, Any]:
+    """A Croissant record without the keys it reads as empty (a key the JSONL object lacks)."""
+    return {k: v for k, v in record.items() if v is not None}
 
 
 def _flat_scalars(item: dict[str, Any]) -> dict[str, Any]:

@@ -82,6 +82,10 @@ class FamilyShape:
         features = release_layout(layout)
         self._full = features.croissant_full_records
         self._nested = features.croissant_nested_analysis
+        self.every_field = features.croissant_every_field
+        # Layout 6: (key, type) of the answer's policies and of the feedback log's rounds.
+        self.policies: set[tuple[str, str]] = set()
+        self.feedback_keys: set[tuple[str, str]] = set()
         self.axes: set[str] = set()
         self.fields: set[str] = set()
         self.answer: set[str] = set()
@@ -104,11 +108,23 @@ class FamilyShape:
             return
         self.distractors.update(answer.get("distractors", ()))
         self.feedback = self.feedback or "feedback" in instance
+        if self.every_field:
+            self._observe_every_field(instance)
         analysis = instance.get("analysis")
         if analysis and self._first_sight(analysis):
             self.analysis.update(_analysis_paths(analysis))
             if self._nested:
                 self.analysis_lists.update(_analysis_list_paths(analysis))
+
+    def _observe_every_field(self, instance: Mapping[str, Any]) -> None:
+        """Layout 6: the keys (and their types) of the answer's policies and of every round
+        of the feedback log."""
+        self.policies.update((name, kind) for name, value in
+                             instance["answer"].get("policies", {}).items()
+                             if (kind := _scalar_type(value)))
+        for entry in instance.get("feedback", ()):
+            self.feedback_keys.update((key, kind) for key, value in entry.items()
+                                      if (kind := _scalar_type(value)))
 
     def _first_sight(self, analysis: Mapping[str, Any]) -> bool:
         """Whether no analysis block with the same ``json_key`` was read before (blocks with
@@ -258,9 +274,12 @@ def _more_fields(family: str, file: str, shape: FamilyShape,
                    f"distractors.{name}") for name in sorted(shape.distractors)],
             "the answer's distractors by name (a stale value, a habit, another option)"))
     if shape.feedback:
+        # Layout 6: every key the log has (its session too), as written; before, three.
+        kinds = _one_type_each(shape.feedback_keys) if shape.every_field else _FEEDBACK_TYPES
         fields.append(_group(family, "feedback", [
-            _field(family, f"feedback/{name}", kind, file, "feedback", name)
-            for name, kind in _FEEDBACK_TYPES],
+            _field(family, f"feedback/{name}", kind, file, "feedback",
+                   _quoted(name) if shape.every_field else name)
+            for name, kind in kinds],
             "the simulated user's implicit feedback, round by round", repeated=True))
     typed: dict[str, list[tuple[str, bool]]] = {}
     for path, kind, repeated in sorted(shape.analysis):
@@ -276,6 +295,29 @@ def _more_fields(family: str, file: str, shape: FamilyShape,
                else "list of objects is in the JSONL line)")))
     if release_layout(layout).croissant_nested_analysis:
         fields += _analysis_list_fields(family, file, shape)
+    return fields
+
+
+def _one_type_each(keys: set[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The keys seen with one type only, sorted by name (a key of several types is left to
+    the JSONL: Croissant gives a field one type)."""
+    kinds: dict[str, set[str]] = {}
+    for key, kind in keys:
+        kinds.setdefault(key, set()).add(kind)
+    return [(key, next(iter(found))) for key, found in sorted(kinds.items()) if len(found) == 1]
+
+
+def _every_other_field(family: str, file: str, shape: FamilyShape) -> list[dict[str, Any]]:
+    """Layout 6: the answer's policies, by name. (The messages stay in the JSONL line and
+    the Parquet row: mlcroissant 1.0 reads a list inside a repeated column's items one record
+    per item of the column, not per message.)"""
+    fields = []
+    if shape.policies:
+        fields.append(_group(family, "answer_policies", [
+            _field(family, f"answer_policies/{name}", kind, file, "answer",
+                   f"policies.{_quoted(name)}")
+            for name, kind in _one_type_each(shape.policies)],
+            "the answer each reference policy gives, by the policy's name"))
     return fields
 
 
@@ -300,6 +342,8 @@ def _record_set(family: str, file: str, shape: FamilyShape, description: str,
         repeated=True))
     if release_layout(layout).croissant_full_records:
         fields += _more_fields(family, file, shape, layout)
+    if release_layout(layout).croissant_every_field:
+        fields += _every_other_field(family, file, shape)
     return {"@type": "cr:RecordSet", "@id": family, "name": family,
             "description": " ".join(description.split()), "key": {"@id": f"{family}/id"},
             "field": fields}
