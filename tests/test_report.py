@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from test_spec_language import tree  # noqa: F401
 
 from conftest import REPO, bundled_release, release_instances, run_cli
 from memspec.engine.checks import messages_tokens
@@ -288,3 +289,23 @@ def test_the_preview_keeps_a_group_to_its_time_budget(project_copy: Path,
     assert result.returncode == 2, result.stderr
     assert "probe.j2:5:1: group 0 took longer than 1 s" in result.stderr
     assert not out.exists()
+
+
+def test_the_preview_leaves_balance_to_the_whole_release(tree: Path,  # noqa: F811
+                                                          tmp_path: Path) -> None:
+    # A balance that one group cannot hold (both variants draw the same first word): the
+    # preview names it as a check of the whole release, with its counts, and fails nothing;
+    # a run of that one group is refused for it, so the check is real.
+    family = tree / "specs/families/lab/recall_words.yaml"
+    family.write_text(family.read_text() + "checks:\n  - {kind: balanced, of: \"words[0]\", "
+                      "values: [apple, brick, cloud]}\n")
+    out = tmp_path / "preview.html"
+    result = run_cli("preview", "lab.recall.words", "--groups", "1", "--out", str(out),
+                     root=tree)
+    assert result.returncode == 0, result.stderr
+    page = out.read_text()
+    assert "Checks that fail" not in page and "unbalanced" not in page
+    assert "Checks that need the whole release" in page and "<code>words[0]</code>" in page
+    assert "not over the 1 group(s) shown here" in page
+    generated = run_cli("generate", "lab.recall.words", "--groups", "1", root=tree)
+    assert generated.returncode == 1 and "is unbalanced" in generated.stderr

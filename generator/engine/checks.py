@@ -416,7 +416,15 @@ class CheckRunner:
 
     def finish(self) -> None:
         """Family-scope checks over everything tallied; raises on failure."""
-        problems = []
+        problems = [self._fail(index, f"{what} is unbalanced ({shown})")
+                    for index, what, shown, even in self.balance_counts() if not even]
+        if problems:
+            raise CheckFailed(problems)
+
+    def balance_counts(self) -> list[tuple[int, str, str, bool]]:
+        """Each family-scope (balanced) check with what it counts over everything tallied so
+        far: (its index, what it counts, the counts, whether they are within one)."""
+        found = []
         for index, (check, _, _) in enumerate(self.checks):
             if check["kind"] != "balanced":
                 continue
@@ -426,12 +434,11 @@ class CheckRunner:
             else:
                 for value in check.get("values", []):
                     counts.setdefault(dumps(value), 0)
-            if counts and max(counts.values()) - min(counts.values()) > 1:
-                shown = ", ".join(f"{k}: {v}" for k, v in sorted(counts.items()))
-                what = (" × ".join(check["cross"]) if "cross" in check else check["of"])
-                problems.append(self._fail(index, f"{what} is unbalanced ({shown})"))
-        if problems:
-            raise CheckFailed(problems)
+            shown = ", ".join(f"{k}: {v}" for k, v in sorted(counts.items()))
+            what = (" × ".join(check["cross"]) if "cross" in check else check["of"])
+            found.append((index, what, shown,
+                          not counts or max(counts.values()) - min(counts.values()) <= 1))
+        return found
 
 
 def _crossed_counts(check: Mapping[str, Any], counts: Mapping[str, int]) -> dict[str, int]:

@@ -4,7 +4,8 @@ For an author at work: each group shows every variant in a row (experimental bes
 veridical beside its counterfeits and corruptions), and what a variant changes with respect
 to the group's first variant is marked. The family's checks are run too; a failure does not
 stop the preview (that is when an author most needs to see the instances), it is listed at
-the top.
+the top. Checks over the whole release (balance) are not decided on a few groups: the page
+names them, with their counts so far, apart from the failures.
 """
 
 from __future__ import annotations
@@ -32,10 +33,9 @@ def render_preview(family: FamilySpec, renderer: Renderer, seed: int, groups: in
             generator.within_budget(group, partial(generator.checks.check_group, variants))
         except CheckFailed as err:
             problems += [p.message for p in err.problems]
-    try:
-        generator.checks.finish()
-    except CheckFailed as err:
-        problems += [p.message for p in err.problems]
+    # Balance holds over a whole run (a release's groups), not over a few: said, never
+    # called failed here.
+    whole_run = generator.checks.balance_counts()
     body = [f"<p>{escape(' '.join(family.description.split()))}</p>",
             f'<p class="note">Paradigm <code>{escape(family.paradigm.paradigm_id)}</code>, '
             f"version {family.version}; seed {seed}; {groups} groups of "
@@ -44,6 +44,14 @@ def render_preview(family: FamilySpec, renderer: Renderer, seed: int, groups: in
     if problems:
         body.append('<div class="problems"><h2 class="fail">Checks that fail</h2><ul>'
                     + "".join(f'<li class="fail">{escape(p)}</li>' for p in problems)
+                    + "</ul></div>")
+    if whole_run:
+        body.append('<div class="whole-run"><h2>Checks that need the whole release</h2>'
+                    '<p class="note">Decided over every group a release holds (by '
+                    "<code>memspec generate</code> and <code>freeze</code>), not over the "
+                    f"{groups} group(s) shown here; their counts so far:</p><ul>"
+                    + "".join(f"<li>balanced: <code>{escape(what)}</code> ({escape(shown)})"
+                              "</li>" for _, what, shown, _ in whole_run)
                     + "</ul></div>")
     for index, variants in enumerate(rendered):
         instances = [v.instance for v in variants]
