@@ -29,6 +29,8 @@ class Loaded:
         self.page.on("request", lambda r: self.requests.append(r.url))
         self.page.goto(path.as_uri())
         self.page.wait_for_load_state("load")
+        # Every folded section opened, as a reader would to look at all of it.
+        self.page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
         ARTIFACTS.mkdir(exist_ok=True)
         self.screenshot = ARTIFACTS / screenshot
         self.page.screenshot(path=str(self.screenshot), full_page=False)
@@ -60,7 +62,7 @@ def test_the_report_loads_clean_and_shows_every_family(browser, built_dist: Path
     # per phase.
     from memspec.audit.run import audit_instances
 
-    adversary_rows = loaded.page.locator("h2#audit ~ table").first.locator("tbody tr")
+    adversary_rows = loaded.page.locator("details#audit table").first.locator("tbody tr")
     assert adversary_rows.count() == len(audit_instances(instances).rows)
     # Sorted from the strongest adversary: p after Holm never falls down the table.
     holm = [float(cells[6]) for cells in (row.locator("td").all_text_contents()
@@ -76,12 +78,14 @@ def test_the_report_loads_clean_and_shows_every_family(browser, built_dist: Path
     # A table of contents whose every entry leads to its section, and every chart says what
     # it counts.
     links = loaded.page.locator("nav.contents a").evaluate_all("a => a.map(x => x.hash)")
-    assert links == ["#counts", "#balance", "#lengths", "#arms", "#audit", "#examples"]
-    assert all(loaded.count(anchor) == 1 for anchor in links)
+    assert links[:6] == ["#counts", "#balance", "#lengths", "#arms", "#audit", "#examples"]
+    # And under the examples, a link to each family's own.
+    assert links[6:] == [f"#family-{family}" for family in sorted(families)]
+    assert all(loaded.page.locator(f'[id="{anchor[1:]}"]').count() == 1 for anchor in links)
     body = loaded.page.inner_text("body")
     assert body.count("What the chart counts") == 1 and body.count("What the charts count") == 1
     # Each family's lengths, phase by phase, besides the pooled histograms.
-    lengths = loaded.page.locator("h3:has-text('Lengths per family') + table tbody tr")
+    lengths = loaded.page.locator("h3:has-text('Lengths per family') + div table tbody tr")
     assert lengths.count() == len({(i["family"], p["phase"]) for i in instances
                                    for p in i["phases"] if p["messages"]})
 
@@ -126,7 +130,7 @@ def test_the_report_sets_paired_arms_side_by_side_with_the_group_as_unit(
     instances = release_instances(release)
     loaded = Loaded(browser, out, "report-arms-example-v3.png")
     assert loaded.console == []
-    charts = loaded.page.locator("h2#arms ~ div.charts").first.locator("svg")
+    charts = loaded.page.locator("details#arms div.charts").first.locator("svg")
     # The one paired family: its judged treatment beside its control.
     assert charts.count() == 1
     assert charts.locator("title").first.text_content() == \

@@ -113,10 +113,14 @@ def changed_share(grey: np.ndarray, reference: np.ndarray) -> float:
 
 
 def screenshots(browser, path: Path, width: int, styles: tuple[str, ...] = ("",)) -> list[bytes]:
-    """The whole page at ``width`` px, once with each of ``styles`` added, as PNG bytes."""
+    """The whole page at ``width`` px, every section open, once with each of ``styles``
+    added, as PNG bytes."""
     page = browser.new_page(viewport={"width": width, "height": 900})
     try:
         page.goto(path.as_uri())
+        # Every section opened: the look of all of it is compared (that they are closed at
+        # first is test_the_contents_stay_in_view_and_sections_fold's).
+        page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
         shots = []
         for style in styles:
             page.evaluate("""css => {
@@ -165,3 +169,80 @@ def test_the_comparison_sees_a_moved_section_and_forgives_a_blur(
     assert changed_share(softer, shot) <= CHANGED_SHARE
     assert changed_share(moved, shot) > CHANGED_SHARE
     assert changed_share(recoloured, shot) > CHANGED_SHARE
+
+
+#: Every word of the tables and the contents whose letters the browser drew on more than one
+#: line (a word broken inside, "resu / lt"); a break the page offers (``<wbr>``, after a dot
+#: or an underscore) ends a text node, so the parts of a long name count as words.
+_BROKEN_WORDS = """() => {
+  const broken = [];
+  for (const cell of document.querySelectorAll("td, th, nav.contents")) {
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const word of node.data.matchAll(/\\S+/g)) {
+        const range = document.createRange();
+        range.setStart(node, word.index);
+        range.setEnd(node, word.index + word[0].length);
+        const lines = new Set([...range.getClientRects()].filter(r => r.width > 0)
+                                                          .map(r => Math.round(r.top)));
+        if (lines.size > 1) broken.push(word[0]);
+      }
+    }
+  }
+  return broken;
+}"""
+
+
+def broken_words(browser, path: Path, width: int, style: str = "") -> list[str]:
+    """The words broken across lines in the page at ``width`` px, every section opened."""
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    try:
+        page.goto(path.as_uri())
+        if style:
+            page.add_style_tag(content=style)
+        page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+        return page.evaluate(_BROKEN_WORDS)
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("width", [1400, 800])
+def test_no_word_of_a_table_breaks_inside(browser, fixed_report: Path, width: int) -> None:
+    assert broken_words(browser, fixed_report, width) == []
+    # The same page with cells that may break anywhere (as the report once had them) at a
+    # width that squeezes its tables: the words the check finds broken, so it can fail.
+    squeezed = broken_words(browser, fixed_report, 500,
+                            "td, th, nav.contents { overflow-wrap: anywhere; "
+                            "word-break: break-all; } main { max-width: 20rem; }")
+    assert squeezed, "the check found no broken word even where cells break anywhere"
+
+
+def test_the_contents_stay_in_view_and_sections_fold(browser, fixed_report: Path) -> None:
+    for width in (1400, 800):
+        page = browser.new_page(viewport={"width": width, "height": 900})
+        try:
+            page.goto(fixed_report.as_uri())
+            # Past the summary every section is closed, each heading shown.
+            opened = page.evaluate("[...document.querySelectorAll('details.section')]"
+                                   ".map(d => [d.id, d.open])")
+            assert opened == [["counts", True], ["balance", False], ["lengths", False],
+                              ["arms", False], ["audit", False], ["examples", False]]
+            # A family's link opens its section and brings its example into view; the
+            # contents are still on screen after the scroll.
+            family = "example.priming.harbour_fog"
+            link = page.locator(f'nav.contents a[href="#family-{family}"]')
+            if width == 1400:
+                link.click()
+                assert page.evaluate("document.querySelector('#examples').open")
+                top = page.evaluate(f"document.getElementById('family-{family}')"
+                                    ".getBoundingClientRect().top")
+                assert 0 <= top < 900
+            else:  # a bar above the page: the sections, not the families
+                assert not link.is_visible()
+                page.evaluate("document.querySelectorAll('details').forEach(d => d.open = "
+                              "true); window.scrollTo(0, document.body.scrollHeight)")
+            assert page.evaluate("window.scrollY") > 0
+            box = page.locator("nav.contents").bounding_box()
+            assert box is not None and 0 <= box["y"] < 900
+        finally:
+            page.close()

@@ -31,9 +31,10 @@ def report(
     seed: Annotated[int, typer.Option(help="Seed of the audit's one-instance-per-group draw.")]
     = 0,
 ) -> None:
-    """One self-contained HTML page: a table of contents, counts, balance and length charts
-    (and each family's lengths), the audit table (the strongest adversaries first, near
-    misses flagged) and an example group per family. Loads nothing from the network."""
+    """One self-contained HTML page: a contents list that stays in view (a link per family
+    too), then sections that fold (the summary open): counts, balance and length charts (and
+    each family's lengths), the audit table (the strongest adversaries first, near misses
+    flagged) and an example group per family. Loads nothing from the network."""
     from ..audit.run import audit_instances
     from ..formats.release_folders import refuse_writing_inside_release
     from ..release.freezing import atomic_write_bytes

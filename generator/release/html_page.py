@@ -22,11 +22,35 @@ h3 { font-size: 1rem; }
 table { border-collapse: collapse; margin: 0.5rem 0; font-size: 0.85rem; }
 th, td { border: 1px solid #ccc; padding: 0.2rem 0.45rem; text-align: left; vertical-align: top; }
 th { background: #f2f2f2; }
-td, th, .answer, .message, .feedback { overflow-wrap: anywhere; }
+/* Words wrap whole: a table cell breaks between words, and inside a long name only where
+   the page offers it (after a dot, an underscore or a slash); a card's text breaks inside a
+   word only where the word alone is wider than the card. */
+td, th { overflow-wrap: normal; word-break: normal; hyphens: manual; }
+.answer, .message, .feedback { overflow-wrap: break-word; }
+.table-wrap { overflow-x: auto; max-width: 100%; }
 td.fail, span.fail { color: #b00020; font-weight: bold; }
 td.ok, span.ok { color: #1b5e20; }
 td.near { color: #8a5a00; font-weight: bold; }
-nav.contents ol { margin: 0.3rem 0; } .feedback { font-size: 0.8rem; margin: 0.3rem 0; }
+nav.contents ol { margin: 0.3rem 0; padding-left: 1.2rem; }
+.feedback { font-size: 0.8rem; margin: 0.3rem 0; }
+/* The contents stay in view: a column beside the page, or a bar above it on a narrow one. */
+.with-contents { display: grid; grid-template-columns: 16rem minmax(0, 1fr); gap: 1.5rem;
+                 align-items: start; }
+nav.contents { position: sticky; top: 0.5rem; max-height: calc(100vh - 1rem);
+               overflow-y: auto; font-size: 0.85rem; }
+nav.contents ol.families { font-size: 0.75rem; }
+[id] { scroll-margin-top: 3rem; }
+@media (max-width: 64rem) {
+  .with-contents { display: block; }
+  nav.contents { top: 0; z-index: 1; background: #fff; border-bottom: 1px solid #ccc;
+                 padding: 0.3rem 0; max-height: none; }
+  nav.contents > ol { display: flex; flex-wrap: wrap; gap: 0 1.2rem; padding-left: 0;
+                      list-style: none; }
+  nav.contents ol.families { display: none; }
+}
+details.section { margin-top: 1rem; border-top: 1px solid #ddd; }
+details.section > summary { cursor: pointer; }
+details.section > summary > h2 { display: inline; margin: 0; }
 code { font-size: 0.85rem; }
 .charts { display: flex; flex-wrap: wrap; gap: 1rem; } svg { max-width: 100%; height: auto; }
 .variants { display: flex; flex-wrap: wrap; gap: 0.75rem; align-items: flex-start; }
@@ -76,9 +100,21 @@ def table(header: Sequence[str], rows: Sequence[Sequence[Any]],
         for c, value in enumerate(row):
             css = classes[r][c] if classes else ""
             attr = f' class="{css}"' if css else ""
-            cells.append(f"<td{attr}>{escape(str(value))}</td>")
+            cells.append(f"<td{attr}>{breakable(str(value))}</td>")
         body.append(f"<tr>{''.join(cells)}</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return (f'<div class="table-wrap"><table><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(body)}</tbody></table></div>")
+
+
+#: Where a long name may break: after a dot, an underscore or a slash that a letter follows
+#: (``family.name``, ``billing_currency``, ``a/b``; never inside a number such as 0.5).
+_BREAK_AFTER = re.compile(r"(?<=\w[._/])(?=[^\W\d])")
+
+
+def breakable(text: str) -> str:
+    """``text`` as HTML whose long names may wrap only between their parts (``<wbr>`` after
+    a dot, underscore or slash), never inside a word."""
+    return "<wbr>".join(escape(part) for part in _BREAK_AFTER.split(text))
 
 
 def option_letter(index: int) -> str:
