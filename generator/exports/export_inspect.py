@@ -4,7 +4,8 @@ that run without memspec.
 Writes ``samples.jsonl`` (one sample per instance: ``id``, ``input`` the message list,
 ``target`` the gold, flat ``metadata``), ``task.py`` (the tasks, from ``inspect_task.py``),
 ``memspec_scoring.py`` (memspec's own scoring module, its one import of memspec replaced by
-the standard library's ``re``, so the two cannot drift apart) and ``design.json`` (the
+the standard library's ``re``, so the two cannot drift apart), ``memspec_memory.py`` (the
+memory systems, from ``inspect_memory.py``) and ``design.json`` (the
 release's axes, splits and contrasts, which the task's metrics follow). The task needs
 inspect_ai and the standard library only.
 """
@@ -28,6 +29,7 @@ from .export import write_all
 SAMPLES_FILE = "samples.jsonl"
 TASK_FILE = "task.py"
 SCORING_FILE = "memspec_scoring.py"
+MEMORY_FILE = "memspec_memory.py"
 DESIGN_FILE = "design.json"
 #: The tasks: programmatically scored items, judge-scored items (marked sections of the
 #: template, each written only where the release has such items).
@@ -96,14 +98,16 @@ def _text(value: Any) -> Any:
 
 def _flat_metadata(instance: Mapping[str, Any], release: str) -> dict[str, Any]:
     """Plain values only: the instance's coordinates and unit (family and group), its axes,
-    fields and analysis entries (prefixed), the scorer kind, and the answer and feedback log
-    as JSON text."""
+    fields and analysis entries (prefixed), the scorer kind, the answer and feedback log as
+    JSON text, and how many messages the probe (the last phase) has."""
     metadata: dict[str, Any] = {
         "release": release, "family": instance["family"], "paradigm": instance["paradigm"],
         "group": instance["group"], "unit": f"{instance['family']}#{instance['group']}",
         "design": instance["design"], "variant": instance["variant"],
         "split": split_of(instance), "scorer": instance["answer"]["scorer"],
         "answer": _text(instance["answer"]), "feedback": _text(instance.get("feedback", [])),
+        # The probe is the last phase: a memory system ingests what comes before it.
+        "probe_messages": len(instance["phases"][-1]["messages"]),
     }
     for prefix, values in (("axis", instance["axes"]), ("field", instance.get("fields", {})),
                            ("analysis", instance.get("analysis", {}))):
@@ -212,4 +216,5 @@ def write_inspect(manifest: Mapping[str, Any], instances: Sequence[Mapping[str, 
         SAMPLES_FILE: b"".join(_samples(instances, release, late)),
         TASK_FILE: _task_source(judged, scored).encode("utf-8"),
         SCORING_FILE: scoring_source().encode("utf-8"),
+        MEMORY_FILE: (Path(__file__).parent / "inspect_memory.py").read_bytes(),
         DESIGN_FILE: dump_bytes(design)})
