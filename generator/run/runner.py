@@ -80,10 +80,18 @@ def run_release(manifest: Mapping[str, Any], instances: Sequence[Mapping[str, An
         options: dict[str, Any] = {"limit": plan.limit, "max_connections": plan.max_connections,
                                    "seed": plan.seed, "model_base_url": plan.model_base_url,
                                    "display": plan.display}
-        success, results = eval_set(
-            tasks=[f"{task_dir / TASK_FILE}@{TASK_NAME}"], log_dir=str(folder),
-            model=plan.models, task_args=_task_args(plan, memory, judged),
-            **{k: v for k, v in options.items() if v is not None})
+        try:
+            success, results = eval_set(
+                tasks=[f"{task_dir / TASK_FILE}@{TASK_NAME}"], log_dir=str(folder),
+                model=plan.models, task_args=_task_args(plan, memory, judged),
+                **{k: v for k, v in options.items() if v is not None})
+        except Exception as exc:
+            # What inspect refuses before it runs anything (a provider's package missing, an
+            # unknown model, a log folder of another run) is said as an error, not a trace.
+            if type(exc).__name__ != "PrerequisiteError":
+                raise
+            raise SpecError.single(re.sub(r"\[/?\w+\]", "", str(exc)).strip(),
+                                   str(folder)) from None
         if not success:
             failed = [r for r in results if r.status != "success"]
             reason = next((r.error.message for r in failed if r.error), "interrupted")
