@@ -238,7 +238,7 @@ def test_exported_task_runs_without_memspec_and_reports_the_design(
         sample["input"][-1]["content"] += f" ARM-{arm}"
         lines.append(json.dumps(sample))
     (out / "samples.jsonl").write_text("\n".join(lines) + "\n")
-    for name in ("task.py", "memspec_scoring.py"):
+    for name in ("task.py", "memspec_scoring.py", "memspec_memory.py", "memspec_tools.py"):
         assert "generator" not in (out / name).read_text().replace("generator/", "")
     result = subprocess.run([sys.executable, "-c", _WITHOUT_MEMSPEC, str(out / "task.py"),
                              str(tmp_path / "logs")], capture_output=True, text=True,

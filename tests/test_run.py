@@ -160,3 +160,114 @@ def test_the_readme_local_server_line_runs_as_written(example: Path, samples: Pa
     assert server.requests == 6 and server.unknown == 0
     scores = json.loads((tmp_path / "runs" / "local" / "scores.json").read_text())
     assert scores["overall"]["n"] == 6 and scores["overall"]["accuracy"] == 1.0
+
+
+def _mock_eval(task: str, ids: list[str], respond: Any, log_dir: Path) -> Any:
+    """inspect's own eval of the exported task with mockllm answering through ``respond``."""
+    from inspect_ai import eval as inspect_eval
+
+    logs = inspect_eval(task, model="mockllm/model", model_args={"custom_outputs": respond},
+                        sample_id=ids, log_dir=str(log_dir), display="none",
+                        task_args={"split": "all"}, fail_on_error=False)
+    return logs[0]
+
+
+def _exported(example: Path, tmp_path: Path) -> tuple[str, list[dict[str, Any]]]:
+    out = tmp_path / "task"
+    assert run_cli("export", str(example), "--format", "inspect", "--out",
+                   str(out)).returncode == 0
+    lines = (out / "samples.jsonl").read_text().splitlines()
+    return f"{out / 'task.py'}@memspec_release", [json.loads(line) for line in lines]
+
+
+def test_a_native_tool_call_is_offered_recorded_and_scored(example: Path,
+                                                           tmp_path: Path) -> None:
+    import ast
+
+    from inspect_ai.model import ModelOutput, ModelUsage
+
+    task, samples = _exported(example, tmp_path)
+    calls = {s["id"]: s for s in samples if "tools" in s["metadata"]}
+    assert calls, "the example release has items whose answer is a call"
+    by_input = {json.dumps([m["content"] for m in s["input"]]): s for s in calls.values()}
+    offered: list[list[str]] = []
+
+    def respond(swap: bool) -> Any:
+        def answer(messages, tools, tool_choice, config):  # noqa: ANN001 (mockllm's)
+            sample = by_input[json.dumps([m.text for m in messages])]
+            offered.append([t.name for t in tools])
+            node = ast.parse(json.loads(sample["metadata"]["answer"])["example"],
+                             mode="eval").body
+            values = [a.value for a in node.args][::-1 if swap else 1]
+            output = ModelOutput.for_tool_call("mockllm/model", ast.unparse(node.func), {
+                f"arg{i}": v for i, v in enumerate(values, start=1)})
+            output.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
+            return output
+
+        return answer
+
+    ids = sorted(calls)[:8]
+    accuracy = {}
+    for name, swap in (("right", False), ("swapped", True)):
+        log = _mock_eval(task, ids, respond(swap), tmp_path / name)
+        # The call ended the sample: one model call, the tool never run.
+        assert all(len([m for m in s.messages if m.role == "tool"]) == 0 for s in log.samples)
+        report = _json(run_cli("score", str(example), log.location, "--format", "json"))
+        accuracy[name] = report["overall"]["accuracy"]
+    assert offered and all(names == ["copy_file"] for names in offered)
+    # The reversed copy's memory is the argument order: the call as remembered is right,
+    # the habitual order wrong.
+    assert accuracy == {"right": 1.0, "swapped": 0.0}
+
+
+def test_errors_refusals_and_truncations_are_counted_apart(example: Path,
+                                                           tmp_path: Path) -> None:
+    from inspect_ai.model import ModelOutput, ModelUsage
+
+    task, samples = _exported(example, tmp_path)
+    chosen = [s for s in samples if s["metadata"]["scorer"] == "choice"][:8]
+    by_input = {json.dumps([m["content"] for m in s["input"]]): s["id"] for s in chosen}
+    instances = {i["id"]: i for i in release_instances(example)}
+    fate = dict(zip([s["id"] for s in chosen],
+                    ["error", "max_tokens", "content_filter", "stop", "stop", "stop", "stop",
+                     "stop"], strict=True))
+
+    def answer(messages, tools, tool_choice, config):  # noqa: ANN001 (mockllm's)
+        instance_id = by_input[json.dumps([m.text for m in messages])]
+        if fate[instance_id] == "error":
+            raise RuntimeError("the provider failed")
+        from memspec.analysis.policies import POLICIES
+
+        output = ModelOutput.from_content("mockllm/model",
+                                          POLICIES["oracle"](instances[instance_id], 0),
+                                          stop_reason=fate[instance_id])
+        output.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
+        return output
+
+    log = _mock_eval(task, list(fate), answer, tmp_path / "logs")
+    report = _json(run_cli("score", str(example), log.location, "--format", "json"))
+    run = report["run"]
+    assert run["issues"] == {"error": 1, "timeout": 0, "truncated": 1, "refused": 1,
+                             "limit": 0, "cancelled": 0}
+    by_kind = {v: k for k, v in fate.items()}
+    assert run["issue_ids"] == {"error": [by_kind["error"]],
+                                "truncated": [by_kind["max_tokens"]],
+                                "refused": [by_kind["content_filter"]]}
+    # Scored as unanswered, never as wrong: the five answers are all right.
+    overall = report["overall"]
+    assert (overall["n"], overall["answered"], overall["missing"]) == (8, 5, 3)
+    assert overall["accuracy"] == 1.0
+    table = run_cli("score", str(example), log.location)
+    assert "refused" in table.stdout and "truncated" in table.stdout
+
+
+def test_without_inspect_ai_a_log_is_refused_clearly(example: Path, tmp_path: Path) -> None:
+    log = tmp_path / "a.eval"
+    log.write_bytes(b"PK")
+    blocked = ("import sys; sys.modules['inspect_ai'] = None; "
+               f"sys.argv = ['memspec', 'score', {str(example)!r}, {str(log)!r}]; "
+               "from memspec.cli.commands import main; main()")
+    done = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True,
+                          cwd=REPO, stdin=subprocess.DEVNULL, timeout=120)
+    assert done.returncode == 2
+    assert "needs inspect_ai: pip install 'memspec[run]'" in done.stderr

@@ -194,6 +194,17 @@ def _metrics(dataset: Any, cluster: str | None) -> list[Any]:
     return chosen
 
 
+def _response(state: TaskState) -> str:
+    """The first completion, or the first tool call the model made (as ``name(value, ...)``),
+    which ended the sample."""
+    message = state.output.message if state.output.choices else None
+    if message is not None and message.tool_calls:
+        call = message.tool_calls[0]
+        tools = _beside("memspec_tools")
+        return tools.call_text(call.function, call.arguments, tools.declared(state.metadata))
+    return state.output.completion
+
+
 @scorer(metrics=[unit_mean()])
 def memspec_answer():
     """Right or wrong, as `memspec score` decides it (only the first attempt counts)."""
@@ -201,7 +212,7 @@ def memspec_answer():
 
     async def score(state: TaskState, target: Target) -> Score:
         answer = json.loads(state.metadata["answer"])
-        response = state.output.completion
+        response = _response(state)
         right = is_correct(answer, response)
         if right is None:  # a judge-scored item: rated from the log by a judge, not here
             return Score(value=float("nan"), answer=response,
@@ -229,6 +240,19 @@ def memory_solver(memory: str = "full", k: int = 5):
     return solve
 
 
+@solver
+def offer_tools():
+    """Where the answer is a function call, the functions it names offered as tools (see
+    memspec_tools.py); the generate after it stops at the model's first call."""
+    tools = _beside("memspec_tools")
+
+    async def solve(state: TaskState, generate_next: Any) -> TaskState:
+        state.tools = tools.tool_defs(state.metadata)
+        return state
+
+    return solve
+
+
 # --- programmatic task ---
 @task
 def memspec_release(family: str | None = None, split: str | None = None,
@@ -238,7 +262,10 @@ def memspec_release(family: str | None = None, split: str | None = None,
     ``judged``, every judge-scored one too, left unscored), answered through the memory
     system ``memory``."""
     dataset = _dataset(False, family, split, both=judged)
-    return Task(dataset=dataset, solver=[memory_solver(memory, memory_k), generate()],
+    # tool_calls="none": a call the model makes is recorded, never run, and ends the sample.
+    return Task(dataset=dataset,
+                solver=[memory_solver(memory, memory_k), offer_tools(),
+                        generate(tool_calls="none")],
                 scorer=memspec_answer(),
                 metrics=_metrics(dataset, cluster))
 # --- end programmatic task ---

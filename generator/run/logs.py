@@ -5,7 +5,6 @@ by kind, and scored as having no response (never as a wrong one)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,13 +79,6 @@ class RunLog:
                 "issue_ids": {kind: ids for kind, ids in kinds.items() if ids}}
 
 
-def _call_text(call: Any) -> str:
-    """A tool call as the text the scorer reads: ``name(value, ...)``, each argument's value
-    as JSON in the order the model gave them."""
-    values = ", ".join(json.dumps(v, ensure_ascii=False) for v in call.arguments.values())
-    return f"{call.function}({values})"
-
-
 def sample_response(sample: Any) -> tuple[str | None, str | None, str]:
     """``(response, issue kind, reason)`` of one sample: the first completion (its first tool
     call where the model called one) and no issue, or no response and what kept it from one."""
@@ -101,7 +93,11 @@ def sample_response(sample: Any) -> tuple[str | None, str | None, str]:
         return None, STOP_KINDS[stop], f"stop reason {stop}"
     message = output.choices[0].message if output.choices else None
     if message is not None and message.tool_calls:
-        return _call_text(message.tool_calls[0]), None, ""
+        # Imported here: it imports inspect_ai, an optional dependency.
+        from ..exports.inspect_tools import call_text, declared
+
+        call = message.tool_calls[0]
+        return call_text(call.function, call.arguments, declared(sample.metadata)), None, ""
     return output.completion, None, ""
 
 
