@@ -193,10 +193,29 @@ def score(
     _run(action)
 
 
+def _responses_of_one_run(path: Path, instances: list[Any]) -> Any:
+    """The responses of a JSONL file, or of the one model whose inspect logs ``path`` names
+    (a sample with no usable response has none)."""
+    from ..analysis.responses import load_responses
+    from ..run.logs import is_log, read_run_logs
+
+    ids = [i["id"] for i in instances]
+    if not is_log(path):
+        return load_responses(path, ids)
+    runs = read_run_logs([path], ids)
+    if len(runs) != 1:
+        raise SpecError.single(f"holds the logs of {len(runs)} models ("
+                               f"{', '.join(r.label for r in runs)}); give one model's",
+                               str(path))
+    return runs[0].responses
+
+
 @app.command("judge-requests", short_help="Blinded requests for a judge model.")
 def judge_requests(
     release_dir: Annotated[Path, typer.Argument(help="A built release folder.")],
-    responses_file: Annotated[Path, typer.Argument(help="JSONL of {id, response}.")],
+    responses_file: Annotated[Path, typer.Argument(
+        help="JSONL of {id, response}, or the inspect eval log (or folder of logs) of one "
+             "model.")],
     out_file: Annotated[Path, typer.Option("--out", help="Requests JSONL to write.")],
     seed: Annotated[int, typer.Option(help="Seed of the A/B order.")] = 0,
 ) -> None:
@@ -205,7 +224,6 @@ def judge_requests(
 
     The unblinding map goes beside the requests, as <out>.unblind.json."""
     from ..analysis.judge import build_requests
-    from ..analysis.responses import load_responses
     from ..core.canonical import dump_bytes, dump_pretty_bytes
     from ..exports.export import write_all
     from ..release.release_data import load_release_instances
@@ -213,7 +231,7 @@ def judge_requests(
     def action() -> None:
         _check_seed(seed)
         _, instances = load_release_instances(release_dir, _catalog_if_any())
-        responses = load_responses(responses_file, (i["id"] for i in instances))
+        responses = _responses_of_one_run(responses_file, instances)
         with CommandBudget("judge-requests", str(responses_file)):
             requests, unblind_map = build_requests(instances, responses, seed)
         unblind_path = out_file.with_name(out_file.name + ".unblind.json")

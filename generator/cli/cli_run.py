@@ -20,6 +20,15 @@ def _names(values: list[str] | None) -> list[str]:
                               if v.strip()))
 
 
+def _memory_system(name: str) -> str:
+    """A memory system's name as the task takes it: a ``PATH.py:CLASS`` with its path made
+    absolute (inspect runs a task from the task's own folder)."""
+    path, sep, attribute = name.rpartition(":")
+    if sep and path.endswith(".py"):
+        return f"{Path(path).resolve()}:{attribute}"
+    return name
+
+
 @app.command(short_help="Run models on a release (inspect_ai) and score them.")
 def run(
     release_dir: Annotated[Path, typer.Argument(help="A built release folder.")],
@@ -73,7 +82,8 @@ def run(
     def action() -> None:
         if seed is not None:
             _check_seed(seed)
-        models, memories = _names(model), _names(memory) or [DEFAULT_MEMORY]
+        models = _names(model)
+        memories = [_memory_system(m) for m in _names(memory) or [DEFAULT_MEMORY]]
         if not models:
             raise SpecError.single("--model names no model")
         manifest, instances = load_release_instances(release_dir, _catalog_if_any())
