@@ -37,7 +37,7 @@ def test_help_lists_the_choices_and_the_parser_enforces_them() -> None:
 
     assert get_args(cli.Correction) == CORRECTIONS and get_args(cli.CorrectionScope) == SCOPES
     score = run_cli("score", "-h", env={"COLUMNS": "80"}).stdout
-    for choices in ("<table|json|csv>", "<minmax|z>", "<holm|bonferroni|none>",
+    for choices in ("<table|json|csv|html>", "<minmax|z>", "<holm|bonferroni|none>",
                     "<report|row>"):
         assert choices in score
     assert "<local|dask>" in run_cli("freeze", "-h").stdout

@@ -190,6 +190,8 @@ def _commands(rel: str, resp: str, scores: str) -> list[tuple[list[str], list[st
         (["export", rel, "--format", "inspect", "--out", "o/inspect"], ["o/inspect"]),
         (["init", "o/project"], ["o/project"]),
         (["check-answer", "example.choice.meeting_room", "B"], []),
+        (["run", rel, "--model", "mockllm/model", "--limit", "2", "--display", "none",
+          "--log-dir", "o/runs"], ["o/runs"]),
     ]
 
 
@@ -222,6 +224,10 @@ def test_no_command_writes_outside_its_project_or_out(tmp_path: Path, built_exam
         after = _everything(tmp_path)
         written = {name for name in after if before.get(name) != after[name]}
         allowed = {f"work/{out}" for out in outputs}
+        if args[0] == "run":
+            # inspect_ai's own data folder: its traces and the buffer of samples it recovers
+            # a crashed run from (inspect's, as the run's logs are).
+            allowed.add("home/.local/share/inspect_ai")
         outside = {name for name in written
                    if not any(name == a or name.startswith(a + "/") for a in allowed)}
         assert not outside, (args, sorted(outside))

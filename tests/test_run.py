@@ -116,14 +116,17 @@ def test_a_run_killed_midway_resumes_without_asking_twice(example: Path, samples
     assert report == whole
 
 
-def test_mockllm_runs_every_memory_system_offline_in_one_report(example: Path,
-                                                                 tmp_path: Path) -> None:
+def test_mockllm_runs_every_memory_system_offline_in_one_report(
+        example: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # mockllm answers with its default text, and counts tokens with tiktoken's o200k_base:
-    # the run puts that encoding where tiktoken looks, so nothing is downloaded.
-    cache = tmp_path / "tiktoken"
-    report = _json(_run(example, tmp_path / "logs", "--model", "mockllm/model", "--memory",
-                        "full,none,bm25", "--memory-k", "3", "--limit", "6", "--split", "all",
-                        env={"TIKTOKEN_CACHE_DIR": str(cache)}))
+    # the run puts that encoding where tiktoken looks (the log folder's tiktoken/), so
+    # nothing is downloaded.
+    monkeypatch.delenv("TIKTOKEN_CACHE_DIR", raising=False)
+    report = _json(run_cli("run", str(example), "--log-dir", str(tmp_path / "logs"),
+                           "--display", "none", "--format", "json", "--model",
+                           "mockllm/model", "--memory", "full,none,bm25", "--memory-k", "3",
+                           "--limit", "6", "--split", "all", env=OFFLINE))
+    cache = tmp_path / "logs" / "tiktoken"
     assert [m["model"] for m in report["models"]] == [
         "mockllm/model", "mockllm/model [none]", "mockllm/model [bm25 k=3]"]
     assert all(m["overall"]["n"] == 6 and m["run"]["not_run"] == len(

