@@ -73,6 +73,9 @@ def run_release(manifest: Mapping[str, Any], instances: Sequence[Mapping[str, An
     if unknown:
         raise SpecError.single(f"--family {unknown[0]!r} is no family of this release (its "
                                f"families: {', '.join(sorted(known))})")
+    if all(i["answer"]["scorer"] == "judge" for i in instances):
+        raise SpecError.single("every item of this release is judge-scored: its exported task "
+                               "has memspec_judged alone (run it with inspect eval)")
     # The tokenizer's cache in the log folder: a run writes nothing outside it.
     arrange_tokenizer(plan.log_dir / TOKENIZER_FOLDER)
     task_dir = plan.log_dir / TASK_FOLDER
