@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import CheckFailed, SpecError
+from ..core.limits import CommandBudget
 from ..exports.export_inspect import TASK_FILE, write_inspect
 from .offline import arrange_tokenizer
 
@@ -58,6 +59,11 @@ def _task_args(plan: RunPlan, memory: str, judged: bool) -> dict[str, Any]:
     return args
 
 
+def release_of(manifest: Mapping[str, Any]) -> str:
+    """The release's name and version, as its folder is named."""
+    return f"{manifest['release']}-{manifest['version']}"
+
+
 def run_release(manifest: Mapping[str, Any], instances: Sequence[Mapping[str, Any]],
                 plan: RunPlan) -> list[Path]:
     """Run every model with every memory system on the release and return the logs (one a
@@ -79,7 +85,9 @@ def run_release(manifest: Mapping[str, Any], instances: Sequence[Mapping[str, An
     # The tokenizer's cache in the log folder: a run writes nothing outside it.
     arrange_tokenizer(plan.log_dir / TOKENIZER_FOLDER)
     task_dir = plan.log_dir / TASK_FOLDER
-    write_inspect(manifest, instances, task_dir)
+    # The export is under memspec's budget; the model calls are under inspect's own limits.
+    with CommandBudget("run", release_of(manifest)):
+        write_inspect(manifest, instances, task_dir)
     judged = any(i["answer"]["scorer"] == "judge" for i in instances)
     logs: list[Path] = []
     for memory in plan.memories:
