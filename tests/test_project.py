@@ -240,6 +240,13 @@ def test_no_command_writes_outside_its_project_or_out(tmp_path: Path, built_exam
         else:
             assert result.returncode == 0, (args, result.stderr)
             assert all(f"work/{out}" in written for out in outputs), args
+        if args[0] == "run":
+            # inspect's data folder, and nothing else, was made in the home folder: set
+            # aside, so that the home is found empty at the end as every other command left it.
+            made = sorted(p.relative_to(home).as_posix() for p in home.rglob("*")
+                          if not p.is_relative_to(home / ".local/share/inspect_ai"))
+            assert made == [".local", ".local/share"], made
+            shutil.rmtree(home / ".local")
         ran.add(args[0])
         shutil.rmtree(work / "o")
     assert _bundled() == bundled
