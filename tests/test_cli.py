@@ -38,7 +38,7 @@ def test_help_lists_the_choices_and_the_parser_enforces_them() -> None:
 
     assert get_args(cli.Correction) == CORRECTIONS and get_args(cli.CorrectionScope) == SCOPES
     score = run_cli("score", "-h", env={"COLUMNS": "80"}).stdout
-    for choices in ("<table|json|csv>", "<minmax|z>", "<holm|bonferroni|none>",
+    for choices in ("<table|json|csv|html>", "<minmax|z>", "<holm|bonferroni|none>",
                     "<report|row>"):
         assert choices in score
     assert "<local|dask>" in run_cli("freeze", "-h").stdout
@@ -106,7 +106,7 @@ def test_shell_completion_offers_commands_choices_releases_and_families() -> Non
     script = run_cli("--show-completion", "bash")
     assert "complete -o default -F _memspec_completion memspec" in script.stdout
     assert _complete("memspec bu") == ["build"]
-    assert _complete("memspec score --format ") == ["table", "json", "csv"]
+    assert _complete("memspec score --format ") == ["table", "json", "csv", "html"]
     assert _complete("memspec freeze example-v") == ["example-v1", "example-v2", "example-v3"]
     assert _complete("memspec show example.choice.") == ["example.choice.meeting_room"]
 

@@ -40,8 +40,11 @@ LANGUAGES = {"sh", "python", "yaml", "jinja", "text", "json"}
 #: (`.ci/run`) and test_readme, the "start your own benchmark" block by test_wheel (a fresh
 #: environment where memspec is installed from its wheel), the ρ* example of the trustgap-v4
 #: notes by test_trustgap_v4 (which also checks what it prints and writes; it scores the
-#: whole release three times, too long to do twice).
+#: whole release three times, too long to do twice), the README's local-server line by
+#: test_run (which starts a server at the address it names).
 RUN_ELSEWHERE = ("pip install -e . && memspec build", "pip install .\n",
+                 # The local-server line, by test_run (which serves on that address).
+                 "LOCAL_API_KEY=none memspec run ",
                  "memspec respond dist/trustgap-v4 --policy memoryless --out small.jsonl\n")
 
 _FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>[\w-]*)\n(?P<body>.*?)^(?P=indent)```$",

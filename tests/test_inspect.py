@@ -109,6 +109,13 @@ def test_inspect_scores_oracle_1_and_wrong_answers_0(built_dist: Path, tmp_path:
         oracle = answers(scored, lambda i: POLICIES["oracle"](i, 0))
         metrics = _eval(f"{task}@memspec_release", scored, oracle, tmp_path / "a")
         assert metrics["mean"].value == 1.0 and metrics["stderr"].value == 0.0
+        # memspec score reads the log itself: the same items, every one right.
+        report = json.loads(run_cli("score", str(built_dist / name), str(tmp_path / "a"),
+                                    "--format", "json").stdout)
+        assert report["overall"]["n"] == len(scored) and report["overall"]["missing"] == 0
+        assert report["overall"]["accuracy"] == 1.0
+        assert report["run"]["model"] == "mockllm/model"
+        assert report["run"]["not_run"] == len(instances) - len(scored)
         metrics = _eval(f"{task}@memspec_release", scored, answers(scored, _wrong),
                         tmp_path / "b")
         assert metrics["mean"].value == 0.0
@@ -116,6 +123,12 @@ def test_inspect_scores_oracle_1_and_wrong_answers_0(built_dist: Path, tmp_path:
         anything = answers(judged, lambda i: "A reply to rate.")
         assert _eval(f"{task}@memspec_judged", judged, anything, tmp_path / "c")[
             "mean"].value == 7.0
+        # Judged items of a log go to judge-requests, as those of a responses file do.
+        requests = tmp_path / "requests.jsonl"
+        made = run_cli("judge-requests", str(built_dist / name), str(tmp_path / "c"),
+                       "--out", str(requests))
+        assert made.returncode == 0, made.stderr
+        assert requests.read_text().count("A reply to rate.") >= 1
     source = (out / "task.py").read_text()
     assert ("def memspec_judged" in source) == any(
         i["answer"]["scorer"] == "judge" for i in instances)
@@ -238,7 +251,7 @@ def test_exported_task_runs_without_memspec_and_reports_the_design(
         sample["input"][-1]["content"] += f" ARM-{arm}"
         lines.append(json.dumps(sample))
     (out / "samples.jsonl").write_text("\n".join(lines) + "\n")
-    for name in ("task.py", "memspec_scoring.py"):
+    for name in ("task.py", "memspec_scoring.py", "memspec_memory.py", "memspec_tools.py"):
         assert "generator" not in (out / name).read_text().replace("generator/", "")
     result = subprocess.run([sys.executable, "-c", _WITHOUT_MEMSPEC, str(out / "task.py"),
                              str(tmp_path / "logs")], capture_output=True, text=True,

@@ -190,6 +190,8 @@ def _commands(rel: str, resp: str, scores: str) -> list[tuple[list[str], list[st
         (["export", rel, "--format", "inspect", "--out", "o/inspect"], ["o/inspect"]),
         (["init", "o/project"], ["o/project"]),
         (["check-answer", "example.choice.meeting_room", "B"], []),
+        (["run", rel, "--model", "mockllm/model", "--limit", "2", "--display", "none",
+          "--log-dir", "o/runs"], ["o/runs"]),
     ]
 
 
@@ -222,8 +224,14 @@ def test_no_command_writes_outside_its_project_or_out(tmp_path: Path, built_exam
         after = _everything(tmp_path)
         written = {name for name in after if before.get(name) != after[name]}
         allowed = {f"work/{out}" for out in outputs}
-        outside = {name for name in written
-                   if not any(name == a or name.startswith(a + "/") for a in allowed)}
+        if args[0] == "run":
+            # inspect_ai's own data folder: its traces and the buffer of samples it recovers
+            # a crashed run from (inspect's, as the run's logs are).
+            allowed.add("home/.local/share/inspect_ai")
+        # The folders made on the way to an allowed one, themselves only.
+        on_the_way = {parent.as_posix() for a in allowed for parent in Path(a).parents}
+        outside = {name for name in written if name not in on_the_way
+                   and not any(name == a or name.startswith(a + "/") for a in allowed)}
         assert not outside, (args, sorted(outside))
         assert not set(before) - set(after), args
         if args[0] in needs_project:
@@ -232,6 +240,13 @@ def test_no_command_writes_outside_its_project_or_out(tmp_path: Path, built_exam
         else:
             assert result.returncode == 0, (args, result.stderr)
             assert all(f"work/{out}" in written for out in outputs), args
+        if args[0] == "run":
+            # inspect's data folder, and nothing else, was made in the home folder: set
+            # aside, so that the home is found empty at the end as every other command left it.
+            made = sorted(p.relative_to(home).as_posix() for p in home.rglob("*")
+                          if not p.is_relative_to(home / ".local/share/inspect_ai"))
+            assert made == [".local", ".local/share"], made
+            shutil.rmtree(home / ".local")
         ran.add(args[0])
         shutil.rmtree(work / "o")
     assert _bundled() == bundled

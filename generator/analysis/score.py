@@ -51,22 +51,19 @@ __all__ = [
     "SIMULTANEOUS", "TAIL_RESAMPLES", "Outcome", "ScoreOptions", "acts_on_distractor",
     "attach_judgments", "bootstrap_resamples", "check_keys", "contrast_plans",
     "delta_mem_plan", "is_abstention", "key_value", "metrics", "outcome", "report_contrasts",
-    "report_rows", "score_outcomes", "unit_range",
+    "correct_tests", "interval_count", "report_rows", "score_outcomes", "unit_range",
 ]
 
 
-def score_outcomes(outcomes: Sequence[Outcome], by: Sequence[str],
-                   options: ScoreOptions) -> dict[str, Any]:
-    """``{"overall": METRICS, "groups": [{"key": {...}, "metrics": METRICS}, ...],
-    "multiplicity": {...}}``.
+Plan = tuple[list[tuple[dict[str, str], list[int]]],
+             dict[int, list[tuple[Contrast, dict[tuple[str, int], float]]]], int]
 
-    Every test of the report is corrected together (or each row's alone, with scope
-    ``row``), and the Δmem intervals of every row are simultaneous at the family-wise level
-    (Bonferroni over the rows that have one) unless the correction is ``none``; the
-    ``multiplicity`` section says which."""
+
+def _plan(outcomes: Sequence[Outcome], by: Sequence[str], options: ScoreOptions) -> Plan:
+    """The rows of the report (with their instances' indices), the contrasts of each row,
+    and how many intervals the report holds that are simultaneous (Δmem and contrasts)."""
     check_keys(outcomes, by, options.cluster)
     indexed = report_rows([o.instance for o in outcomes], by)
-    rows = [(key, [outcomes[i] for i in indices]) for key, indices in indexed]
     # The contrasts over the whole run (row 0), then each within every row that holds part
     # of it (see ``contrast_plans``).
     per_row: dict[int, list[tuple[Contrast, dict[tuple[str, int], float]]]] = defaultdict(list)
@@ -77,8 +74,35 @@ def score_outcomes(outcomes: Sequence[Outcome], by: Sequence[str],
         units = unit_differences(plan, arrays[contrast.metric])
         if row == 0 or units:
             per_row[row].append((contrast, units))
-    intervals = sum(1 for key, subset in rows if delta_mem(subset, outcomes, key)) \
+    intervals = sum(1 for key, indices in indexed
+                    if delta_mem([outcomes[i] for i in indices], outcomes, key)) \
         + sum(1 for entries in per_row.values() for _, units in entries if units)
+    return indexed, per_row, intervals
+
+
+def interval_count(outcomes: Sequence[Outcome], by: Sequence[str],
+                   options: ScoreOptions) -> int:
+    """How many simultaneous intervals ``score_outcomes`` would compute (for a comparison of
+    several runs, whose intervals are simultaneous across all of them)."""
+    return _plan(outcomes, by, options)[2]
+
+
+def score_outcomes(outcomes: Sequence[Outcome], by: Sequence[str],
+                   options: ScoreOptions, comparison_intervals: int | None = None
+                   ) -> dict[str, Any]:
+    """``{"overall": METRICS, "groups": [{"key": {...}, "metrics": METRICS}, ...],
+    "multiplicity": {...}}``.
+
+    Every test of the report is corrected together (or each row's alone, with scope
+    ``row``), and the Δmem intervals of every row are simultaneous at the family-wise level
+    (Bonferroni over the rows that have one) unless the correction is ``none``; the
+    ``multiplicity`` section says which. ``comparison_intervals``, where given, is the
+    number of intervals they are simultaneous over instead (those of several runs compared
+    in one report)."""
+    indexed, per_row, intervals = _plan(outcomes, by, options)
+    if comparison_intervals is not None:
+        intervals = comparison_intervals
+    rows = [(key, [outcomes[i] for i in indices]) for key, indices in indexed]
     simultaneous = options.correction != "none" and intervals > 1
     level = 1 - options.alpha / intervals if simultaneous else 1 - options.alpha
     computed = [(key, metrics(subset, outcomes, key, options, level)) for key, subset in rows]
@@ -90,8 +114,8 @@ def score_outcomes(outcomes: Sequence[Outcome], by: Sequence[str],
         if per_row.get(row):
             m["contrasts"] = [contrast_result(contrast, units, clusters, options, level)
                               for contrast, units in per_row[row]]
-    tests = _correct([*([*m.get("tests", []), *m.get("contrasts", [])] for _, m in computed),
-                      contrasts], options)
+    tests = correct_tests([*([*m.get("tests", []), *m.get("contrasts", [])]
+                             for _, m in computed), contrasts], options)
     report: dict[str, Any] = {
         "overall": computed[0][1],
         "groups": [{"key": key, "metrics": m} for key, m in computed[1:]],
@@ -112,7 +136,7 @@ def score_outcomes(outcomes: Sequence[Outcome], by: Sequence[str],
     return report
 
 
-def _correct(rows: Sequence[list[dict[str, Any]]], options: ScoreOptions) -> int:
+def correct_tests(rows: Sequence[list[dict[str, Any]]], options: ScoreOptions) -> int:
     """Add ``p_adjusted`` to every test: one family of all the report's tests, or one per
     row with scope ``row``. Returns the size of the largest family corrected together."""
     families = [[t for row in rows for t in row]] if options.scope == "report" else list(rows)

@@ -4,7 +4,6 @@ rho-star (with the reading of the `score --format json` files that rho-star take
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,7 +15,6 @@ from ..core.errors import (
     EXIT_OK,
     SpecError,
     elide,
-    printable,
     unknown_name,
 )
 from ..core.limits import CommandBudget
@@ -28,13 +26,10 @@ from .cli_common import (
     _catalog_if_any,
     _check_seed,
     _complete_families,
-    _print_table,
     _run,
     _shown_generator,
-    _status,
     _write_output,
     app,
-    err,
     out,
 )
 
@@ -123,14 +118,16 @@ def _split_keys(value: str | None) -> list[str]:
 @app.command(short_help="Score responses: metrics, intervals, tests.")
 def score(
     release_dir: Annotated[Path, typer.Argument(help="A built release folder.")],
-    responses_file: Annotated[Path, typer.Argument(help="JSONL of {id, response}.")],
+    responses_files: Annotated[list[Path], typer.Argument(
+        help="JSONL of {id, response}, or inspect eval logs (.eval, .json, or folders of "
+             "them) of one or more models.", metavar="RESPONSES...")],
     by: Annotated[str | None, typer.Option(
         help="Group by these keys (comma-separated): family, paradigm, design, variant, "
              "group, any axis or field.")] = None,
     cluster: Annotated[str | None, typer.Option(
         help="Resample clusters of groups sharing this key in the bootstrap.")] = None,
     output_format: Annotated[ScoreFormat, typer.Option(
-        "--format", help="table (for a terminal), json or csv.")] = "table",
+        "--format", help="table (for a terminal), json, csv or html.")] = "table",
     judgments: Annotated[Path | None, typer.Option(help="Judge scores (JSONL).")] = None,
     unblind: Annotated[Path | None, typer.Option(
         help="Unblinding map written by judge-requests.")] = None,
@@ -161,23 +158,18 @@ def score(
                            "families declare (e.g. for a release already frozen).")] = None,
 ) -> None:
     """Metrics with bootstrap intervals over groups: coverage, accuracy on answered items,
-    reliance, Δmem; tests of the group means, corrected together across the report."""
+    reliance, Δmem; tests of the group means, corrected together across the report.
+
+    RESPONSES is a JSONL file of {id, response}, or inspect eval logs (.eval or .json files,
+    or folders of them): a sample answers the instance of its id with its first completion;
+    errors, time-outs, truncated and refused outputs are counted apart by kind and scored as
+    unanswered. Logs of several models (or memory systems) give one report with the models
+    side by side, every test corrected together and every interval simultaneous across
+    them."""
     from ..analysis.contrasts import load_analysis_file
-    from ..analysis.judge import load_judgments
-    from ..analysis.judge_panel import load_panel_judgments, panel_report
-    from ..analysis.responses import load_responses
-    from ..analysis.score import ScoreOptions, attach_judgments, outcome, score_outcomes
-    from ..core.safe_regex import PatternTooSlow, searched_pattern_problem
+    from ..core.safe_regex import searched_pattern_problem
     from ..release.release_data import load_release_instances
-    from ..report.panel_format import as_panel_table
-    from ..report.report_format import (
-        as_contrasts_table,
-        as_csv,
-        as_json,
-        as_summaries_table,
-        as_table,
-        as_tests_table,
-    )
+    from .cli_scoring import ScoreSettings, print_report, read_inputs, score_runs
 
     def action() -> None:
         if (judgments is None) != (unblind is None):
@@ -189,68 +181,41 @@ def score(
                                        f"{problem}")
         _check_seed(seed)
         declarations = (load_analysis_file(analysis_file),) if analysis_file else ()
-        _, instances = load_release_instances(release_dir, _catalog_if_any())
-        responses = load_responses(responses_file, (i["id"] for i in instances))
-        missing = [i["id"] for i in instances if i["id"] not in responses]
-        if missing and not allow_missing:
-            raise SpecError.single(
-                f"{len(missing)} of {len(instances)} instances have no response (first: "
-                f"{', '.join(missing[:3])}); pass --allow-missing to score them as unanswered",
-                str(responses_file))
-        if missing:
-            err.print(f"warning: {len(missing)} instances have no response; scored as "
-                      "unanswered", markup=False)
-        with CommandBudget("score", str(responses_file)) as budget, \
-                _status(f"scoring {printable(str(responses_file))}") as say:
-            outcomes = []
-            for instance in instances:
-                budget.on(f"instance {instance['id']}", responses.place(instance["id"]))
-                try:
-                    outcomes.append(outcome(instance, responses.get(instance["id"]),
-                                            abstain_pattern or ()))
-                except PatternTooSlow as exc:
-                    raise SpecError.single(f"the response to {instance['id']}: {exc}",
-                                           str(responses_file),
-                                           responses.lines.get(instance["id"], 1),
-                                           1) from None
-            if judgments is not None and unblind is not None:
-                budget.on("judgments")
-                scales = {i["id"]: i.get("analysis", {}).get("judge_scale") for i in instances}
-                scores = load_judgments(judgments, unblind, scales, allow_missing=allow_missing)
-                panel = panel_report(instances, load_panel_judgments(
-                    judgments, unblind, scales, allow_missing=allow_missing), _split_keys(by))
-                outcomes, references = attach_judgments(outcomes, scores, normalize,
-                                                        dataset_key, normalize_within_run)
-            else:
-                references, panel = {}, []
-            budget.on("statistics")
-            say("bootstrap intervals and tests")
-            report = score_outcomes(outcomes, _split_keys(by),
-                                    ScoreOptions(cluster, resamples, seed, correction,
-                                                 correction_scope, analysis=declarations))
-        if panel:
-            report["judge_panel"] = panel
-        if references:
-            report["normalisation"] = {"method": normalize, "dataset_key": dataset_key,
-                                       "reference": references}
-        if output_format == "json":
-            sys.stdout.write(as_json(report) + "\n")
-        elif output_format == "csv":
-            sys.stdout.write(as_csv(report))
-        else:
-            _print_table(as_table(report))
-            for extra in (as_tests_table(report), as_contrasts_table(report),
-                          as_summaries_table(report), as_panel_table(report)):
-                if extra is not None:
-                    _print_table(extra)
+        manifest, instances = load_release_instances(release_dir, _catalog_if_any())
+        settings = ScoreSettings(
+            _split_keys(by), cluster, tuple(abstain_pattern or ()), resamples, seed,
+            correction, correction_scope, declarations, judgments, unblind, normalize,
+            dataset_key, normalize_within_run, allow_missing)
+        report = score_runs(read_inputs(responses_files, instances, settings), settings)
+        print_report(report, output_format,
+                     f"Scores: {manifest['release']}-{manifest['version']}")
 
     _run(action)
+
+
+def _responses_of_one_run(path: Path, instances: list[Any]) -> Any:
+    """The responses of a JSONL file, or of the one model whose inspect logs ``path`` names
+    (a sample with no usable response has none)."""
+    from ..analysis.responses import load_responses
+    from ..run.logs import is_log, read_run_logs
+
+    ids = [i["id"] for i in instances]
+    if not is_log(path):
+        return load_responses(path, ids)
+    runs = read_run_logs([path], ids)
+    if len(runs) != 1:
+        raise SpecError.single(f"holds the logs of {len(runs)} models ("
+                               f"{', '.join(r.label for r in runs)}); give one model's",
+                               str(path))
+    return runs[0].responses
 
 
 @app.command("judge-requests", short_help="Blinded requests for a judge model.")
 def judge_requests(
     release_dir: Annotated[Path, typer.Argument(help="A built release folder.")],
-    responses_file: Annotated[Path, typer.Argument(help="JSONL of {id, response}.")],
+    responses_file: Annotated[Path, typer.Argument(
+        help="JSONL of {id, response}, or the inspect eval log (or folder of logs) of one "
+             "model.")],
     out_file: Annotated[Path, typer.Option("--out", help="Requests JSONL to write.")],
     seed: Annotated[int, typer.Option(help="Seed of the A/B order.")] = 0,
 ) -> None:
@@ -259,7 +224,6 @@ def judge_requests(
 
     The unblinding map goes beside the requests, as <out>.unblind.json."""
     from ..analysis.judge import build_requests
-    from ..analysis.responses import load_responses
     from ..core.canonical import dump_bytes, dump_pretty_bytes
     from ..exports.export import write_all
     from ..release.release_data import load_release_instances
@@ -267,7 +231,7 @@ def judge_requests(
     def action() -> None:
         _check_seed(seed)
         _, instances = load_release_instances(release_dir, _catalog_if_any())
-        responses = load_responses(responses_file, (i["id"] for i in instances))
+        responses = _responses_of_one_run(responses_file, instances)
         with CommandBudget("judge-requests", str(responses_file)):
             requests, unblind_map = build_requests(instances, responses, seed)
         unblind_path = out_file.with_name(out_file.name + ".unblind.json")

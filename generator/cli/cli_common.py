@@ -229,7 +229,7 @@ Engine = Annotated[EngineName, typer.Option(
          "cluster; a local one of --workers processes without --scheduler).")]
 #: The choices of `score` and `audit`, listed in their help and checked by the parser (the
 #: corrections and scopes are those of stats.CORRECTIONS and score.SCOPES).
-ScoreFormat = Literal["table", "json", "csv"]
+ScoreFormat = Literal["table", "json", "csv", "html"]
 AuditFormat = Literal["table", "json"]
 Normalisation = Literal["minmax", "z"]
 Correction = Literal["holm", "bonferroni", "none"]

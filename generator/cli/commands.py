@@ -10,7 +10,7 @@ import os
 import sys
 from typing import Any
 
-from . import cli_analysis, cli_audit, cli_exports, cli_project, cli_release
+from . import cli_analysis, cli_audit, cli_exports, cli_project, cli_release, cli_run
 from .cli_common import (
     Correction,
     CorrectionScope,
@@ -27,12 +27,12 @@ __all__ = ["Correction", "CorrectionScope", "_progress", "_project", "_run", "_s
            "err", "main", "out"]
 
 #: The modules of the commands: importing one registers its commands on the app.
-COMMAND_MODULES = (cli_project, cli_release, cli_analysis, cli_audit, cli_exports)
+COMMAND_MODULES = (cli_project, cli_release, cli_analysis, cli_audit, cli_exports, cli_run)
 
 #: The commands in the order help lists them (the order they were written in, before they
 #: were grouped into modules); a command not named here comes after these.
 COMMAND_ORDER = ("init", "validate", "new", "generate", "show", "check-answer", "freeze",
-                 "merge", "verify", "build", "pool", "respond", "score", "audit", "report",
+                 "merge", "verify", "build", "pool", "respond", "run", "score", "audit", "report",
                  "preview", "judge-requests", "rho-star", "export")
 
 

@@ -4,13 +4,16 @@ that run without memspec.
 Writes ``samples.jsonl`` (one sample per instance: ``id``, ``input`` the message list,
 ``target`` the gold, flat ``metadata``), ``task.py`` (the tasks, from ``inspect_task.py``),
 ``memspec_scoring.py`` (memspec's own scoring module, its one import of memspec replaced by
-the standard library's ``re``, so the two cannot drift apart) and ``design.json`` (the
+the standard library's ``re``, so the two cannot drift apart), ``memspec_memory.py`` (the
+memory systems, from ``inspect_memory.py``), ``memspec_tools.py`` (the tools offered where
+an answer is a call, from ``inspect_tools.py``) and ``design.json`` (the
 release's axes, splits and contrasts, which the task's metrics follow). The task needs
 inspect_ai and the standard library only.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -19,6 +22,7 @@ from typing import Any
 
 from ..analysis import contrasts as contrast_rules
 from ..analysis.score_grouping import key_value
+from ..analysis.scoring import first_call, first_mode
 from ..core.canonical import dump_bytes
 from ..core.errors import SpecError
 from ..core.limits import working_on
@@ -28,6 +32,8 @@ from .export import write_all
 SAMPLES_FILE = "samples.jsonl"
 TASK_FILE = "task.py"
 SCORING_FILE = "memspec_scoring.py"
+MEMORY_FILE = "memspec_memory.py"
+TOOLS_FILE = "memspec_tools.py"
 DESIGN_FILE = "design.json"
 #: The tasks: programmatically scored items, judge-scored items (marked sections of the
 #: template, each written only where the release has such items).
@@ -94,17 +100,50 @@ def _text(value: Any) -> Any:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
+def declared_tools(answer: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The functions an answer that is a call names (in its example, gold, remembered, prior
+    and distractor calls), each with its parameters: as the calls name them, ``argN`` where
+    positional, the longest list any call gives. Empty for an answer that is no call."""
+    if first_mode(answer) != "call":
+        return []
+    texts = [answer.get(key) for key in ("example", "remembered", "prior")]
+    if answer["scorer"] != "regex":
+        texts.append(answer.get("gold"))
+    texts += list(answer.get("distractors", {}).values())
+    tools: dict[str, list[str]] = {}
+    for text in texts:
+        if not isinstance(text, str):
+            continue
+        try:
+            node = ast.parse(first_call(text), mode="eval").body
+        except (SyntaxError, ValueError):
+            continue  # not a call Python can read: it offers no tool
+        if isinstance(node, ast.Call):
+            names = [f"arg{i}" for i in range(1, len(node.args) + 1)]
+            names += [k.arg for k in node.keywords if k.arg]
+            name = ast.unparse(node.func)
+            if len(names) > len(tools.get(name, [])):
+                tools[name] = names
+    return [{"name": name, "parameters": names} for name, names in tools.items()]
+
+
 def _flat_metadata(instance: Mapping[str, Any], release: str) -> dict[str, Any]:
     """Plain values only: the instance's coordinates and unit (family and group), its axes,
-    fields and analysis entries (prefixed), the scorer kind, and the answer and feedback log
-    as JSON text."""
+    fields and analysis entries (prefixed), the scorer kind, the answer and feedback log as
+    JSON text, how many messages the probe (the last phase) has, and the tools an answer
+    that is a call declares (JSON text)."""
     metadata: dict[str, Any] = {
         "release": release, "family": instance["family"], "paradigm": instance["paradigm"],
         "group": instance["group"], "unit": f"{instance['family']}#{instance['group']}",
         "design": instance["design"], "variant": instance["variant"],
         "split": split_of(instance), "scorer": instance["answer"]["scorer"],
         "answer": _text(instance["answer"]), "feedback": _text(instance.get("feedback", [])),
+        # The probe is the last phase: a memory system ingests what comes before it.
+        "probe_messages": len(instance["phases"][-1]["messages"]),
     }
+    tools = declared_tools(instance["answer"])
+    if tools:  # offered to the model as tools (memspec_tools.py)
+        metadata["tools"] = json.dumps(tools, ensure_ascii=False)
     for prefix, values in (("axis", instance["axes"]), ("field", instance.get("fields", {})),
                            ("analysis", instance.get("analysis", {}))):
         for name, value in sorted(values.items()):
@@ -212,4 +251,6 @@ def write_inspect(manifest: Mapping[str, Any], instances: Sequence[Mapping[str, 
         SAMPLES_FILE: b"".join(_samples(instances, release, late)),
         TASK_FILE: _task_source(judged, scored).encode("utf-8"),
         SCORING_FILE: scoring_source().encode("utf-8"),
+        MEMORY_FILE: (Path(__file__).parent / "inspect_memory.py").read_bytes(),
+        TOOLS_FILE: (Path(__file__).parent / "inspect_tools.py").read_bytes(),
         DESIGN_FILE: dump_bytes(design)})

@@ -1,13 +1,17 @@
 """inspect_ai tasks for one memspec release, written beside its samples by `memspec export`.
 
     inspect eval task.py@memspec_release --model PROVIDER/MODEL [-T family=ID] [-T split=NAME]
+        [-T memory=full|none|bm25|PATH.py:CLASS] [-T memory_k=5] [-T judged=true]
     inspect eval task.py@memspec_judged --model PROVIDER/MODEL [-T grader=PROVIDER/MODEL]
 
 Needs inspect_ai and the standard library only: the scoring code is in memspec_scoring.py
-beside this file, and the release's design (its axes and contrasts) in design.json.
-memspec_release holds the programmatically scored items and scores the first attempt as
-`memspec score` does; memspec_judged (written only where the release has judge-scored items)
-asks a grader model for a rating on the item's rubric and scale.
+beside this file, the memory systems in memspec_memory.py, and the release's design (its axes
+and contrasts) in design.json. memspec_release holds the programmatically scored items and
+scores the first attempt as `memspec score` does (with `-T judged=true` it holds the
+judge-scored items too, answered but left unscored, for `memspec judge-requests`);
+memspec_judged (written only where the release has judge-scored items) asks a grader model
+for a rating on the item's rubric and scale. `-T memory=NAME` hands the phases before the
+probe to a memory system and answers the probe with what it recalls (see memspec_memory.py).
 
 A release with splits runs its `test` split unless `-T split=NAME` (or `-T split=all`) says
 otherwise. The metrics take the group as the unit (its rotations averaged), or the cluster
@@ -30,7 +34,7 @@ from inspect_ai import Task, task
 from inspect_ai.dataset import json_dataset
 from inspect_ai.model import get_model
 from inspect_ai.scorer import CORRECT, INCORRECT, Score, Target, metric, scorer
-from inspect_ai.solver import TaskState, generate
+from inspect_ai.solver import TaskState, generate, solver
 
 HERE = Path(__file__).parent
 SAMPLES = str(HERE / "samples.jsonl")
@@ -38,22 +42,28 @@ DESIGN = json.loads((HERE / "design.json").read_text(encoding="utf-8"))
 ALL_SPLITS = "all"
 
 
-def _scoring() -> Any:
-    """memspec_scoring.py beside this file, loaded by path (no package, no sys.path)."""
-    spec = importlib.util.spec_from_file_location("memspec_scoring",
-                                                  HERE / "memspec_scoring.py")
+def _beside(name: str) -> Any:
+    """A module beside this file, loaded by path (no package, no sys.path)."""
+    spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-def _dataset(judged: bool, family: str | None, split: str | None):
+def _scoring() -> Any:
+    """memspec_scoring.py beside this file."""
+    return _beside("memspec_scoring")
+
+
+def _dataset(judged: bool, family: str | None, split: str | None, both: bool = False):
     dataset = json_dataset(SAMPLES, name=DESIGN["release"])
-    kind = dataset.filter(lambda s: (s.metadata["scorer"] == "judge") == judged)
+    kind = dataset.filter(lambda s: both or (s.metadata["scorer"] == "judge") == judged)
     if split is None and len(DESIGN["splits"]) > 1 and "test" in DESIGN["splits"]:
         split = "test"  # a release with splits: its test split unless asked otherwise
     wanted = None if split == ALL_SPLITS else split
-    chosen = kind.filter(lambda s: family in (None, s.metadata["family"])
+    # One family, or several separated by commas.
+    families = None if family is None else set(str(family).split(","))
+    chosen = kind.filter(lambda s: (families is None or s.metadata["family"] in families)
                          and wanted in (None, s.metadata["split"]))
     if len(chosen) == 0 and (family, wanted) != (None, None):
         families = sorted({s.metadata["family"] for s in kind})
@@ -184,6 +194,17 @@ def _metrics(dataset: Any, cluster: str | None) -> list[Any]:
     return chosen
 
 
+def _response(state: TaskState) -> str:
+    """The first completion, or the first tool call the model made (as ``name(value, ...)``),
+    which ended the sample."""
+    message = state.output.message if state.output.choices else None
+    if message is not None and message.tool_calls:
+        call = message.tool_calls[0]
+        tools = _beside("memspec_tools")
+        return tools.call_text(call.function, call.arguments, tools.declared(state.metadata))
+    return state.output.completion
+
+
 @scorer(metrics=[unit_mean()])
 def memspec_answer():
     """Right or wrong, as `memspec score` decides it (only the first attempt counts)."""
@@ -191,21 +212,61 @@ def memspec_answer():
 
     async def score(state: TaskState, target: Target) -> Score:
         answer = json.loads(state.metadata["answer"])
-        response = state.output.completion
+        response = _response(state)
         right = is_correct(answer, response)
+        if right is None:  # a judge-scored item: rated from the log by a judge, not here
+            return Score(value=float("nan"), answer=response,
+                         explanation="judge-scored: see memspec judge-requests")
         return Score(value=CORRECT if right else INCORRECT, answer=response,
                      explanation=f"{answer['scorer']} against {target.text!r}")
 
     return score
 
 
+@solver
+def memory_solver(memory: str = "full", k: int = 5):
+    """The phases before the probe handed to the memory system ``memory`` (a new one for
+    each sample), the probe answered with what it recalls in front of it."""
+    memories = _beside("memspec_memory")
+    system_class = memories.memory_class(memory)
+
+    async def solve(state: TaskState, generate_next: Any) -> TaskState:
+        # The messages only: the generate solver after this one answers them.
+        state.messages = memories.with_memory(state.messages,
+                                              int(state.metadata["probe_messages"]),
+                                              system_class(k=k))
+        return state
+
+    return solve
+
+
+@solver
+def offer_tools():
+    """Where the answer is a function call, the functions it names offered as tools (see
+    memspec_tools.py); the generate after it stops at the model's first call."""
+    tools = _beside("memspec_tools")
+
+    async def solve(state: TaskState, generate_next: Any) -> TaskState:
+        state.tools = tools.tool_defs(state.metadata)
+        return state
+
+    return solve
+
+
 # --- programmatic task ---
 @task
 def memspec_release(family: str | None = None, split: str | None = None,
-                    cluster: str | None = None) -> Task:
-    """Every programmatically scored item (of one family or split, if asked)."""
-    dataset = _dataset(False, family, split)
-    return Task(dataset=dataset, solver=generate(), scorer=memspec_answer(),
+                    cluster: str | None = None, memory: str = "full", memory_k: int = 5,
+                    judged: bool = False) -> Task:
+    """Every programmatically scored item (of one family or split, if asked; with
+    ``judged``, every judge-scored one too, left unscored), answered through the memory
+    system ``memory``."""
+    dataset = _dataset(False, family, split, both=judged)
+    # tool_calls="none": a call the model makes is recorded, never run, and ends the sample.
+    return Task(dataset=dataset,
+                solver=[memory_solver(memory, memory_k), offer_tools(),
+                        generate(tool_calls="none")],
+                scorer=memspec_answer(),
                 metrics=_metrics(dataset, cluster))
 # --- end programmatic task ---
 

@@ -80,8 +80,18 @@ def csv_cell(value: Any) -> Any:
     return value
 
 
+def parts(report: dict[str, Any]) -> list[tuple[dict[str, str], dict[str, Any]]]:
+    """The single reports a report is made of, each with the key that tells it apart: the
+    report itself, or each run of a comparison of several, keyed by its model."""
+    if "models" in report:
+        return [({"model": entry["model"]}, entry) for entry in report["models"]]
+    return [({}, report)]
+
+
 def _rows(report: dict[str, Any]) -> list[tuple[dict[str, str], dict[str, Any]]]:
-    return [({}, report["overall"])] + [(g["key"], g["metrics"]) for g in report["groups"]]
+    return [row for prefix, part in parts(report)
+            for row in [(prefix, part["overall"])]
+            + [({**prefix, **g["key"]}, g["metrics"]) for g in part["groups"]]]
 
 
 def _present(report: dict[str, Any]) -> list[str]:
@@ -180,11 +190,15 @@ def as_tests_table(report: dict[str, Any]) -> Table | None:
 def as_contrasts_table(report: dict[str, Any]) -> Table | None:
     """Declared and derived contrasts and factorial effects, one a row: the run's, then each
     row's own, named with the row's key in brackets."""
-    contrasts = list(report.get("contrasts") or [])
-    for group in report["groups"]:
-        label = ", ".join(f"{k}={v}" for k, v in group["key"].items())
-        contrasts += [{**c, "name": f"{c['name']} [{label}]"}
-                      for c in group["metrics"].get("contrasts") or []]
+    contrasts = []
+    for prefix, part in parts(report):
+        run = ", ".join(f"{k}={v}" for k, v in prefix.items())
+        contrasts += [{**c, "name": f"{c['name']} [{run}]" if run else c["name"]}
+                      for c in part.get("contrasts") or []]
+        for group in part["groups"]:
+            label = ", ".join(f"{k}={v}" for k, v in {**prefix, **group["key"]}.items())
+            contrasts += [{**c, "name": f"{c['name']} [{label}]"}
+                          for c in group["metrics"].get("contrasts") or []]
     if not contrasts:
         return None
     correction = report["multiplicity"]["correction"]
@@ -199,17 +213,35 @@ def as_contrasts_table(report: dict[str, Any]) -> Table | None:
     return table
 
 
+def as_run_table(report: dict[str, Any]) -> Table | None:
+    """For runs read from inspect logs: each model's samples, those of the release it did
+    not run, and those with no response by kind (errors, timeouts, truncated and refused
+    outputs, other limits), which are scored as unanswered, never as wrong."""
+    runs = [(prefix, part["run"]) for prefix, part in parts(report) if "run" in part]
+    if not runs:
+        return None
+    kinds = list(runs[0][1]["issues"])
+    table = PlainTable("model", "samples", "not run", *kinds,
+                       caption="samples with no response are scored as unanswered")
+    for _, run in runs:
+        table.add_row(run["model"], str(run["samples"]), str(run["not_run"]),
+                      *(str(run["issues"][kind]) for kind in kinds))
+    return table
+
+
 def as_summaries_table(report: dict[str, Any]) -> Table | None:
     """Declared headline scores: each part's percentage and their mean."""
-    summaries = report.get("summaries") or []
+    summaries = [(prefix, s) for prefix, run in parts(report)
+                 for s in run.get("summaries") or []]
     if not summaries:
         return None
     table = PlainTable("summary", "part", "metric", "percent")
-    for summary in summaries:
+    for prefix, summary in summaries:
+        name = " ".join([*(f"{k}={v}" for k, v in prefix.items()), summary["name"]])
         for value, part in summary["parts"].items():
-            table.add_row(summary["name"], f"{summary['over']}={value}", part["metric"],
+            table.add_row(name, f"{summary['over']}={value}", part["metric"],
                           format_value(part["percent"], UNDEFINED))
-        table.add_row(summary["name"], "(mean of the parts)", "",
+        table.add_row(name, "(mean of the parts)", "",
                       format_value(summary["score"], UNDEFINED))
     return table
 
@@ -232,22 +264,26 @@ def _extra_cells(report: dict[str, Any]) -> list[tuple[dict[str, str], str, Any]
                       (key, f"{column}_ci_high", high)])
         cells.extend((key, f"{column}_p_adjusted", p) for p in p_adjusted)
 
-    rows = [({}, report["overall"], report.get("contrasts") or [])]
-    rows += [(g["key"], g["metrics"], g["metrics"].get("contrasts") or [])
-             for g in report["groups"]]
-    for key, metrics, contrasts in rows:
-        for c in contrasts:
-            add(key, f"contrast: {c['name']}", c["estimate"], c["ci"], c["p_adjusted"])
-        for name, found in sorted((metrics.get("outcomes") or {}).items()):
-            add(key, f"outcome: {name}", found["rate"], found["ci"])
-    for entry in report.get("judge_panel") or []:
-        where = {**entry["key"], "family": entry["family"]}
-        # The row of the entry's family and keys where the report has one, else the
-        # overall row.
-        row = next((g["key"] for g in report["groups"]
-                    if all(where.get(k) == v for k, v in g["key"].items())), {})
-        add(row, f"panel: {entry['family']}: {entry['condition']} - {entry['anchor']}",
-            entry["difference"], entry["difference_ci"], entry["p_adjusted"])
+    for prefix, run in parts(report):
+        if "run" in run:  # read from inspect logs: the samples with no response, by kind
+            cells += [(prefix, f"run: {kind}", count) for kind, count in
+                      [("not_run", run["run"]["not_run"]), *run["run"]["issues"].items()]]
+        rows = [(prefix, run["overall"], run.get("contrasts") or [])]
+        rows += [({**prefix, **g["key"]}, g["metrics"], g["metrics"].get("contrasts") or [])
+                 for g in run["groups"]]
+        for key, metrics, contrasts in rows:
+            for c in contrasts:
+                add(key, f"contrast: {c['name']}", c["estimate"], c["ci"], c["p_adjusted"])
+            for name, found in sorted((metrics.get("outcomes") or {}).items()):
+                add(key, f"outcome: {name}", found["rate"], found["ci"])
+        for entry in run.get("judge_panel") or []:
+            where = {**entry["key"], "family": entry["family"]}
+            # The row of the entry's family and keys where the report has one, else the
+            # overall row.
+            row = next(({**prefix, **g["key"]} for g in run["groups"]
+                        if all(where.get(k) == v for k, v in g["key"].items())), prefix)
+            add(row, f"panel: {entry['family']}: {entry['condition']} - {entry['anchor']}",
+                entry["difference"], entry["difference_ci"], entry["p_adjusted"])
     return cells
 
 
@@ -255,7 +291,9 @@ def as_csv(report: dict[str, Any]) -> str:
     """The report as CSV: a row per group, and every metric's column whether or not any
     group has a value for it, so that files of different runs share one header; then a
     column for each contrast, declared outcome and judge-panel difference the run has."""
-    keys = sorted({k for g in report["groups"] for k in g["key"]})
+    keys = sorted({k for _, run in parts(report) for g in run["groups"] for k in g["key"]})
+    if "models" in report:
+        keys = ["model", *keys]
     columns = COLUMNS
     header = [*keys]
     for column in columns:
@@ -270,7 +308,8 @@ def as_csv(report: dict[str, Any]) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow([csv_cell(name) for name in header])
     for key, m in _rows(report):
-        row: list[Any] = [key.get(k, "(all)" if not key else "") for k in keys]
+        # A run's overall row: "(all)" under every key but the run's own.
+        row: list[Any] = [key.get(k, "(all)" if set(key) <= {"model"} else "") for k in keys]
         for column in columns:
             row.append(m.get(column))
             if f"{column}_ci_low" in header:
