@@ -149,3 +149,18 @@ def test_without_a_declared_reading_the_old_scoring_holds() -> None:
     # The old reading takes the first option text it finds, even inside a question.
     assert is_correct(old, "Do you mean Terrace Room or Harbour Room?") is True
     assert is_correct(CHOICE, "Do you mean Terrace Room or Harbour Room?") is False
+
+
+def test_only_replies_the_reader_cannot_place_go_to_the_judge() -> None:
+    from memspec.analysis.judge import build_requests
+    routed = {**CHOICE, "rubric": "Which room does the reply send?",
+              "reading": {"version": 2, "unplaced": "judge"}}
+    instances = [{"id": f"i{n}", "answer": routed, "family": "f", "group": n, "axes": {},
+                  "phases": [{"name": "task", "messages": [{"role": "user",
+                                                             "content": "Which room?"}]}]}
+                 for n in range(3)]
+    replies = {"i0": "A", "i1": "(A) and (B) both work.", "i2": "The room with the view."}
+    requests, unblind = build_requests(instances, replies, 0)
+    assert sorted(u["response"] for u in unblind.values()) == ["i1", "i2"]
+    found = outcome(instances[1], replies["i1"])
+    assert found.unscorable and found.correct is None

@@ -108,6 +108,9 @@ def check_answer(answer: Mapping[str, Any], slot_names: list[str], problem: Any)
     where = ("answer",)
     if "reading" in answer:
         check_reading(answer["reading"], (*where, "reading"), problem)
+        if answer["reading"].get("unplaced") == "judge" and "rubric" not in answer:
+            problem("reading unplaced: judge sends the replies the reader cannot place to a "
+                    "judge: the answer needs a 'rubric'", (*where, "reading", "unplaced"))
     for index, why in bad_patterns(answer.get("abstain", []), probed=True):
         problem(f"abstain pattern {why}", (*where, "abstain", index))
     if scorer in ("exact", "regex", "canonical", "choice") and "gold" not in answer:
