@@ -93,7 +93,7 @@ class ReleaseIndex:
         try:
             _, sources = release_sources(folder, check=False)
         except Exception as exc:  # memspec's own errors name the folder
-            raise CorpusError(f"{folder}: {exc}") from None
+            raise CorpusError(str(exc)) from None
         self.folder = folder
         self.by_id: dict[str, Mapping[str, Any]] = {}
         self.by_place: dict[tuple[str, int, str], Mapping[str, Any]] = {}
@@ -166,7 +166,7 @@ def _counts(rows: list[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def agreement_report(scored: list[Mapping[str, Any]]) -> dict[str, Any]:
-    """Counts overall, per release, per family and per style."""
+    """Counts overall and per release, label, style and family."""
     def grouped(key: str) -> dict[str, Any]:
         slices: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
         for row in scored:
@@ -174,11 +174,12 @@ def agreement_report(scored: list[Mapping[str, Any]]) -> dict[str, Any]:
         return {name: _counts(rows) for name, rows in sorted(slices.items())}
 
     return {"overall": _counts(list(scored)), "release": grouped("release"),
-            "style": grouped("style"), "family": grouped("family")}
+            "label": grouped("label"), "style": grouped("style"), "family": grouped("family")}
 
 
 COLUMNS = (("responses", "n"), ("counted", "counted"), ("agree", "agree"),
            ("agreement", "agree%"), ("ambiguous", "ambig"), ("judge_labels", "judge"),
+           ("judge_routed", "routed"),
            ("hedge_scored_right", "hedge→right"), ("abstain_scored_wrong", "hedge→wrong"),
            ("right_scored_wrong", "right→wrong"), ("right_scored_abstain", "right→abst"),
            ("wrong_scored_right", "wrong→right"), ("wrong_scored_abstain", "wrong→abst"))
@@ -200,9 +201,10 @@ def _table(title: str, slices: Mapping[str, Mapping[str, Any]]) -> str:
 
 
 def as_text(report: Mapping[str, Any]) -> str:
-    """The report as plain tables: overall, per release, per style, per family."""
+    """The report as plain tables: overall, per release, label, style and family."""
     return "\n\n".join([_table("overall", {"all": report["overall"]}),
                         _table("release", report["release"]),
+                        _table("label", report["label"]),
                         _table("style", report["style"]),
                         _table("family", report["family"])])
 
