@@ -113,11 +113,22 @@ class ReleaseIndex:
                                   record["variant"]))
 
 
+#: With ``--reading``: the reading block given to every programmatic answer that has none,
+#: to measure the reading stage on instances frozen without it.
+READING: dict[str, Any] | None = None
+
+
 def verdict(instance: Mapping[str, Any], response: str) -> str:
-    """What ``memspec score`` makes of ``response``: abstain, right, wrong or judge."""
+    """What ``memspec score`` makes of ``response``: abstain, right, wrong, unscorable (the
+    reading stage could not place it) or judge."""
+    answer = instance["answer"]
+    if READING is not None and answer["scorer"] != "judge" and "reading" not in answer:
+        instance = {**instance, "answer": {**answer, "reading": READING}}
     scored = outcome(instance, response)
     if not scored.answered:
         return "abstain"
+    if scored.unscorable:
+        return "unscorable"
     if scored.correct is None:
         return "judge"
     return "right" if scored.correct else "wrong"
@@ -231,11 +242,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dist", type=Path, default=REPO / "dist",
                         help="folder holding the built releases the records name")
     parser.add_argument("--corpus", type=Path, default=CORPUS, help="folder of corpus files")
+    parser.add_argument("--reading", action="store_true",
+                        help="read every programmatic answer with the reading stage "
+                             "(reading: {version: 2}), as the releases that declare it do")
     parser.add_argument("--map", action="append", default=[], metavar="RELEASE=FOLDER",
                         help="score a release's records on another built release folder")
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.add_argument("--show-disagreements", action="store_true")
     args = parser.parse_args(argv)
+    global READING
+    READING = {"version": 2} if args.reading else None
     try:
         scored = score_corpus(load_corpus(args.corpus), args.dist, _mapping(args.map))
     except CorpusError as exc:
