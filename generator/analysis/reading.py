@@ -75,8 +75,9 @@ def _abstains(answer: Mapping[str, Any], body: str, extra: Sequence[str]) -> str
 def _holds_attempt(answer: Mapping[str, Any], sentence: str) -> bool:
     kept, _ = set_aside_rejected(sentence)
     if answer["scorer"] == "choice":
-        found = read_choice(kept, answer["options"])
-        return found.chosen is not None or bool(found.labelled)
+        # Only a letter named as the answer commits: options named by their text in a
+        # sentence ("My note says X, the directory Y.") may still lead to a question.
+        return bool(read_choice(kept, answer["options"]).labelled)
     if first_mode(answer) == "call":
         return bool(calls(kept))
     return True  # a line or the whole reply: its first sentence is part of the attempt

@@ -46,6 +46,16 @@ QUESTIONS = (
     r"\bI (?:need|would need|'d need) (?:more|some|additional|further) "
     r"(?:information|details|context)\b",
     r"\bbefore I (?:send|book|do|pick|choose|schedule|answer)\b[^.?]*\?",
+    # A question that opens with which, where or what: "Which one should I send?"
+    r"^\W*(?:which|where|what)\b[^?]*\?",
+    # A check back on what the memory says: "Is that still your airline?"
+    r"^\W*(?:is|are|was|were|do|does|did|should|shall|can|could|would|have|has)\b[^?]*"
+    r"\b(?:still|again|sure|exact|right|correct)\b[^?]*\?",
+    # "Confirm and I'll ...", "Remind me and I'll ...", "let me know before I book"
+    r"\b(?:confirm|remind me|let me know|tell me)(?: and| before| once|,? then)\b",
+    r"\bI(?:'d| would) (?:like|rather|prefer) to (?:check|confirm|verify|ask)\b",
+    r"\bjust checking\b",
+    r"\bcheck(?:ing)? (?:first|before)\b",
 )
 #: A hedge: the reply will not commit to one answer.
 HEDGES = (
