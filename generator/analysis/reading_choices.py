@@ -23,6 +23,10 @@ class ChoiceReading:
     why: str
 
 
+#: What may stand between a letter and its option's text: "A) X", "A: X", "A - X", "(A) X".
+_JOINER = re.compile(r"[\s)\]:\-–—]*")
+
+
 def _label_patterns(letters: str) -> list[re.Pattern[str]]:
     """The forms of a label over the letters of the options (``A-C``); group 1 the letter."""
     upper = f"[{letters}]"
@@ -30,7 +34,10 @@ def _label_patterns(letters: str) -> list[re.Pattern[str]]:
     end = r"(?![\w'’])"
     return [
         # A line that is only a letter: "A", "(B).", "C!"
-        re.compile(rf"^\W*?\(?({upper})\)?\W*$", re.M),
+        re.compile(rf"^\W*?\(?({either})\)?\W*$", re.M),
+        # A letter alone after a sentence or a colon, at the end of a line: "... Tan. B",
+        # "quarter past nine: C."
+        re.compile(rf"(?:[.!?]\s+|:\s*)\(?({upper})\)?\s*[.!]?\s*$", re.M),
         # A line that starts with a label: "A)", "(B)", "C.", "D:", "A -", "B, because".
         re.compile(rf"^\s*\(?({upper})(?:[).:\]]|,\s|\s[—–-]\s?)", re.M),
         # A letter in parentheses anywhere: "(A)"; a letter and a parenthesis: "go with B)".
@@ -43,7 +50,8 @@ def _label_patterns(letters: str) -> list[re.Pattern[str]]:
         # A verb of choosing before a capital letter that ends its clause: "... is A.",
         # "I'd pick B", "go with C —".
         re.compile(rf"\b(?i:is|be|pick|choose|select|go with|going with|picking|choosing"
-                   rf"|it's|that's|or|and)\s+\(?({upper})\)?(?=\s*(?:[.!,;:)]|$|\s[—–-]))"),
+                   rf"|it's|that's|or|and|so|thus|hence|therefore)\s+\(?({upper})\)?"
+                   rf"(?=\s*(?:[.!,;:()]|$|\s[—–-]))"),
     ]
 
 
@@ -79,7 +87,8 @@ def read_choice(text: str, options: list[str]) -> ChoiceReading:
     labelled = tuple(dict.fromkeys(index for _, _, index in labels))
     for _, end, index in labels:
         # A letter and the text of another option: "A) <the text of B>" places nothing.
-        following = [i for start, i in texts if end <= start <= end + 3]
+        following = [i for start, i in texts
+                     if end <= start <= end + 3 and _JOINER.fullmatch(text[end:start])]
         if following and following[0] != index:
             return ChoiceReading(None, labelled, f"the letter {chr(65 + index)} is followed "
                                  f"by the text of option {chr(65 + following[0])}")
