@@ -115,15 +115,17 @@ class ReleaseIndex:
 
 #: With ``--reading``: the reading block given to every programmatic answer that has none,
 #: to measure the reading stage on instances frozen without it.
-READING: dict[str, Any] | None = None
+READING = {"version": 2}
 
 
-def verdict(instance: Mapping[str, Any], response: str) -> str:
+def verdict(instance: Mapping[str, Any], response: str,
+            reading: Mapping[str, Any] | None = None) -> str:
     """What ``memspec score`` makes of ``response``: abstain, right, wrong, unscorable (the
-    reading stage could not place it) or judge."""
+    reading stage could not place it) or judge. With ``reading``, a programmatic answer
+    without a reading block is read with that one."""
     answer = instance["answer"]
-    if READING is not None and answer["scorer"] != "judge" and "reading" not in answer:
-        instance = {**instance, "answer": {**answer, "reading": READING}}
+    if reading is not None and answer["scorer"] != "judge" and "reading" not in answer:
+        instance = {**instance, "answer": {**answer, "reading": dict(reading)}}
     scored = outcome(instance, response)
     if not scored.answered:
         return "abstain"
@@ -135,7 +137,8 @@ def verdict(instance: Mapping[str, Any], response: str) -> str:
 
 
 def score_corpus(records: Iterable[Mapping[str, Any]], dist: Path,
-                 mapping: Mapping[str, Path]) -> list[dict[str, Any]]:
+                 mapping: Mapping[str, Path], reading: Mapping[str, Any] | None = None
+                 ) -> list[dict[str, Any]]:
     """Each record with the scorer's verdict added (``scored``); a record whose instance is
     not in its release is an error."""
     indexes: dict[str, ReleaseIndex] = {}
@@ -149,7 +152,7 @@ def score_corpus(records: Iterable[Mapping[str, Any]], dist: Path,
             raise CorpusError(f"{record['where']}: no instance {record['id']} (or "
                               f"{record['family']} group {record['group']} variant "
                               f"{record['variant']}) in {indexes[release].folder}")
-        scored.append({**record, "scored": verdict(instance, record["response"])})
+        scored.append({**record, "scored": verdict(instance, record["response"], reading)})
     return scored
 
 
@@ -250,10 +253,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.add_argument("--show-disagreements", action="store_true")
     args = parser.parse_args(argv)
-    global READING
-    READING = {"version": 2} if args.reading else None
     try:
-        scored = score_corpus(load_corpus(args.corpus), args.dist, _mapping(args.map))
+        scored = score_corpus(load_corpus(args.corpus), args.dist, _mapping(args.map),
+                              READING if args.reading else None)
     except CorpusError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

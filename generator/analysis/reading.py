@@ -73,23 +73,29 @@ def _abstains(answer: Mapping[str, Any], body: str, extra: Sequence[str]) -> str
 
 
 def _holds_attempt(answer: Mapping[str, Any], sentence: str) -> bool:
+    """Whether a sentence commits to an answer (a choice's letter, a call)."""
     kept, _ = set_aside_rejected(sentence)
     if answer["scorer"] == "choice":
         # Only a letter named as the answer commits: options named by their text in a
         # sentence ("My note says X, the directory Y.") may still lead to a question.
         return bool(read_choice(kept, answer["options"]).labelled)
-    if first_mode(answer) == "call":
-        return bool(calls(kept))
-    return True  # a line or the whole reply: its first sentence is part of the attempt
+    return bool(calls(kept))
 
 
 def _asks_or_hedges(answer: Mapping[str, Any], body: str) -> str | None:
-    """The sentence that asks back or hedges, up to the one that holds the answer; None."""
+    """The sentence that asks back or hedges, up to the one that holds the answer (for a
+    line or whole answer: a hedge in its first sentence, a question anywhere in its first
+    line); None."""
     if answer["reading"].get("questions") == "answer":
         return None  # asking is an answer of its own in this paradigm
+    if answer["scorer"] != "choice" and first_mode(answer) != "call":
+        first_line = sentences(body.splitlines()[0])
+        for index, sentence in enumerate(first_line):
+            if _QUESTION.search(sentence) or (index == 0 and _HEDGE.search(sentence)):
+                return sentence
+        return None
     for sentence in sentences(body):
-        found = _QUESTION.search(sentence) or _HEDGE.search(sentence)
-        if found is not None:
+        if _QUESTION.search(sentence) or _HEDGE.search(sentence):
             return sentence
         if _holds_attempt(answer, sentence):
             return None

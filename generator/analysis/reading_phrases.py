@@ -47,7 +47,7 @@ QUESTIONS = (
     r"(?:information|details|context)\b",
     r"\bbefore I (?:send|book|do|pick|choose|schedule|answer)\b[^.?]*\?",
     # A question that opens with which, where or what: "Which one should I send?"
-    r"^\W*(?:which|where|what)\b[^?]*\?",
+    r"^\W*(?:which|where|what|how (?:heavy|big|many|much|long|old|often))\b[^?]*\?",
     # A check back on what the memory says: "Is that still your airline?"
     r"^\W*(?:is|are|was|were|do|does|did|should|shall|can|could|would|have|has)\b[^?]*"
     r"\b(?:still|again|sure|exact|right|correct)\b[^?]*\?",
