@@ -77,12 +77,13 @@ class AnswerRendering(SpecTemplates):
         if any(when for *_, when in examples) or any(style.when for style in styles):
             names.add("variant")  # which examples apply depends on the variant
         compiled = [self._answer_template(key, text, where) for key, text, where in texts]
-        compiled += [self._style_template(style) for style in styles]
-        for template in compiled:
+        # A style may read ``answer`` (the instance's answer, built from the names above).
+        styled = [(self._style_template(style), {"answer"}) for style in styles]
+        for template, given in [*((t, set()) for t in compiled), *styled]:
             found = template.free_names()
             if found is None:
                 return None
-            names.update(found)
+            names.update(set(found) - given)
         return tuple(sorted(names))
 
     @property
@@ -206,7 +207,9 @@ class AnswerRendering(SpecTemplates):
         for style in self._styles:
             if not applies(style.when, context["variant"]):
                 continue
-            response = self._style_template(style).render_text(context)
+            # The answer itself is there too, so that a paradigm's styles can name the gold
+            # and the distractors of every family ({{ answer.gold }}).
+            response = self._style_template(style).render_text({**context, "answer": answer})
             problem = style_problem(answer, style, response)
             if problem:
                 raise style.located.error(
