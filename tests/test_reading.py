@@ -124,7 +124,7 @@ def test_a_wrong_line_stays_wrong(response: str) -> None:
 
 
 def test_a_paradigm_where_asking_is_an_answer_reads_the_question() -> None:
-    asking = {"scorer": "regex", "first": "whole", "gold": r"\?",
+    asking = {"scorer": "regex", "first": "whole", "gold": r"^[^?]*\?",
               "reading": {"version": 2, "questions": "answer"}}
     assert read(asking, "Do you want Monday or Tuesday?").verdict == "right"
     assert read({**asking, "reading": {"version": 2}},
@@ -164,3 +164,17 @@ def test_only_replies_the_reader_cannot_place_go_to_the_judge() -> None:
     assert sorted(u["response"] for u in unblind.values()) == ["i1", "i2"]
     found = outcome(instances[1], replies["i1"])
     assert found.unscorable and found.correct is None
+
+
+def test_a_whole_reply_pattern_is_matched_from_the_start_of_the_reply() -> None:
+    # "Not a list": with (?m), searched, the pattern could start at the paragraph that
+    # follows a numbered step; read, it is tried at the reply's start only.
+    prose = {"scorer": "regex", "first": "whole",
+             "gold": r"(?m)^(?!.*^\s*\d+[.)]\s)(?:\S+\s+){5,}",
+             "reading": {"version": 2, "keep_lists": True}}
+    listed = "1. Drill the hole.\nThen put the plug in, drive the screw and hang it up."
+    assert read(prose, listed).verdict == "wrong"
+    old = {key: value for key, value in prose.items() if key != "reading"}
+    assert is_correct(old, listed) is True  # the frozen reading: the second line matches
+    assert read(prose, "Drill the hole, put the plug in and drive the screw.").verdict == \
+        "right"

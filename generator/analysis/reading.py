@@ -167,7 +167,10 @@ def read(answer: Mapping[str, Any], response: str, extra_abstain: Sequence[str] 
     steps.extend(seen)
     if not attempt:
         return Reading(tuple(steps), "", "wrong", f"no {first_mode(answer)} to take in it")
-    right = attempt_is_right(answer, attempt, _gold_call(answer))
+    # A whole reply's pattern is matched from its start: searched, a pattern with (?m) could
+    # begin at any line ("not a list" tested from the paragraph after a list).
+    right = attempt_is_right(answer, attempt, _gold_call(answer),
+                             anchored=first_mode(answer) == "whole")
     return Reading(tuple(steps), attempt, "right" if right else "wrong",
                    ("the gold accepts the first attempt" if right else
                     "the gold does not accept the first attempt"))

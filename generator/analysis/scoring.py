@@ -185,14 +185,16 @@ def is_correct(answer: Mapping[str, Any], response: str) -> bool | None:
     return attempt_is_right(answer, first_attempt(answer, response), gold_as_read(answer))
 
 
-def attempt_is_right(answer: Mapping[str, Any], attempt: str, gold: str) -> bool:
+def attempt_is_right(answer: Mapping[str, Any], attempt: str, gold: str,
+                     anchored: bool = False) -> bool:
     """Whether a first attempt (of an exact, regex or canonical answer) is right, ``gold``
-    the answer's gold as read (a regex gold is its pattern, whatever ``gold`` says)."""
+    the answer's gold as read (a regex gold is its pattern, whatever ``gold`` says); with
+    ``anchored``, a regex gold is matched from the attempt's start whatever its mode."""
     scorer = answer["scorer"]
     if scorer == "exact":
         return attempt.strip().strip("`'\"") == gold
     if scorer == "regex":
-        if first_mode(answer) == "call":
+        if anchored or first_mode(answer) == "call":
             # The call's name is part of what the pattern tests: matched from the start, so
             # that `not_copy_file(...)` is not taken for `copy_file(...)`.
             return safe_regex.match(answer["gold"], attempt)
