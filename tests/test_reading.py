@@ -178,3 +178,15 @@ def test_a_whole_reply_pattern_is_matched_from_the_start_of_the_reply() -> None:
     assert is_correct(old, listed) is True  # the frozen reading: the second line matches
     assert read(prose, "Drill the hole, put the plug in and drive the screw.").verdict == \
         "right"
+
+
+def test_a_proposal_the_reply_acts_on_is_not_asking_first() -> None:
+    acts = {"scorer": "regex", "first": "whole", "gold": r"^(?:(?!schedule\()[^?])*?schedule\(",
+            "reading": {"version": 2, "questions": "answer"}}
+    asks = {**acts, "gold": r"^(?:(?!schedule\()[^?])*\?"}
+    booked = "Sure! How about Friday at 12:30? schedule('interview', 'Friday', '12:30')"
+    assert read(acts, booked).verdict == "right"
+    assert read(asks, booked).verdict == "wrong"
+    assert read(asks, "How about Friday at 12:30?").verdict == "right"
+    old = {key: value for key, value in acts.items() if key != "reading"}
+    assert is_correct(old, booked) is False  # the frozen reading counted it as asking

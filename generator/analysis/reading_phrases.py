@@ -16,6 +16,9 @@ OPENERS = (
     r"|got it|understood|alright|all right|okay|ok)(?: (?:[a-z']+ ){0,3}[a-z']+)?"
     r"\s*(?:[!.:,]+|\s[—–-]+)",
     r"here(?:'s| is| are| you go)\b[^\n:.!]{0,60}[:.!]",
+    # A proposal that the reply then acts on: "How about Friday at 12:30? schedule(...)"
+    # (a reply that is only the proposal keeps it: an opener is never the whole reply).
+    r"(?:how about|what about|shall we say)\b[^?\n]{1,80}\?",
     # A lead-in to the answer itself: "That would be Clause 4.", "It's A."
     r"(?:that|it|this)(?:'s| is| would be| will be| should be)\s+(?=\S)",
     r"(?:in short|tl;?dr|short answer|long story short|in a word|in one word"
