@@ -39,8 +39,9 @@ def task_prompt(instance: Mapping[str, Any]) -> str:
 def build_requests(instances: Sequence[Mapping[str, Any]], responses: Mapping[str, str],
                    seed: int) -> tuple[list[dict[str, Any]], dict[str, dict[str, str]]]:
     """Requests for every instance with a rubric (every judge-scored one, and a programmatically
-    scored one whose answer also declares a rubric) that has a response, and the unblinding
-    map from request id to which instance is behind each slot."""
+    scored one whose answer also declares a rubric; where its reading says ``unplaced:
+    judge``, only a response the reader cannot place) that has a response, and the
+    unblinding map from request id to which instance is behind each slot."""
     requests: list[dict[str, Any]] = []
     unblind: dict[str, dict[str, str]] = {}
     pairs: dict[tuple, dict[str, Mapping[str, Any]]] = defaultdict(dict)
@@ -49,6 +50,9 @@ def build_requests(instances: Sequence[Mapping[str, Any]], responses: Mapping[st
         answer = inst["answer"]
         if "rubric" not in answer or inst["id"] not in responses:
             continue
+        if answer.get("reading", {}).get("unplaced") == "judge" and \
+                not _unplaced(answer, responses[inst["id"]]):
+            continue  # the reader placed it: scored offline, no judge needed
         if inst.get("analysis", {}).get("judge_panel"):
             continue  # judged by the family's panel, below
         declared = inst.get("analysis", {}).get("judge_pairs")
@@ -89,6 +93,13 @@ def build_requests(instances: Sequence[Mapping[str, Any]], responses: Mapping[st
 
     panel, panel_unblind = panel_requests(instances, responses, seed, len(requests))
     return requests + panel, {**unblind, **panel_unblind}
+
+
+def _unplaced(answer: Mapping[str, Any], response: str) -> bool:
+    """Whether the reading stage cannot place ``response`` (it goes to the judge)."""
+    from .reading import read  # only answers that route replies to a judge need it
+
+    return read(answer, response).verdict == "unscorable"
 
 
 def _request_id(index: int) -> str:

@@ -15,7 +15,7 @@ from .score_grouping import key_value
 from .score_intervals import mean_and_ci, sign_flip, unit_means
 from .score_judge import judge_influence, judge_scale_span
 from .score_options import ScoreOptions
-from .score_outcome import Outcome, metric_value
+from .score_outcome import Outcome, metric_value, routed_to_judge
 from .signal_detection import group_rates, sdt_metrics
 
 
@@ -24,7 +24,8 @@ def _tests(outcomes: Sequence[Outcome], cluster: str | None = None) -> list[dict
     group means against chance, and each declared pair of arms. Their p-values are adjusted
     later, across the whole report."""
     instances = [o.instance for o in outcomes]
-    answered = np.array([o.answered for o in outcomes], dtype=bool)
+    # An unscorable reply (under a declared reading) has no verdict: no test counts it.
+    answered = np.array([o.answered and not o.unscorable for o in outcomes], dtype=bool)
     correct = np.array([o.correct is True for o in outcomes], dtype=bool)
     of_cluster = (lambda i: key_value(i, cluster)) if cluster else None
     return [run_test(plan, answered, correct)
@@ -54,6 +55,11 @@ def metrics(subset: Sequence[Outcome], everything: Sequence[Outcome], key: Mappi
         "answered": answered,
         "missing": sum(1 for o in subset if o.response is None),
     }
+    if any(o.instance["answer"].get("reading") for o in subset):
+        # Under a declared reading: replies the reader could not place, counted apart (and
+        # of them, those sent to the judge path).
+        result["unscorable"] = sum(1 for o in subset if o.unscorable)
+        result["to_judge"] = sum(1 for o in subset if routed_to_judge(o))
     coverage, coverage_ci = _group_share(subset, clusters, options,
                                          lambda o: float(o.answered))
     result.update(coverage=coverage, coverage_ci=coverage_ci,

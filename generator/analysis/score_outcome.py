@@ -43,6 +43,9 @@ class Outcome:
     relied: bool | None  # None: the answer declares no distractor
     judge: float | None = None
     judge_norm: float | None = None
+    #: Under a declared reading: the reply names two options or cannot be placed; neither
+    #: right nor wrong, counted apart (and sent to a judge where the answer says so).
+    unscorable: bool = False
 
     @property
     def unit(self) -> tuple[str, int]:
@@ -53,7 +56,11 @@ class Outcome:
 def is_abstention(answer: Mapping[str, Any], response: str,
                   extra: Sequence[str] = ()) -> bool:
     """Whether the first line of ``response`` begins by declining to answer (an answer that
-    mentions doubt later, e.g. "C) Terrace. I don't know why the note says B", is an answer)."""
+    mentions doubt later, e.g. "C) Terrace. I don't know why the note says B", is an answer);
+    under a declared reading, whether the reading finds an abstention."""
+    if answer.get("reading") and answer["scorer"] != "judge":
+        from .reading import read  # the reading stage builds on this module
+        return read(answer, response, extra).verdict == "abstain"
     head = first_line(response) if response.strip() else ""
     patterns = (*DEFAULT_ABSTAIN_PATTERNS, *answer.get("abstain", ()), *extra)
     return any(safe_regex.search(p, head, ignore_case=True) for p in _abstain_searches(patterns))
@@ -74,6 +81,10 @@ def acts_on_distractor(answer: Mapping[str, Any], response: str) -> bool | None:
     distractors = list(answer.get("distractors", {}).values())
     if not distractors or answer["scorer"] == "judge":
         return None
+    if answer.get("reading"):
+        from .reading import acts_on_distractor as read_acts
+        from .reading import read
+        return read_acts(answer, read(answer, response))
     if answer["scorer"] == "choice":
         chosen = first_choice(response, answer["options"])
         return chosen is not None and answer["options"][chosen] in distractors
@@ -87,6 +98,8 @@ def outcome(instance: Mapping[str, Any], response: str | None,
             extra_abstain: Sequence[str] = ()) -> Outcome:
     """Score one response (None: missing) on one instance, first attempt only."""
     answer = instance["answer"]
+    if response is not None and answer.get("reading") and answer["scorer"] != "judge":
+        return _read_outcome(instance, response, extra_abstain)
     if response is None or is_abstention(answer, response, extra_abstain):
         # Not answered: its own outcome. It is not correct (so it counts against accuracy
         # over all items), and it neither relies on a distractor nor avoids one.
@@ -94,6 +107,27 @@ def outcome(instance: Mapping[str, Any], response: str | None,
         return Outcome(instance, response, False, False if programmatic else None, None)
     return Outcome(instance, response, True, is_correct(answer, response),
                    acts_on_distractor(answer, response))
+
+
+def _read_outcome(instance: Mapping[str, Any], response: str,
+                  extra_abstain: Sequence[str]) -> Outcome:
+    """The outcome of a response to an instance whose answer declares the reading stage."""
+    from .reading import acts_on_distractor as read_acts
+    from .reading import read
+
+    answer = instance["answer"]
+    reading = read(answer, response, extra_abstain)
+    if reading.verdict == "abstain":
+        return Outcome(instance, response, False, False, None)
+    if reading.verdict == "unscorable":
+        return Outcome(instance, response, True, None, None, unscorable=True)
+    return Outcome(instance, response, True, reading.correct, read_acts(answer, reading))
+
+
+def routed_to_judge(o: Outcome) -> bool:
+    """Whether an unscorable reply goes to a judge: its answer's reading says
+    ``unplaced: judge``."""
+    return o.unscorable and o.instance["answer"]["reading"].get("unplaced") == "judge"
 
 
 def metric_value(o: Outcome, metric: str) -> float | None:

@@ -26,7 +26,7 @@ from ..core import safe_regex
 DEFAULT_FIRST = {"exact": "line", "canonical": "line", "regex": "line", "choice": "label"}
 
 _FENCE = re.compile(r"^\s*```[\w-]*\s*$")
-_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
+LIST_MARKER = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 #: A run of the characters a dotted name is made of, and what may follow a name that is called.
 _NAME_RUN = re.compile(r"[A-Za-z0-9_.]+")
 _OPEN_CALL = re.compile(r"\s*\(")
@@ -51,7 +51,7 @@ def first_line(response: str) -> str:
     for line in response.splitlines():
         if _FENCE.match(line) or not line.strip():
             continue
-        return _BULLET.sub("", line).strip()
+        return LIST_MARKER.sub("", line).strip()
     return ""
 
 
@@ -157,7 +157,11 @@ def first_mode(answer: Mapping[str, Any]) -> str:
 
 
 def first_attempt(answer: Mapping[str, Any], response: str) -> str:
-    """The part of ``response`` that counts, by the answer's ``first`` mode."""
+    """The part of ``response`` that counts, by the answer's ``first`` mode (read by the
+    reading stage where the answer declares it)."""
+    if answer.get("reading") and answer["scorer"] != "judge":
+        from .reading import read  # the stage reads through this module's helpers
+        return read(answer, response).attempt
     mode = first_mode(answer)
     if mode == "line":
         return first_line(response)
@@ -167,34 +171,46 @@ def first_attempt(answer: Mapping[str, Any], response: str) -> str:
 
 
 def is_correct(answer: Mapping[str, Any], response: str) -> bool | None:
-    """Whether the first attempt in ``response`` is right; None when only a judge can say."""
+    """Whether the first attempt in ``response`` is right; None when only a judge can say
+    (or, under a declared reading, when the reply is unscorable)."""
     scorer = answer["scorer"]
     if scorer == "judge":
         return None
+    if answer.get("reading"):
+        # The declared reading stage decides; None where the reply is unscorable.
+        from .reading import read
+        return read(answer, response).correct
     if scorer == "choice":
         return first_choice(response, answer["options"]) == answer["gold_index"]
-    attempt = first_attempt(answer, response)
+    return attempt_is_right(answer, first_attempt(answer, response), gold_as_read(answer))
+
+
+def attempt_is_right(answer: Mapping[str, Any], attempt: str, gold: str,
+                     anchored: bool = False) -> bool:
+    """Whether a first attempt (of an exact, regex or canonical answer) is right, ``gold``
+    the answer's gold as read (a regex gold is its pattern, whatever ``gold`` says); with
+    ``anchored``, a regex gold is matched from the attempt's start whatever its mode."""
+    scorer = answer["scorer"]
     if scorer == "exact":
-        return attempt.strip().strip("`'\"") == _gold_as_read(answer)
+        return attempt.strip().strip("`'\"") == gold
     if scorer == "regex":
-        if first_mode(answer) == "call":
+        if anchored or first_mode(answer) == "call":
             # The call's name is part of what the pattern tests: matched from the start, so
             # that `not_copy_file(...)` is not taken for `copy_file(...)`.
             return safe_regex.match(answer["gold"], attempt)
         return safe_regex.search(answer["gold"], attempt)
     unordered = bool(answer.get("unordered_args"))
-    return canonical_text(attempt, unordered) == canonical_text(_gold_as_read(answer),
-                                                                unordered)
+    return canonical_text(attempt, unordered) == canonical_text(gold, unordered)
 
 
-def _gold_as_read(answer: Mapping[str, Any]) -> str:
+def gold_as_read(answer: Mapping[str, Any]) -> str:
     """An exact or canonical gold read as the first line of a response is read: a gold that
     begins like a list item ('- a', '1. a') is compared without its marker, as the response's
     line is, so that it can be answered at all. Any other gold is itself."""
     gold = answer["gold"]
     if first_mode(answer) != "line" or "\n" in gold.strip():
         return gold  # a gold of several lines is never one line's answer: refused as it is
-    return _BULLET.sub("", gold).strip() or gold
+    return LIST_MARKER.sub("", gold).strip() or gold
 
 
 def answer_problems(answer: Mapping[str, Any]) -> list[str]:

@@ -4,6 +4,8 @@ rho-star (with the reading of the `score --format json` files that rho-star take
 from __future__ import annotations
 
 import json
+import re
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -38,41 +40,82 @@ from .cli_common import (
 def check_answer(
     family: Annotated[str, typer.Argument(help="Family id (or path to its YAML file).",
                                           autocompletion=_complete_families)],
-    response: Annotated[str, typer.Argument(help="The response to score.")],
+    response: Annotated[str | None, typer.Argument(
+        help="The response to score (or give --response-file).")] = None,
     group: Annotated[int, typer.Option(min=0, help="Group index.")] = 0,
     variant: Annotated[str | None, typer.Option(
         help="Variant name, as in the instance's `variant` (needed when there are several).")]
     = None,
+    instance_id: Annotated[str | None, typer.Option(
+        "--id", help="Instance id (FAMILY-GROUP-VARIANT, as in a release): sets --group and "
+                     "--variant.")] = None,
+    response_file: Annotated[Path | None, typer.Option(
+        help="Read the response from this file (- for stdin).")] = None,
     seed: Annotated[int | None, typer.Option(
         help="Seed (default: that of the release holding the family, else 0).")] = None,
 ) -> None:
     """Score one response on one instance, first attempt only: what the scorer took of it,
-    the verdict and why. Exit 0 when it scores as correct (or only a judge can say), 1 when
-    not."""
+    the verdict and why (under a declared reading stage, each of its steps). Exit 0 when it
+    scores as correct (or only a judge can say), 1 when not."""
     from ..engine.answer_tests import explain
 
     def action() -> int:
+        text = _response_text(response, response_file)
+        chosen_group, chosen_variant = _id_parts(instance_id, group, variant)
         generator = _shown_generator(family, seed)
-        instances = generator.group(group)
+        instances = generator.group(chosen_group)
         names = [i["variant"] for i in instances]
-        if variant is None and len(names) > 1:
-            raise SpecError.single(f"--variant is needed: group {group} has {len(names)} "
-                                   f"variants ({', '.join(names)})")
-        chosen = variant or names[0]
+        if chosen_variant is None and len(names) > 1:
+            raise SpecError.single(f"--variant is needed: group {chosen_group} has "
+                                   f"{len(names)} variants ({', '.join(names)})")
+        chosen = chosen_variant or names[0]
         if chosen not in names:
-            raise SpecError.single(f"--variant {chosen!r} is not a variant of group {group} "
-                                   f"({', '.join(names)})")
+            raise SpecError.single(f"--variant {chosen!r} is not a variant of group "
+                                   f"{chosen_group} ({', '.join(names)})")
         instance = instances[names.index(chosen)]
+        if instance_id is not None and instance["id"] != instance_id:
+            raise SpecError.single(f"--id {instance_id!r} is not an instance of {family} "
+                                   f"(group {chosen_group} variant {chosen} is "
+                                   f"{instance['id']!r})")
         answer = instance["answer"]
         out.print(f"instance: {instance['id']}", markup=False)
         if "gold" in answer:
             out.print(f"gold: {answer['gold']!r}", markup=False)
-        verdict = explain(answer, response)
+        verdict = explain(answer, text)
         for line in verdict.lines():
             out.print(line, markup=False)
         return EXIT_OK if verdict.verdict in ("correct", "judged") else EXIT_CHECK_FAILED
 
     raise typer.Exit(_run(action))
+
+
+def _response_text(response: str | None, response_file: Path | None) -> str:
+    """The response to check: the argument, or the file's text (exactly one of them)."""
+    if (response is None) == (response_file is None):
+        raise SpecError.single("give the response either as an argument or with "
+                               "--response-file, not both or neither")
+    if response_file is None:
+        return response or ""
+    if str(response_file) == "-":
+        return sys.stdin.read()
+    try:
+        return response_file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError.single(f"{response_file}: cannot read the response: {exc}") from None
+
+
+def _id_parts(instance_id: str | None, group: int, variant: str | None
+              ) -> tuple[int, str | None]:
+    """The group and variant an instance id names (``FAMILY-00003-main.stale.r0``), else
+    the options given."""
+    if instance_id is None:
+        return group, variant
+    found = re.fullmatch(r".+-(\d{5})-([^-]+)", instance_id)
+    if found is None:
+        raise SpecError.single(f"--id {instance_id!r} is not an instance id "
+                               "(FAMILY-GROUP-VARIANT, e.g. example.choice.meeting_room-"
+                               "00000-main.stale.r0)")
+    return int(found.group(1)), found.group(2)
 
 
 @app.command(short_help="Responses of a reference policy.")

@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..analysis.reading import acts_on_distractor as read_acts
+from ..analysis.reading import read, reads
 from ..analysis.score_outcome import acts_on_distractor, is_abstention
 from ..analysis.scoring import canonical_text, first_attempt, first_choice, first_mode, is_correct
 
@@ -22,9 +24,10 @@ class Verdict:
     """The scorer's reading of one response."""
 
     taken: str  # what the first attempt is, as the scorer reads it
-    verdict: str  # correct, wrong, abstains or judged
+    verdict: str  # correct, wrong, abstains, unscorable or judged
     why: str
     relied: bool | None = None  # whether it acts on a declared distractor (None: none declared)
+    steps: tuple[tuple[str, str], ...] = ()  # the reading stage's steps, where declared
 
     @property
     def correct(self) -> bool:
@@ -32,7 +35,9 @@ class Verdict:
 
     def lines(self) -> list[str]:
         """The verdict as ``memspec check-answer`` prints it."""
-        out = [f"took: {self.taken!r}", f"verdict: {self.verdict}", f"why: {self.why}"]
+        out = [f"{name}: {text!r}" if "\n" in text else f"{name}: {text}"
+               for name, text in self.steps]
+        out += [f"took: {self.taken!r}", f"verdict: {self.verdict}", f"why: {self.why}"]
         if self.relied is not None:
             out.append(f"acts on a distractor: {'yes' if self.relied else 'no'}")
         return out
@@ -44,6 +49,8 @@ def explain(answer: Mapping[str, Any], response: str) -> Verdict:
     if scorer == "judge":
         return Verdict(response.strip(), "judged",
                        "a judge scores this answer against its rubric; no program decides")
+    if reads(answer):
+        return _read_verdict(answer, response)
     if is_abstention(answer, response):
         return Verdict(response.strip().splitlines()[0] if response.strip() else "",
                        "abstains", "its first line declines to answer (an abstention is "
@@ -83,6 +90,15 @@ def explain(answer: Mapping[str, Any], response: str) -> Verdict:
         why = (f"{taken_from} in canonical form is {mine!r}; the gold's is {gold!r}"
                + (" (arguments in any order)" if unordered else ""))
     return Verdict(attempt, verdict, why, relied)
+
+
+def _read_verdict(answer: Mapping[str, Any], response: str) -> Verdict:
+    """The verdict of the declared reading stage, with its steps."""
+    reading = read(answer, response)
+    words = {"right": "correct", "abstain": "abstains"}
+    relied = read_acts(answer, reading)
+    return Verdict(reading.attempt, words.get(reading.verdict, reading.verdict), reading.why,
+                   relied, reading.steps)
 
 
 def applies(when: Mapping[str, Any] | None, variant: Mapping[str, str]) -> bool:

@@ -73,14 +73,37 @@ class AnswerRendering(SpecTemplates):
         texts += [(key, text, self._example_where(spec, key, index))
                   for key, index, text, _ in examples]
         names = {spec["options"]} if "options" in spec else set()
-        if any(when for *_, when in examples):
+        styles = self._styles if spec["scorer"] != "judge" else []
+        if any(when for *_, when in examples) or any(style.when for style in styles):
             names.add("variant")  # which examples apply depends on the variant
-        for key, text, where in texts:
-            found = self._answer_template(key, text, where).free_names()
+        compiled = [self._answer_template(key, text, where) for key, text, where in texts]
+        # A style may read ``answer`` (the instance's answer, built from the names above).
+        styled = [(self._style_template(style), {"answer"}) for style in styles]
+        for template, given in [*((t, set()) for t in compiled), *styled]:
+            found = template.free_names()
             if found is None:
                 return None
-            names.update(found)
+            names.update(set(found) - given)
         return tuple(sorted(names))
+
+    @property
+    def _styles(self) -> list[Any]:
+        """The answer styles this family is held to (``answer_styles``), read once."""
+        if not hasattr(self, "_declared_styles"):
+            from .answer_styles import declared_styles
+            self._declared_styles = declared_styles(self.family.paradigm.located,
+                                                    self.family.located)
+        return self._declared_styles
+
+    def _style_template(self, style: Any) -> Any:
+        """A style's response, compiled where it is written, kept."""
+        key = (style.located.file, *style.where)
+        compiled = self._answer_templates.get(key)
+        if compiled is None:
+            line, col = style.located.text_start(style.where)
+            compiled = self._answer_templates[key] = self.renderer.inline(
+                style.response, style.located.file, line, col, f"answer style {style.name!r}")
+        return compiled
 
     def _answer(self, context: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         """The answer of one variant: its texts rendered, and checked to score as they must
@@ -139,6 +162,9 @@ class AnswerRendering(SpecTemplates):
         paradigm_abstain = self.family.paradigm.located.data.get("abstain", [])
         if paradigm_abstain:
             answer["abstain"] = [*paradigm_abstain, *answer.get("abstain", [])]
+        reading = self._reading()
+        if reading and answer["scorer"] != "judge":
+            answer["reading"] = reading
         self._refuse_contradicted_chance(answer)
         problems = answer_problems(answer)
         if problems:
@@ -153,7 +179,43 @@ class AnswerRendering(SpecTemplates):
         self._check_json(answer)
         if "accepts" in spec or "rejects" in spec:
             self._check_examples(answer, context)
+        if answer["scorer"] != "judge":
+            self._check_styles(answer, context)
         return answer
+
+    def _reading(self) -> dict[str, Any] | None:
+        """The reading block of this family's answers: its paradigm's (styles apart), with
+        the family's ``answer.reading`` over it (its lists added, its other keys replacing);
+        None where neither declares one."""
+        paradigm = dict(self.family.paradigm.located.data.get("reading", {}))
+        paradigm.pop("styles", None)
+        own = self.family.answer.get("reading", {})
+        if not paradigm and not own:
+            return None
+        merged = {**paradigm, **own}
+        for key in ("openers", "abstain"):
+            if key in paradigm and key in own:
+                merged[key] = [*paradigm[key], *own[key]]
+        return normalize(merged)
+
+    def _check_styles(self, answer: Mapping[str, Any], context: Mapping[str, Any]) -> None:
+        """Every declared style that applies to this variant gets the verdict it declares,
+        else an error where the style is written (the paradigm's file or the family's)."""
+        from .answer_styles import style_problem  # only families with styles
+        from .answer_tests import applies
+
+        for style in self._styles:
+            if not applies(style.when, context["variant"]):
+                continue
+            # The answer itself is there too, so that a paradigm's styles can name the gold
+            # and the distractors of every family ({{ answer.gold }}).
+            response = self._style_template(style).render_text({**context, "answer": answer})
+            problem = style_problem(answer, style, response)
+            if problem:
+                raise style.located.error(
+                    f"answer style fails in group {context['group']}, variant "
+                    f"{context['design']}/{'.'.join(context['variant'].values()) or 'base'} "
+                    f"of {self.family.family_id}: {problem}", style.where)
 
     def _refuse_contradicted_chance(self, answer: Mapping[str, Any]) -> None:
         """Refuse a declared chance or expected score the item's own data contradicts

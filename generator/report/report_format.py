@@ -94,10 +94,16 @@ def _rows(report: dict[str, Any]) -> list[tuple[dict[str, str], dict[str, Any]]]
             + [({**prefix, **g["key"]}, g["metrics"]) for g in part["groups"]]]
 
 
+#: Counts a report has where some instance declares the reading stage (after ``missing`` in
+#: the table; in JSON, not in the CSV, whose header is one for every run).
+READING_COLUMNS = ("unscorable", "to_judge")
+
+
 def _present(report: dict[str, Any]) -> list[str]:
     # A metric some row computes, even where it is undefined in every row (an abstainer's
     # accuracy): the column shows "–" rather than vanish.
-    return [c for c in COLUMNS if any(c in m for _, m in _rows(report))]
+    shown = (*COLUMNS[:3], *READING_COLUMNS, *COLUMNS[3:])
+    return [c for c in shown if any(c in m for _, m in _rows(report))]
 
 
 def format_value(value: Any, missing: str = "-") -> str:

@@ -3,6 +3,7 @@ axis, value and pattern they name must exist or compile, so that a typo cannot s
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Mapping
 from typing import Any
 
@@ -85,9 +86,31 @@ def check_analysis(analysis: Mapping[str, Any], designs: tuple[Design, ...],
         problem("judge_scale must be [lowest, highest]", ("analysis", "judge_scale"))
 
 
+def check_reading(reading: Mapping[str, Any], where: tuple, problem: Any) -> None:
+    """Problems of a reading block: openers and abstain forms that do not compile, a
+    signature that is not a call of parameter names."""
+    for key in ("openers", "abstain"):
+        for index, why in bad_patterns(reading.get(key, []), probed=True):
+            problem(f"reading {key} pattern {why}", (*where, key, index))
+    if "signature" in reading:
+        try:
+            node = ast.parse(reading["signature"], mode="eval").body
+        except SyntaxError:
+            node = None
+        if not (isinstance(node, ast.Call) and not node.keywords
+                and all(isinstance(a, ast.Name) for a in node.args)):
+            problem(f"signature {reading['signature']!r} is not a call of parameter names, "
+                    "such as copy_file(destination, source)", (*where, "signature"))
+
+
 def check_answer(answer: Mapping[str, Any], slot_names: list[str], problem: Any) -> None:
     scorer = answer["scorer"]
     where = ("answer",)
+    if "reading" in answer:
+        check_reading(answer["reading"], (*where, "reading"), problem)
+        if answer["reading"].get("unplaced") == "judge" and "rubric" not in answer:
+            problem("reading unplaced: judge sends the replies the reader cannot place to a "
+                    "judge: the answer needs a 'rubric'", (*where, "reading", "unplaced"))
     for index, why in bad_patterns(answer.get("abstain", []), probed=True):
         problem(f"abstain pattern {why}", (*where, "abstain", index))
     if scorer in ("exact", "regex", "canonical", "choice") and "gold" not in answer:

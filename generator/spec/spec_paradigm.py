@@ -7,7 +7,7 @@ from pathlib import Path
 from ..core.errors import Problem, SpecError
 from . import audit_declarations
 from .project import Project
-from .spec_family_checks import bad_patterns
+from .spec_family_checks import bad_patterns, check_reading
 from .spec_files import load_checked, refuse_repeats
 from .spec_types import ParadigmSpec
 
@@ -26,6 +26,8 @@ def load_paradigm(path: Path, project: Project) -> ParadigmSpec:
 
     for index, why in bad_patterns(data.get("abstain", []), probed=True):
         problem(f"abstain pattern {why}", ("abstain", index))
+    if "reading" in data:
+        check_reading(data["reading"], ("reading",), problem)
     for name, slot in data.get("slots", {}).items():
         if "override" in slot:
             problem("'override' is for a family's slot that replaces a paradigm's",

@@ -1,0 +1,57 @@
+"""The reading stage against the labelled corpus (tests/answer_corpus/): responses written the
+way assistants answer, labelled by each design's intent, scored on the instances they were
+written for with the reading stage applied (``scripts/answer_corpus.py --reading``). No
+reply labelled an abstention is ever scored right, and where the answer is a choice the
+reading agrees with the labels on 99% of the unambiguous ones."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / "scripts"))
+import answer_corpus  # noqa: E402
+
+#: The releases whose newer version reads choices with the stage (and so must agree).
+CHOICE_RELEASES = ("trustgap-v4", "memorychecks-v4")
+
+
+@pytest.fixture(scope="module")
+def scored(built_dist: Path) -> list[dict]:
+    records = answer_corpus.load_corpus()
+    return answer_corpus.score_corpus(records, built_dist, {}, answer_corpus.READING)
+
+
+def _counted(rows: list[dict]) -> list[dict]:
+    return [r for r in rows if r["label"] != "judge" and not r.get("ambiguous")]
+
+
+def test_the_corpus_is_large_and_covers_every_style(scored: list[dict]) -> None:
+    assert len(scored) >= 1000
+    assert {r["style"] for r in scored} == set(answer_corpus.STYLES)
+
+
+def test_no_reply_labelled_an_abstention_is_scored_right(scored: list[dict]) -> None:
+    wrongly = [r["where"] for r in _counted(scored)
+               if r["label"] == "abstain" and r["scored"] == "right"]
+    assert wrongly == []
+
+
+def test_no_hedge_style_reply_of_a_choice_release_is_scored_right_unless_labelled(
+        scored: list[dict]) -> None:
+    hedges = [r for r in _counted(scored)
+              if r["style"] == "hedge" and r["release"] in CHOICE_RELEASES]
+    assert hedges and all(r["scored"] != "right" or r["label"] == "right" for r in hedges)
+
+
+@pytest.mark.parametrize("release", CHOICE_RELEASES)
+def test_choice_releases_agree_with_the_labels(scored: list[dict], release: str) -> None:
+    counted = _counted([r for r in scored if r["release"] == release])
+    agree = sum(r["scored"] == r["label"] for r in counted)
+    assert len(counted) >= 90
+    assert agree / len(counted) >= 0.99, [
+        (r["where"], r["label"], r["scored"]) for r in counted if r["scored"] != r["label"]]
