@@ -554,3 +554,34 @@ def test_a_guessing_test_over_groups_of_every_size_is_estimated_not_overflowed()
     observed = abs(math.fsum(r / s for r, s in zip(right, sizes, strict=True)) - 100)
     theirs = float((np.abs(means - 100) >= observed - 1e-9).mean())
     assert p_value == pytest.approx(theirs, abs=0.02)
+
+
+def test_the_binomial_law_and_the_expanded_level_are_scipy_stats_own_values() -> None:
+    # Read from scipy.special so that `score` need not import scipy.stats: the same
+    # numbers, bit for bit, as scipy.stats gives.
+    from memspec.analysis.stats import binomial_pmf
+
+    for trials, chance in [(2700, 1 / 3), (11_700, 1 / 3), (10, 0.25), (540, 0.1)]:
+        k = np.arange(trials + 1)
+        assert np.array_equal(binomial_pmf(k, trials, chance),
+                              scipy_stats.binom.pmf(k, trials, chance))
+    for groups in [2, 3, 17, 300, 5000]:
+        for level in [0.95, 0.999, 1 - 0.05 / 300]:
+            tail = (1 - level) / 2
+            spread = math.sqrt(groups / (groups - 1)) * scipy_stats.t.ppf(1 - tail, groups - 1)
+            assert expanded_level(level, groups) == 1 - 2 * scipy_stats.norm.cdf(-spread)
+
+
+def test_bootstrap_draws_in_chunks_are_the_draws_made_at_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A far interval draws hundreds of thousands of resamples, drawn a chunk at a time to
+    # keep memory flat: the interval is the one drawing them all at once gives.
+    from memspec.analysis import stats
+
+    values = list(np.random.default_rng(1).integers(0, 4, size=57) / 3)
+    labels = [f"c{i % 7}" for i in range(57)]
+    whole = (stats.bootstrap_ci(values, resamples=5000, level=0.999),
+             stats.bootstrap_ci(values, labels, resamples=5000, level=0.999))
+    monkeypatch.setattr(stats, "_PICKS_AT_ONCE", 100)  # a chunk of one or two resamples
+    assert (stats.bootstrap_ci(values, resamples=5000, level=0.999),
+            stats.bootstrap_ci(values, labels, resamples=5000, level=0.999)) == whole
