@@ -19,7 +19,6 @@ from ..core.errors import (
     printable,
     unknown_name,
 )
-from ..core.limits import CommandBudget
 from .cli_common import (
     Correction,
     CorrectionScope,
@@ -167,6 +166,7 @@ def score(
     from ..analysis.judge_panel import load_panel_judgments, panel_report
     from ..analysis.responses import load_responses
     from ..analysis.score import ScoreOptions, attach_judgments, outcome, score_outcomes
+    from ..core.limits import CommandBudget
     from ..core.safe_regex import PatternTooSlow, searched_pattern_problem
     from ..release.release_data import load_release_instances
     from ..report.panel_format import as_panel_table
@@ -261,6 +261,7 @@ def judge_requests(
     from ..analysis.judge import build_requests
     from ..analysis.responses import load_responses
     from ..core.canonical import dump_bytes, dump_pretty_bytes
+    from ..core.limits import CommandBudget
     from ..exports.export import write_all
     from ..release.release_data import load_release_instances
 

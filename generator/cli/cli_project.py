@@ -13,8 +13,6 @@ from ..core.errors import (
     SpecError,
     unknown_name,
 )
-from ..core.limits import CommandBudget
-from ..spec.catalog import Catalog
 from .cli_common import (
     _check_seed,
     _complete_families,
@@ -63,6 +61,7 @@ def validate(
     from .validate import validate as validate_specs
 
     def action() -> int:
+        from ..spec.catalog import Catalog
         report = validate_specs(Catalog.load(_project()), paths or None, workers)
         for note in report.notes:
             err.print(f"note: {note}", markup=False)
@@ -100,6 +99,7 @@ def new(
             raise SpecError.single(f"family id {family_id!r} must be dotted lowercase words, "
                                    "e.g. mybench.procedural.my_rule")
         project = _project()
+        from ..spec.catalog import Catalog
         catalog = Catalog.load(project)
         if family_id in catalog.family_paths:
             raise SpecError.single(f"family {family_id!r} already exists")
@@ -155,6 +155,7 @@ def preview(
 ) -> None:
     """A family's first groups as an HTML page, variants side by side with what differs from
     the first variant marked; failing checks are listed, not fatal."""
+    from ..core.limits import CommandBudget
     from ..engine.render import Renderer
     from ..release.freezing import atomic_write_bytes
     from ..report.preview import render_preview
@@ -162,6 +163,7 @@ def preview(
     def action() -> None:
         _check_seed(seed)
         project = _project()
+        from ..spec.catalog import Catalog
         spec = Catalog.load(project).family(family)
         # Each group renders within a group's budget, as it does for generate.
         with CommandBudget("preview", project.display(spec.path)):
