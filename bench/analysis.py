@@ -167,7 +167,7 @@ def doubled_release(tmp: Path) -> Path:
     return tmp / "doubled" / "trustgap-v904"
 
 
-def bench(only: set[str], runs: int) -> dict[str, Any]:
+def bench(only: set[str], runs: int, linear_commands: list[str]) -> dict[str, Any]:
     """Every measurement asked for, as a dict of results."""
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="memspec-bench-") as name:
@@ -204,12 +204,13 @@ def bench(only: set[str], runs: int) -> dict[str, Any]:
                 **in_turns(memspec("validate", FAMILY_FILE, "--workers", "1"), start, runs),
                 "family_file": FAMILY_FILE, "target": "<= 0.5 s CPU"}
         if "linear" in only:
-            results["linear"] = linear(release, doubled_release(tmp), random_file, tmp, runs)
+            results["linear"] = linear(release, doubled_release(tmp), random_file, tmp, runs,
+                                       set(linear_commands))
     return results
 
 
-def linear(release: Path, doubled: Path, responses: Path, tmp: Path,
-           runs: int) -> dict[str, Any]:
+def linear(release: Path, doubled: Path, responses: Path, tmp: Path, runs: int,
+           which: set[str]) -> dict[str, Any]:
     """score and report of the doubled release against the release, in turns: the median of
     the pairs' ratios of CPU seconds (target <= 2.2)."""
     doubled_responses = tmp / "doubled-random.jsonl"
@@ -221,6 +222,8 @@ def linear(release: Path, doubled: Path, responses: Path, tmp: Path,
     }
     found: dict[str, Any] = {}
     for name, command in commands.items():
+        if name not in which:
+            continue
         measured = in_turns(command(doubled, doubled_responses), command(release, responses),
                             runs)
         found[name] = {"cpu_s_doubled": measured["cpu_s"],
@@ -247,13 +250,15 @@ def main() -> None:
     parser.add_argument("--only", default=",".join(MEASUREMENTS),
                         help=f"comma-separated: {', '.join(MEASUREMENTS)}")
     parser.add_argument("--runs", type=int, default=3, help="runs per figure (median)")
+    parser.add_argument("--linear", default="score,report",
+                        help="the commands `linear` runs on both releases (score, report)")
     parser.add_argument("--json", type=Path, default=REPO / "bench" / "results.json")
     args = parser.parse_args()
     only = {m.strip() for m in args.only.split(",") if m.strip()}
     unknown = only - set(MEASUREMENTS)
     if unknown:
         parser.error(f"unknown measurement(s): {', '.join(sorted(unknown))}")
-    results = bench(only, args.runs)
+    results = bench(only, args.runs, args.linear.split(","))
     for name, figure in results.items():
         if name == "linear":
             for command, entry in figure.items():

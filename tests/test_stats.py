@@ -275,7 +275,7 @@ def test_the_sampled_sign_flip_p_value_is_the_seeded_estimate_of_the_exact_one(
     exact = sum(abs(sum(s * d for s, d in zip(signs, deviations, strict=True)))
                 >= observed - 1e-9
                 for signs in itertools.product([1, -1], repeat=7)) / 2 ** 7
-    monkeypatch.setattr(stats, "SIGN_FLIP_SUPPORT_LIMIT", 10)
+    monkeypatch.setattr(stats, "SIGN_FLIP_SUMS_LIMIT", 10)
     estimate = stats.sign_flip_test(deviations)
     values = np.round(np.asarray(deviations), 9)
     signs = np.random.Generator(np.random.PCG64(0)).integers(
@@ -330,6 +330,7 @@ def test_the_numbers_the_scoring_page_states_are_the_ones_used() -> None:
             ("SIGN_FLIP_RESAMPLES", "100,000 seeded random sign flips", 100_000),
             ("SIGN_FLIP_SUPPORT_LIMIT", "lattice would have over 2,000,000 points", 2_000_000),
             ("SIGN_FLIP_WORK_LIMIT", "take over 20,000,000 evaluations to build", 20_000_000),
+            ("SIGN_FLIP_SUMS_LIMIT", "forming its sums would take over 500,000", 500_000),
             ("GUESSING_RESAMPLES", "20,000 seeded replicates", 20_000),
             ("GUESSING_SUPPORT_LIMIT", "would have over 2,000,000 points", 2_000_000)]:
         assert written in page, written
@@ -491,7 +492,7 @@ def test_sign_flips_over_groups_of_many_answered_counts_evaluate_a_bounded_law(
     monkeypatch.setattr(np, "convolve", counting_convolve)
     deviations = _abstaining_deviations(seed)
     ours = stats.sign_flip_test(deviations)
-    assert formed["sorted"] <= stats.SIGN_FLIP_SUPPORT_LIMIT + deviations.size
+    assert formed["sorted"] <= stats.SIGN_FLIP_SUMS_LIMIT + deviations.size
     assert formed["convolved"] <= stats.SIGN_FLIP_WORK_LIMIT
     monkeypatch.setattr(np, "unique", unique)
     theirs = scipy_stats.permutation_test(

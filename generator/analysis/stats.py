@@ -139,10 +139,12 @@ def mcnemar_exact(only_a: int, only_b: int) -> float | None:
     return min(1.0, 2 * tail / 2**discordant)
 
 
-#: Points the exact sign-flip distribution may hold on a lattice, and sums it may form where
-#: the deviations share none (e.g. with an irrational chance rate), before it is too large
-#: to enumerate and is sampled instead.
+#: Points the exact sign-flip distribution may hold on a lattice before it is too large to
+#: enumerate and is sampled instead.
 SIGN_FLIP_SUPPORT_LIMIT = 2_000_000
+#: Sums the exact sign-flip distribution may form, over all its steps, where the deviations
+#: share no lattice, before it is sampled instead (each sum costs a sort and some 50 bytes).
+SIGN_FLIP_SUMS_LIMIT = 500_000
 #: Decimals to which deviations and sums are rounded, so that sums reached in different
 #: orders fall on one point of the distribution.
 _SIGN_FLIP_DECIMALS = 9
@@ -236,7 +238,7 @@ def sign_flip_test(deviations: Sequence[float]) -> float | None:
     p = 1. The distinct deviation met most often is not convolved but summed in closed form
     (``_far_mass``). Where the law would cost too much to build (on a lattice: more than
     ``SIGN_FLIP_SUPPORT_LIMIT`` points or ``SIGN_FLIP_WORK_LIMIT`` evaluations; on no
-    lattice: more than ``SIGN_FLIP_SUPPORT_LIMIT`` sums formed), the p-value is estimated
+    lattice: more than ``SIGN_FLIP_SUMS_LIMIT`` sums formed), the p-value is estimated
     from seeded random sign assignments instead (``_sampled_sign_flip``), so that its cost
     is bounded whatever the deviations. None without units."""
     import numpy as np
@@ -281,11 +283,11 @@ def sign_flip_test(deviations: Sequence[float]) -> float | None:
     for value, count in zip(values, counts, strict=True):
         # Every point of the law so far meets every count of this value. The sums are
         # sorted to merge the equal ones, which costs far more a sum than a lattice's
-        # multiply-add: past SIGN_FLIP_SUPPORT_LIMIT sums formed (deviations on no lattice,
-        # many of them distinct) the law is estimated instead, so that no pattern of answers
-        # makes the test run long; the law then has at most that many points.
+        # multiply-add, and several arrays of the sums' size: past SIGN_FLIP_SUMS_LIMIT sums
+        # formed (deviations on no lattice, many of them distinct) the law is estimated
+        # instead, so that no pattern of answers makes the test run long or large.
         formed += support.size * (int(count) + 1)
-        if formed > SIGN_FLIP_SUPPORT_LIMIT:
+        if formed > SIGN_FLIP_SUMS_LIMIT:
             return _sampled_sign_flip(data, observed - _SUM_TOLERANCE)
         k = np.arange(count + 1)
         points = value * (2 * k - count)
@@ -309,7 +311,9 @@ def _sampled_sign_flip(data: Sequence[float], threshold: float) -> float:
 
     values = np.asarray(data, dtype=float)
     rng = np.random.Generator(np.random.PCG64(0))
-    extreme, chunk = 0, 10_000
+    # A chunk of 2,000 assignments holds a multiple of 4 signs whatever the number of units,
+    # so the generator's stream of bytes runs on across chunks exactly as drawn at once.
+    extreme, chunk = 0, 2_000
     for start in range(0, SIGN_FLIP_RESAMPLES, chunk):
         size = min(chunk, SIGN_FLIP_RESAMPLES - start)
         signs = rng.integers(0, 2, size=(size, values.size), dtype=np.int8) * 2 - 1

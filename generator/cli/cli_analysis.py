@@ -189,7 +189,9 @@ def score(
                                        f"{problem}")
         _check_seed(seed)
         declarations = (load_analysis_file(analysis_file),) if analysis_file else ()
-        _, instances = load_release_instances(release_dir, _catalog_if_any())
+        # Scoring reads an instance's answer, axes, fields and analysis, never its messages.
+        _, instances = load_release_instances(release_dir, _catalog_if_any(),
+                                              without=("phases",))
         responses = load_responses(responses_file, (i["id"] for i in instances))
         missing = [i["id"] for i in instances if i["id"] not in responses]
         if missing and not allow_missing:

@@ -17,16 +17,24 @@ from .verify import verify_release
 
 
 def load_release_instances(folder: Path, catalog: Catalog | None = None,
-                           check: bool = True) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+                           check: bool = True, without: tuple[str, ...] = ()
+                           ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The manifest and every instance of a built release (data files in manifest order).
 
     With ``check``, the folder must first pass verification, against the project's committed
     manifest when ``catalog`` has one for it: scoring a tampered release would give numbers
-    nobody can reproduce. Releases the project does not know are checked against themselves."""
+    nobody can reproduce. Releases the project does not know are checked against themselves.
+    The keys named in ``without`` are left out of every instance as it is read (``score``
+    reads no phase: the messages are most of an instance once its analysis block is shared)."""
     manifest, sources = release_sources(folder, catalog, check)
     shared: dict[bytes, Any] = {}
-    return manifest, [_share_analysis(instance, shared) for read in sources.values()
-                      for instance in read()]
+    instances = []
+    for read in sources.values():
+        for instance in read():
+            for key in without:
+                instance.pop(key, None)
+            instances.append(_share_analysis(instance, shared))
+    return manifest, instances
 
 
 def _share_analysis(instance: dict[str, Any], shared: dict[bytes, Any]) -> dict[str, Any]:
