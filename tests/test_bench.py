@@ -66,3 +66,45 @@ def test_bench_keeps_the_measurements_it_did_not_take(tmp_path: Path) -> None:
     assert report["a_floor"] == {"ratio": 0.8}
     assert report["f_build"]["seconds"] != 99 and report["f_build"]["runs"] == 1
     assert not list(tmp_path.glob("memspec-bench-*"))
+
+
+def test_the_analysis_bench_times_commands_against_their_baselines(tmp_path: Path) -> None:
+    # The start-up commands and validate of one family, one run each: each figure comes with
+    # its baseline's, the ratio, the load and the machine, kept beside earlier results.
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"a_floor": {"ratio": 1.0}}))
+    finished = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "analysis.py"), "--only", "startup,validate",
+         "--runs", "1", "--json", str(results)],
+        capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=600,
+        env={**os.environ, "TMPDIR": str(tmp_path)})
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    report = json.loads(results.read_text())
+    assert report["a_floor"] == {"ratio": 1.0}
+    figures = report["analysis"]
+    assert {"memspec --version", "memspec --help", "validate one family",
+            "taken_on"} <= set(figures)
+    for name in ("memspec --version", "memspec --help", "validate one family"):
+        figure = figures[name]
+        assert figure["cpu_s"] > 0 and figure["baseline_cpu_s"] > 0
+        assert figure["ratio_to_baseline"] > 0 and len(figure["load_average"]) == 3
+    assert "commit" in figures["taken_on"]
+
+
+def test_the_hand_written_floor_writes_instances_of_memspecs_shape(tmp_path: Path) -> None:
+    # The script a user would write: the same keys, phases and answer fields as memspec's
+    # instances of the family, one a group.
+    out = tmp_path / "floor.jsonl"
+    subprocess.run([sys.executable, str(REPO / "bench" / "stock_jinja_floor.py"), "--groups",
+                    "3", "--out", str(out)], check=True, timeout=300)
+    ours = subprocess.run([sys.executable, "-m", "memspec.cli", "generate",
+                           "implicitmem.procedural.cache_key_prefix", "--groups", "1"],
+                          cwd=REPO, capture_output=True, text=True, check=True, timeout=300)
+    theirs = [json.loads(line) for line in out.read_text().splitlines()]
+    memspec = json.loads(ours.stdout.splitlines()[0])
+    assert [i["group"] for i in theirs] == [0, 1, 2]
+    for instance in theirs:
+        assert sorted(instance) == sorted(memspec)
+        assert sorted(instance["answer"]) == sorted(memspec["answer"])
+        assert [(p["phase"], len(p["messages"])) for p in instance["phases"]] == \
+            [(p["phase"], len(p["messages"])) for p in memspec["phases"]]

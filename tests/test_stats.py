@@ -275,7 +275,7 @@ def test_the_sampled_sign_flip_p_value_is_the_seeded_estimate_of_the_exact_one(
     exact = sum(abs(sum(s * d for s, d in zip(signs, deviations, strict=True)))
                 >= observed - 1e-9
                 for signs in itertools.product([1, -1], repeat=7)) / 2 ** 7
-    monkeypatch.setattr(stats, "SIGN_FLIP_SUPPORT_LIMIT", 10)
+    monkeypatch.setattr(stats, "SIGN_FLIP_SUMS_LIMIT", 10)
     estimate = stats.sign_flip_test(deviations)
     values = np.round(np.asarray(deviations), 9)
     signs = np.random.Generator(np.random.PCG64(0)).integers(
@@ -328,7 +328,9 @@ def test_the_numbers_the_scoring_page_states_are_the_ones_used() -> None:
     for constant, written, number in [
             ("BOOTSTRAP_RESAMPLES", "2000 resamples", 2000),
             ("SIGN_FLIP_RESAMPLES", "100,000 seeded random sign flips", 100_000),
-            ("SIGN_FLIP_SUPPORT_LIMIT", "would have over 2,000,000 points", 2_000_000),
+            ("SIGN_FLIP_SUPPORT_LIMIT", "lattice would have over 2,000,000 points", 2_000_000),
+            ("SIGN_FLIP_WORK_LIMIT", "take over 20,000,000 evaluations to build", 20_000_000),
+            ("SIGN_FLIP_SUMS_LIMIT", "forming its sums would take over 500,000", 500_000),
             ("GUESSING_RESAMPLES", "20,000 seeded replicates", 20_000),
             ("GUESSING_SUPPORT_LIMIT", "would have over 2,000,000 points", 2_000_000)]:
         assert written in page, written
@@ -455,3 +457,132 @@ def test_rho_star_needs_an_adjusted_p_value_below_alpha_not_at_it() -> None:
 
 def test_normalising_no_scores_gives_none_back() -> None:
     assert normalise([], "minmax") == [] and normalise([], "z", (0.0, 1.0)) == []
+
+
+def _abstaining_deviations(seed: int, groups: int = 300) -> np.ndarray:
+    """Each group's mean over the items it answered where memory is shown (any number from
+    1 to 30 of them: a model that abstains now and then) less its mean where it is not,
+    each item guessed among three options: deviations with many denominators."""
+    rng = np.random.default_rng(seed)
+    shown, hidden = rng.integers(1, 31, size=groups), rng.integers(1, 31, size=groups)
+    return rng.binomial(shown, 1 / 3) / shown - rng.binomial(hidden, 1 / 3) / hidden
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_sign_flips_over_groups_of_many_answered_counts_evaluate_a_bounded_law(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Deviations c/k - c'/k' over every k up to 30 share a lattice of about 10^12 points;
+    # building that law once took minutes a p-value. Every sum the test sorts and every
+    # point a convolution forms is counted here: within the limits, and the p-value is
+    # scipy's (sampled) permutation test's within sampling error.
+    from memspec.analysis import stats
+
+    formed = {"sorted": 0, "convolved": 0}
+    unique, convolve = np.unique, np.convolve
+
+    def counting_unique(values: np.ndarray, *args: object, **kwargs: object) -> object:
+        formed["sorted"] += np.asarray(values).size
+        return unique(values, *args, **kwargs)
+
+    def counting_convolve(a: np.ndarray, b: np.ndarray, *args: object) -> np.ndarray:
+        formed["convolved"] += len(a) * len(b)
+        return convolve(a, b, *args)
+
+    monkeypatch.setattr(np, "unique", counting_unique)
+    monkeypatch.setattr(np, "convolve", counting_convolve)
+    deviations = _abstaining_deviations(seed)
+    ours = stats.sign_flip_test(deviations)
+    assert formed["sorted"] <= stats.SIGN_FLIP_SUMS_LIMIT + deviations.size
+    assert formed["convolved"] <= stats.SIGN_FLIP_WORK_LIMIT
+    monkeypatch.setattr(np, "unique", unique)
+    theirs = scipy_stats.permutation_test(
+        (deviations,), lambda x, axis: np.sum(x, axis=axis), permutation_type="samples",
+        n_resamples=20_000, random_state=0).pvalue
+    assert ours == pytest.approx(theirs, abs=0.02)
+
+
+def test_a_lattice_too_costly_to_build_is_estimated_from_the_seeded_sign_flips(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Group means over three rotations against chance 1/3 are on a small lattice, built
+    # exactly; with the work limit lowered below what building it costs, the p-value is the
+    # seeded estimate instead, (1 + b) / (1 + B), within sampling error of the exact one.
+    from memspec.analysis import stats
+
+    deviations = np.random.default_rng(4).binomial(3, 1 / 3, size=400) / 3 - 1 / 3
+    exact = stats.sign_flip_test(deviations)
+    monkeypatch.setattr(stats, "SIGN_FLIP_WORK_LIMIT", 10)
+    estimate = stats.sign_flip_test(deviations)
+    assert estimate == stats._sampled_sign_flip(np.round(deviations, 9),
+                                                abs(float(np.round(deviations, 9).sum())) - 1e-6)
+    b = round(estimate * (1 + stats.SIGN_FLIP_RESAMPLES) - 1)
+    assert estimate == (1 + b) / (1 + stats.SIGN_FLIP_RESAMPLES) != exact
+    assert estimate == pytest.approx(exact, abs=4 * math.sqrt(0.25 / stats.SIGN_FLIP_RESAMPLES))
+
+
+def test_a_guessing_law_with_one_large_term_is_exact_and_quick() -> None:
+    # Groups of 18 and of 78 items (two designs of one release): the law of 30 x 18 + 30 x 78
+    # guesses on the lattice 1/234, against a brute-force sum over both binomial counts.
+    from memspec.analysis.stats import guessing_test
+
+    sizes = [18] * 30 + [78] * 30
+    rng = np.random.default_rng(2)
+    right = [int(rng.binomial(s, 0.4)) for s in sizes]
+    chance = 1 / 3
+    observed = abs(math.fsum(r / s for r, s in zip(right, sizes, strict=True)) - 60 * chance)
+    first = scipy_stats.binom.pmf(np.arange(541), 540, chance)
+    second = scipy_stats.binom.pmf(np.arange(2341), 2340, chance)
+    sums = np.arange(541)[:, None] / 18 + np.arange(2341)[None, :] / 78
+    far = np.abs(sums - 60 * chance) >= observed - 1e-9
+    expected = float((first[:, None] * second[None, :])[far].sum())
+    assert guessing_test(right, sizes, chance) == pytest.approx(expected, rel=1e-9)
+
+
+def test_a_guessing_test_over_groups_of_every_size_is_estimated_not_overflowed() -> None:
+    # Every number of answered items from 1 to 40: the lattice 1/lcm(1..40) is finer than any
+    # integer type holds. The p-value is the seeded estimate, close to the law of
+    # independent guesses drawn here on their own.
+    from memspec.analysis.stats import GUESSING_RESAMPLES, guessing_test
+
+    rng = np.random.default_rng(9)
+    sizes = [int(s) for s in rng.integers(1, 41, size=300)]
+    right = [int(rng.binomial(s, 0.36)) for s in sizes]
+    p_value = guessing_test(right, sizes, 1 / 3)
+    assert p_value == guessing_test(right, sizes, 1 / 3)  # seeded
+    b = round(p_value * (1 + GUESSING_RESAMPLES) - 1)
+    assert p_value == (1 + b) / (1 + GUESSING_RESAMPLES)
+    draws = rng.binomial(np.array(sizes)[None, :], 1 / 3, size=(50_000, len(sizes)))
+    means = (draws / np.array(sizes)).sum(axis=1)
+    observed = abs(math.fsum(r / s for r, s in zip(right, sizes, strict=True)) - 100)
+    theirs = float((np.abs(means - 100) >= observed - 1e-9).mean())
+    assert p_value == pytest.approx(theirs, abs=0.02)
+
+
+def test_the_binomial_law_and_the_expanded_level_are_scipy_stats_own_values() -> None:
+    # Read from scipy.special so that `score` need not import scipy.stats: the same
+    # numbers, bit for bit, as scipy.stats gives.
+    from memspec.analysis.stats import binomial_pmf
+
+    for trials, chance in [(2700, 1 / 3), (11_700, 1 / 3), (10, 0.25), (540, 0.1)]:
+        k = np.arange(trials + 1)
+        assert np.array_equal(binomial_pmf(k, trials, chance),
+                              scipy_stats.binom.pmf(k, trials, chance))
+    for groups in [2, 3, 17, 300, 5000]:
+        for level in [0.95, 0.999, 1 - 0.05 / 300]:
+            tail = (1 - level) / 2
+            spread = math.sqrt(groups / (groups - 1)) * scipy_stats.t.ppf(1 - tail, groups - 1)
+            assert expanded_level(level, groups) == 1 - 2 * scipy_stats.norm.cdf(-spread)
+
+
+def test_bootstrap_draws_in_chunks_are_the_draws_made_at_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A far interval draws hundreds of thousands of resamples, drawn a chunk at a time to
+    # keep memory flat: the interval is the one drawing them all at once gives.
+    from memspec.analysis import stats
+
+    values = list(np.random.default_rng(1).integers(0, 4, size=57) / 3)
+    labels = [f"c{i % 7}" for i in range(57)]
+    whole = (stats.bootstrap_ci(values, resamples=5000, level=0.999),
+             stats.bootstrap_ci(values, labels, resamples=5000, level=0.999))
+    monkeypatch.setattr(stats, "_PICKS_AT_ONCE", 100)  # a chunk of one or two resamples
+    assert (stats.bootstrap_ci(values, resamples=5000, level=0.999),
+            stats.bootstrap_ci(values, labels, resamples=5000, level=0.999)) == whole

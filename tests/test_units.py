@@ -882,3 +882,42 @@ def test_an_instance_without_an_analysis_block_is_written_whole_through_a_memo()
                      {"id": "f-00002-x"}):
         normal = normalize(instance)
         assert dump_instance_bytes(normal, repeated=memo) == dump_bytes(instance)
+
+
+def test_instances_are_read_with_the_standard_librarys_values_and_errors(
+        tmp_path: Path) -> None:
+    # Lines are parsed by orjson where it gives the standard library's values: an integer
+    # past 64 bits stays an integer (orjson would give a float), NaN and a lone surrogate
+    # are read as before, and a line that is no JSON is an error at its line and column.
+    import json as stdlib_json
+
+    from memspec.core.errors import SpecError
+    from memspec.spec.instances import read_instances
+
+    lines = ['{"id": "a", "big": 123456789012345678901234, "x": [1.5, -0.0, "\\u00e9"]}',
+             '{"id": "b", "nan": NaN, "s": "\\ud800"}', '{"id": "c", "n": 18446744073709551615}']
+    path = tmp_path / "data.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    read = list(read_instances(path))
+    expected = [stdlib_json.loads(line) for line in lines]
+    assert read[0] == expected[0] and isinstance(read[0]["big"], int)
+    assert read[1]["s"] == "\ud800" and read[1]["nan"] != read[1]["nan"]
+    assert read[2] == expected[2] and isinstance(read[2]["n"], int)
+    path.write_text(lines[0] + '\n{"id": "d", oops}\n', encoding="utf-8")
+    with pytest.raises(SpecError) as raised:
+        list(read_instances(path))
+    problem = raised.value.problems[0]
+    assert (problem.line, problem.column) == (2, 13) and "not valid JSON" in problem.message
+
+
+def test_equal_analysis_blocks_are_held_once_and_only_equal_ones() -> None:
+    # A family's block, the same in each of its instances, is one object once read; blocks
+    # that compare equal in Python but differ in JSON (1 and true) stay apart.
+    from memspec.release.release_data import _share_analysis
+
+    shared: dict[bytes, object] = {}
+    first = _share_analysis({"analysis": {"chance": 0.5, "x": [1]}}, shared)
+    second = _share_analysis({"analysis": {"chance": 0.5, "x": [1]}}, shared)
+    other = _share_analysis({"analysis": {"chance": 0.5, "x": [True]}}, shared)
+    assert second["analysis"] is first["analysis"]
+    assert other["analysis"] is not first["analysis"] and other["analysis"]["x"] == [True]

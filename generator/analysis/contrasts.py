@@ -117,7 +117,10 @@ def declared(instances: Sequence[Mapping[str, Any]], declarations: Sequence[Mapp
              key_value: Callable[[Mapping[str, Any], str], str]) -> list[Contrast]:
     """The contrasts of analysis blocks (each instance's, then ``declarations``), once each."""
     blocks: dict[str, Mapping[str, Any]] = {}
-    for block in [*(i.get("analysis", {}) for i in instances), *declarations]:
+    # Instances read from a release share their family's block: each is read once.
+    distinct = {id(block): block for block in
+                [*(i.get("analysis", {}) for i in instances), *declarations]}
+    for block in distinct.values():
         for entry in [*block.get("contrasts", []), *block.get("factorials", [])]:
             blocks.setdefault(repr(sorted(entry.items())), entry)
     contrasts: list[Contrast] = []
@@ -139,10 +142,10 @@ def declared(instances: Sequence[Mapping[str, Any]], declarations: Sequence[Mapp
                                     entry.get("metric") or _default_metric(chosen),
                                     entry.get("order", DEFAULT_ORDER), "declared", where)
         else:
-            chosen = [i for i in instances if _selects(i, entry["a"], key_value)
-                      or _selects(i, entry["b"], key_value)]
-            contrasts.append(Contrast(entry["name"], "pairwise",
-                                      entry.get("metric") or _default_metric(chosen),
+            metric = entry.get("metric") or _default_metric(
+                [i for i in instances if _selects(i, entry["a"], key_value)
+                 or _selects(i, entry["b"], key_value)])
+            contrasts.append(Contrast(entry["name"], "pairwise", metric,
                                       (entry["a"],), (entry["b"],), "declared"))
     return contrasts
 
@@ -204,14 +207,14 @@ def cell_members(contrast: Contrast, instances: Sequence[Mapping[str, Any]],
                    for k in selector})
     wanted = [tuple(selector.get(k) for k in keys) for selector in (*contrast.a, *contrast.b)]
     members: list[list[int]] = [[] for _ in wanted]
-    where = sorted((contrast.where or {}).items())
-    rows = list(zip(*(column(k) for k in keys), strict=True)) if keys \
-        else [()] * len(instances)
-    inside = [all(column(k)[index] == v for k, v in where) for index in range(len(instances))]
+    inside: Sequence[int] = range(len(instances))
+    for k, v in sorted((contrast.where or {}).items()):
+        values = column(k)
+        inside = [index for index in inside if values[index] == v]
+    key_columns = [column(k) for k in keys]
     matching: dict[tuple[str, ...], list[int]] = {}  # the cells of each combination of keys
-    for index, seen in enumerate(rows):
-        if not inside[index]:
-            continue
+    for index in inside:
+        seen = tuple(col[index] for col in key_columns)
         if seen not in matching:
             matching[seen] = [cell for cell, selector in enumerate(wanted)
                               if all(w is None or w == v

@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..core.rng import KeyedRandom
-
 ABSTAIN_TEXT = "I don't know."
 #: What a policy answers to a judge-scored item that declares no example response.
 JUDGE_PLACEHOLDER = "(a reference policy's response to a judge-scored item)"
@@ -79,6 +77,8 @@ def position_biased(instance: Mapping[str, Any], seed: int) -> str:
 def random_policy(instance: Mapping[str, Any], seed: int) -> str:
     """A uniformly random option (or one of gold/distractors), seeded per instance."""
     answer = instance["answer"]
+    from ..core.rng import KeyedRandom  # on use: `memspec --help` lists the policies only
+
     rng = KeyedRandom(seed, ("policy", "random", instance["id"]))
     if answer.get("options"):
         return act_on(answer, rng.choice(answer["options"]))

@@ -19,15 +19,17 @@ from .score_options import ScoreOptions
 
 
 def report_contrasts(instances: Sequence[Mapping[str, Any]],
-                     analysis: Sequence[Mapping[str, Any]] = ()) -> list[Contrast]:
+                     analysis: Sequence[Mapping[str, Any]] = (),
+                     columns: dict[str, list[str]] | None = None) -> list[Contrast]:
     """The contrasts a report estimates: the declared ones (the instances' analysis blocks,
-    then ``analysis``), then the derived ones that estimate something new."""
+    then ``analysis``), then the derived ones that estimate something new. ``columns``
+    keeps each key's value per instance, read once for every estimand and plan."""
     try:
         chosen = declared_contrasts(instances, analysis, key_value)
     except ValueError as exc:
         raise SpecError.single(str(exc)) from None
     names = {c.name for c in chosen}
-    columns: dict[str, list[str]] = {}  # each key's values, read once for every estimand
+    columns = {} if columns is None else columns
     estimated = {estimand(c, instances, key_value, columns) for c in chosen}
     return chosen + [c for c in derived_contrasts(instances) if c.name not in names
                      and estimand(c, instances, key_value, columns) not in estimated]
@@ -44,7 +46,7 @@ def contrast_plans(instances: Sequence[Mapping[str, Any]],
     its factors (a simple effect where the row fixes another factor)."""
     columns: dict[str, list[str]] = {}
     whole = [(contrast, plan_contrast(contrast, instances, key_value, columns))
-             for contrast in report_contrasts(instances, analysis)]
+             for contrast in report_contrasts(instances, analysis, columns)]
     planned = [(0, contrast, plan) for contrast, plan in whole]
     for row, (_, indices) in enumerate(rows[1:], 1):
         within = np.zeros(len(instances), dtype=bool)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 #: Resamples drawn by default for a bootstrap interval.
@@ -30,9 +30,10 @@ def bootstrap_ci(values: Sequence[float], clusters: Sequence[str] | None = None,
     if data.size == 0:
         return None
     rng = np.random.Generator(np.random.PCG64(seed))
+    means = np.empty(resamples)
     if clusters is None:
-        picks = _group_picks(rng, data.size, resamples)
-        means = data[picks].mean(axis=1)
+        for start, picks in _picks_in_chunks(rng, data.size, resamples):
+            means[start:start + len(picks)] = data[picks].mean(axis=1)
     else:
         labels = sorted(set(clusters))
         if len(labels) < 2:
@@ -41,8 +42,8 @@ def bootstrap_ci(values: Sequence[float], clusters: Sequence[str] | None = None,
         member = np.array([index[c] for c in clusters])
         sums = np.bincount(member, weights=data, minlength=len(labels))
         sizes = np.bincount(member, minlength=len(labels)).astype(float)
-        picks = rng.integers(0, len(labels), size=(resamples, len(labels)))
-        means = sums[picks].sum(axis=1) / sizes[picks].sum(axis=1)
+        for start, picks in _picks_in_chunks(rng, len(labels), resamples):
+            means[start:start + len(picks)] = sums[picks].sum(axis=1) / sizes[picks].sum(axis=1)
     alpha = (1 - level) / 2
     low, high = np.quantile(means, [alpha, 1 - alpha])
     return float(low), float(high)
@@ -51,6 +52,20 @@ def bootstrap_ci(values: Sequence[float], clusters: Sequence[str] | None = None,
 def _group_picks(rng: Any, size: int, resamples: int) -> Any:
     """The groups each resample draws (with replacement), one row per resample."""
     return rng.integers(0, size, size=(resamples, size))
+
+
+#: Picks drawn at once by ``bootstrap_ci``: a far (simultaneous) interval draws hundreds of
+#: thousands of resamples, which drawn whole took hundreds of MB for a few hundred groups.
+_PICKS_AT_ONCE = 1 << 20
+
+
+def _picks_in_chunks(rng: Any, size: int, resamples: int) -> Iterator[tuple[int, Any]]:
+    """(first resample, picks) for the resamples in chunks of about ``_PICKS_AT_ONCE``
+    picks: the same draws, in the same order, as ``_group_picks`` makes at once (the
+    generator hands out its stream in order, whatever the shape asked for)."""
+    rows = max(1, _PICKS_AT_ONCE // max(size, 1))
+    for start in range(0, resamples, rows):
+        yield start, _group_picks(rng, size, min(rows, resamples - start))
 
 
 def bootstrap_cis(columns: Any, *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0,
@@ -88,13 +103,15 @@ def expanded_level(level: float, groups: int) -> float:
     its tails are normal where Student's are due: at the far levels of simultaneous
     intervals over a few dozen groups it excluded 0 for a random policy in 8.5% of reports
     rather than 5%."""
-    from scipy import stats as scipy_stats
+    # The functions scipy.stats's t.ppf and norm.cdf call, without importing scipy.stats
+    # (half a second and 50 MB of a `score`).
+    from scipy.special import ndtr, stdtrit
 
     if groups < 2:
         return level
     tail = (1 - level) / 2
-    spread = math.sqrt(groups / (groups - 1)) * scipy_stats.t.ppf(1 - tail, groups - 1)
-    return float(1 - 2 * scipy_stats.norm.cdf(-spread))
+    spread = math.sqrt(groups / (groups - 1)) * stdtrit(groups - 1, 1 - tail)
+    return float(1 - 2 * ndtr(-spread))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -122,13 +139,66 @@ def mcnemar_exact(only_a: int, only_b: int) -> float | None:
     return min(1.0, 2 * tail / 2**discordant)
 
 
-#: Distinct sums the exact sign-flip distribution may hold before it is too large to
-#: enumerate (deviations that share no lattice, e.g. with an irrational chance rate) and is
-#: sampled instead.
+#: Points the exact sign-flip distribution may hold on a lattice before it is too large to
+#: enumerate and is sampled instead.
 SIGN_FLIP_SUPPORT_LIMIT = 2_000_000
+#: Sums the exact sign-flip distribution may form, over all its steps, where the deviations
+#: share no lattice, before it is sampled instead (each sum costs a sort and some 50 bytes).
+SIGN_FLIP_SUMS_LIMIT = 500_000
 #: Decimals to which deviations and sums are rounded, so that sums reached in different
 #: orders fall on one point of the distribution.
 _SIGN_FLIP_DECIMALS = 9
+#: A sum as extreme as the one observed, up to the rounding the sums went through.
+_SUM_TOLERANCE = 10.0 ** -(_SIGN_FLIP_DECIMALS - 3)
+#: Points of a law times the outcomes each is combined with, summed over the steps that
+#: build it: the most an exact law (of sign flips or of guessing) may cost before it is
+#: estimated from seeded samples instead. Without it, groups with many different numbers of
+#: answered items (a model that abstains here and there) put their means on a lattice of
+#: millions of points, each met by hundreds of outcomes, and one p-value took minutes.
+SIGN_FLIP_WORK_LIMIT = 20_000_000
+
+
+def _far_mass(terms: Sequence[tuple[int, Any]], low: int, high: int, points: int) -> Any:
+    """P(T <= low or T >= high) for T = sum_i step_i * X_i over independent X_i, each taking
+    j with probability ``probs_i[j]`` (``terms`` holds the pairs (step_i, probs_i)); None
+    where the exact law would hold more than ``points`` points or cost more than
+    ``SIGN_FLIP_WORK_LIMIT`` evaluations to build.
+
+    The term with the most outcomes is not convolved but summed in closed form: for each
+    point t of the law of the others, the mass of X at or below (low - t) / step and at or
+    above (high - t) / step, read off its cumulative sums from either end (so that neither
+    tail loses its small values to the other's rounding). The others are added one at a time
+    by shifting the law by each outcome, which costs the outcomes, not the whole spread
+    ``step * (outcomes - 1)`` that a convolution with the padded term would. Work is counted
+    before anything is built: a point of the law so far times an outcome of the next term."""
+    import numpy as np
+
+    last = max(range(len(terms)), key=lambda i: len(terms[i][1]))
+    rest = [*terms[:last], *terms[last + 1:]]
+    size, work = 1, 0
+    for step, probs in rest:
+        work += size * len(probs)
+        size += step * (len(probs) - 1)
+    if size > points or work > SIGN_FLIP_WORK_LIMIT:
+        return None
+    law = np.ones(1)
+    for step, probs in rest:
+        if step == 1:
+            law = np.convolve(law, probs)
+            continue
+        grown = np.zeros(law.size + step * (len(probs) - 1))
+        for j, p in enumerate(probs):
+            grown[j * step:j * step + law.size] += p * law
+        law = grown
+    step, probs = terms[last]
+    probs = np.asarray(probs, dtype=float)
+    outcomes = probs.size - 1
+    at_most = np.concatenate([[0.0], np.cumsum(probs)])  # [x + 1]: P(X <= x)
+    at_least = np.concatenate([np.cumsum(probs[::-1])[::-1], [0.0]])  # [x]: P(X >= x)
+    t = np.arange(law.size, dtype=np.int64)
+    below = np.clip(np.floor_divide(low - t, step), -1, outcomes)
+    above = np.clip(-np.floor_divide(t - high, step), 0, outcomes + 1)
+    return float(law @ (at_most[below + 1] + at_least[above]))
 
 
 def _on_lattice(magnitudes: Sequence[float]) -> list[int] | None:
@@ -165,9 +235,12 @@ def sign_flip_test(deviations: Sequence[float]) -> float | None:
     lattice where the deviations are small fractions, as group means less a rational chance
     rate are). The units' own values set the spread, so a policy whose every group sits
     exactly at chance (a position-biased one on a rotated design) has all deviations 0 and
-    p = 1. Where the deviations share no small lattice and their sums have more than
-    ``SIGN_FLIP_SUPPORT_LIMIT`` points, the p-value is estimated from seeded random sign
-    assignments instead (``_sampled_sign_flip``). None without units."""
+    p = 1. The distinct deviation met most often is not convolved but summed in closed form
+    (``_far_mass``). Where the law would cost too much to build (on a lattice: more than
+    ``SIGN_FLIP_SUPPORT_LIMIT`` points or ``SIGN_FLIP_WORK_LIMIT`` evaluations; on no
+    lattice: more than ``SIGN_FLIP_SUMS_LIMIT`` sums formed), the p-value is estimated
+    from seeded random sign assignments instead (``_sampled_sign_flip``), so that its cost
+    is bounded whatever the deviations. None without units."""
     import numpy as np
     from scipy.special import gammaln
 
@@ -187,34 +260,42 @@ def sign_flip_test(deviations: Sequence[float]) -> float | None:
 
     multiples = _on_lattice([float(v) for v in values])
     if multiples is not None:
-        # T = the sum of the magnitudes given a + sign; S = 2T - sum: P(|S*| >= |S|).
-        law = np.ones(1)
-        for multiple, count in zip(multiples, counts, strict=True):
-            spread = np.zeros(multiple * count + 1)
-            spread[::multiple] = binomial_half(int(count))
-            law = np.convolve(law, spread)
+        # T = the sum of the magnitudes given a + sign; S = 2T - sum: |S*| >= |S| where T*
+        # is at most (sum - |S|) / 2 or at least (sum + |S|) / 2.
         total = sum(m * int(c) for m, c in zip(multiples, counts, strict=True))
         signs = np.sign(data[data != 0])
         positive = sum(m * int(c) for m, c in zip(
             multiples, [int(((magnitudes == v) & (signs > 0)).sum()) for v in values],
             strict=True))
         observed = abs(2 * positive - total)
-        sums = np.abs(2 * np.arange(law.size) - total)
-        return float(min(1.0, law[sums >= observed].sum()))
+        if observed == 0:
+            return 1.0  # every assignment is as extreme as a sum of 0
+        far = _far_mass([(multiple, binomial_half(int(count)))
+                         for multiple, count in zip(multiples, counts, strict=True)],
+                        (total - observed) // 2, (total + observed + 1) // 2,
+                        SIGN_FLIP_SUPPORT_LIMIT)
+        if far is None:
+            return _sampled_sign_flip(data, abs(float(data.sum())) - _SUM_TOLERANCE)
+        return float(min(1.0, far))
     observed = abs(float(data.sum()))
-    # A sum as extreme as the one observed, up to the rounding the sums went through.
-    tolerance = 10.0 ** -(_SIGN_FLIP_DECIMALS - 3)
     support, probs = np.zeros(1), np.ones(1)
+    formed = 0
     for value, count in zip(values, counts, strict=True):
+        # Every point of the law so far meets every count of this value. The sums are
+        # sorted to merge the equal ones, which costs far more a sum than a lattice's
+        # multiply-add, and several arrays of the sums' size: past SIGN_FLIP_SUMS_LIMIT sums
+        # formed (deviations on no lattice, many of them distinct) the law is estimated
+        # instead, so that no pattern of answers makes the test run long or large.
+        formed += support.size * (int(count) + 1)
+        if formed > SIGN_FLIP_SUMS_LIMIT:
+            return _sampled_sign_flip(data, observed - _SUM_TOLERANCE)
         k = np.arange(count + 1)
         points = value * (2 * k - count)
         sums = np.round((support[:, None] + points[None, :]).ravel(), _SIGN_FLIP_DECIMALS)
         mass = (probs[:, None] * binomial_half(int(count))[None, :]).ravel()
         support, where = np.unique(sums, return_inverse=True)
         probs = np.bincount(where.ravel(), weights=mass)
-        if support.size > SIGN_FLIP_SUPPORT_LIMIT:
-            return _sampled_sign_flip(data, observed - tolerance)
-    return float(min(1.0, probs[np.abs(support) >= observed - tolerance].sum()))
+    return float(min(1.0, probs[np.abs(support) >= observed - _SUM_TOLERANCE].sum()))
 
 
 #: Random sign assignments drawn where the exact distribution is too large to enumerate.
@@ -230,7 +311,9 @@ def _sampled_sign_flip(data: Sequence[float], threshold: float) -> float:
 
     values = np.asarray(data, dtype=float)
     rng = np.random.Generator(np.random.PCG64(0))
-    extreme, chunk = 0, 10_000
+    # A chunk of 2,000 assignments holds a multiple of 4 signs whatever the number of units,
+    # so the generator's stream of bytes runs on across chunks exactly as drawn at once.
+    extreme, chunk = 0, 2_000
     for start in range(0, SIGN_FLIP_RESAMPLES, chunk):
         size = min(chunk, SIGN_FLIP_RESAMPLES - start)
         signs = rng.integers(0, 2, size=(size, values.size), dtype=np.int8) * 2 - 1
@@ -271,41 +354,61 @@ GUESSING_SUPPORT_LIMIT = 2_000_000
 GUESSING_RESAMPLES = 20_000
 
 
+def binomial_pmf(k: Any, trials: int, chance: float) -> Any:
+    """scipy.stats.binom.pmf(k, trials, chance), from the scipy.special function it calls,
+    so that a command that needs no other distribution does not import scipy.stats (half a
+    second and 50 MB); scipy.stats where that function is not there."""
+    try:
+        from scipy.special._ufuncs import _binom_pmf
+    except ImportError:  # another scipy: the public way
+        from scipy.stats import binom
+        return binom.pmf(k, trials, chance)
+    return _binom_pmf(k, trials, chance)
+
+
 def guessing_test(right: Sequence[int], sizes: Sequence[int], chance: float) -> float:
     """Exact two-sided p-value of the sum of the units' means (``right[u] / sizes[u]``)
     under independent guessing: every item right with probability ``chance`` on its own.
     A sum at least as far from its expectation as the one observed is as extreme. The units
     with s items together hold a Binomial(s x their number, chance) count of right items,
     each worth 1/s, so the law of the sum is the convolution of one scaled binomial per
-    distinct size, on the lattice 1/lcm(sizes); where that has more than
-    ``GUESSING_SUPPORT_LIMIT`` points it is estimated from seeded replicates,
-    (1 + b) / (1 + B)."""
+    distinct size, on the lattice 1/lcm(sizes) (the size with most items summed in closed
+    form, ``_far_mass``); where that has more than ``GUESSING_SUPPORT_LIMIT`` points or
+    costs more than ``SIGN_FLIP_WORK_LIMIT`` evaluations to build it is estimated from
+    seeded replicates, (1 + b) / (1 + B)."""
     import numpy as np
-    from scipy.stats import binom
 
     by_size: dict[int, int] = {}
     for size in sizes:
         by_size[size] = by_size.get(size, 0) + 1
     scale = math.lcm(*by_size)
-    expected = chance * len(sizes) * scale
-    observed = abs(sum(r * (scale // s) for r, s in zip(right, sizes, strict=True))
-                   - expected)
-    # Sums reached by the lattice and by the expectation differ by rounding alone.
-    tolerance = 1e-9 * scale
-    if scale * len(sizes) > GUESSING_SUPPORT_LIMIT:
-        rng = np.random.Generator(np.random.PCG64(0))
-        draws = sum(rng.binomial(size * count, chance, GUESSING_RESAMPLES) * (scale // size)
-                    for size, count in sorted(by_size.items()))
-        extreme = int((np.abs(draws - expected) >= observed - tolerance).sum())
-        return (1 + extreme) / (1 + GUESSING_RESAMPLES)
-    law = np.ones(1)
-    for size, count in sorted(by_size.items()):
-        trials = size * count
-        spread = np.zeros(trials * (scale // size) + 1)
-        spread[::scale // size] = binom.pmf(np.arange(trials + 1), trials, chance)
-        law = np.convolve(law, spread)
-    far = np.abs(np.arange(law.size) - expected) >= observed - tolerance
-    return float(min(1.0, law[far].sum()))
+    ordered = sorted(by_size.items())
+    far = None
+    if scale * len(sizes) <= GUESSING_SUPPORT_LIMIT:
+        expected = chance * len(sizes) * scale
+        observed = abs(sum(r * (scale // s) for r, s in zip(right, sizes, strict=True))
+                       - expected)
+        # Sums reached by the lattice and by the expectation differ by rounding alone.
+        threshold = observed - 1e-9 * scale
+        if threshold <= 0:
+            return 1.0  # every outcome is as far from the expectation
+        far = _far_mass([(scale // size, binomial_pmf(np.arange(size * count + 1),
+                                                      size * count, chance))
+                         for size, count in ordered],
+                        math.floor(expected - threshold), math.ceil(expected + threshold),
+                        GUESSING_SUPPORT_LIMIT)
+    if far is not None:
+        return float(min(1.0, far))
+    # Counted in units of a group's mean (a right item of a group of s is worth 1/s), as
+    # floats: the lattice's unit 1/lcm(sizes) can be too fine for any integer type (groups of
+    # every size from 1 to 60 put it below 1e-25).
+    expected = chance * len(sizes)
+    observed = abs(math.fsum(r / s for r, s in zip(right, sizes, strict=True)) - expected)
+    rng = np.random.Generator(np.random.PCG64(0))
+    draws = sum(rng.binomial(size * count, chance, GUESSING_RESAMPLES) / size
+                for size, count in ordered)
+    extreme = int((np.abs(draws - expected) >= observed - 1e-9).sum())
+    return (1 + extreme) / (1 + GUESSING_RESAMPLES)
 
 
 #: Corrections for multiple tests that `adjust` knows.

@@ -19,7 +19,6 @@ from ..core.errors import (
     elide,
     unknown_name,
 )
-from ..core.limits import CommandBudget
 from .cli_common import (
     Correction,
     CorrectionScope,
@@ -224,7 +223,9 @@ def score(
                                        f"{problem}")
         _check_seed(seed)
         declarations = (load_analysis_file(analysis_file),) if analysis_file else ()
-        manifest, instances = load_release_instances(release_dir, _catalog_if_any())
+        # Scoring reads an instance's answer, axes, fields and analysis, never its messages.
+        manifest, instances = load_release_instances(release_dir, _catalog_if_any(),
+                                                     without=("phases",))
         settings = ScoreSettings(
             _split_keys(by), cluster, tuple(abstain_pattern or ()), resamples, seed,
             correction, correction_scope, declarations, judgments, unblind, normalize,
@@ -268,6 +269,7 @@ def judge_requests(
     The unblinding map goes beside the requests, as <out>.unblind.json."""
     from ..analysis.judge import build_requests
     from ..core.canonical import dump_bytes, dump_pretty_bytes
+    from ..core.limits import CommandBudget
     from ..exports.export import write_all
     from ..release.release_data import load_release_instances
 

@@ -14,7 +14,6 @@ from ..core.errors import (
     Problem,
     printable,
 )
-from ..core.limits import CommandBudget
 from .cli_common import (
     AuditFormat,
     _catalog_if_any,
@@ -40,6 +39,7 @@ def audit(
     none of its named entities. The spec audits need the project the release was built
     from."""
     from ..audit.run import FROZEN_AUDIT_NOTE, audit_families, describe_failure
+    from ..core.limits import CommandBudget
     from ..release.release_data import release_sources
     from ..report.report_format import audit_table, findings_table
 

@@ -26,7 +26,6 @@ from ..core.errors import (
     printable,
     summarised,
 )
-from ..spec.catalog import Catalog
 from ..spec.project import Project, find_project
 from .cli_metavars import NamedMetavarsGroup
 
@@ -63,6 +62,7 @@ if TYPE_CHECKING:
 
     from ..core.writeback import StreamedFile
     from ..engine.generate import FamilyGenerator
+    from ..spec.catalog import Catalog
 
 
 def _print_version(asked: bool) -> None:
@@ -104,6 +104,7 @@ def _project() -> Project:
 def _complete_releases(incomplete: str) -> list[str]:
     """Shell completion of a release name: the project's release files, by <name>-<version>."""
     try:
+        from ..spec.catalog import Catalog
         paths = Catalog(_project()).release_paths()
     except MemspecError:  # no project here: nothing to offer
         return []
@@ -113,6 +114,7 @@ def _complete_releases(incomplete: str) -> list[str]:
 def _complete_families(incomplete: str) -> list[str]:
     """Shell completion of a family id: those of the project's family files."""
     try:
+        from ..spec.catalog import Catalog
         ids = Catalog.load(_project()).family_paths
     except MemspecError:
         return []
@@ -211,6 +213,7 @@ def _generator(family: str, seed: int) -> FamilyGenerator:
     from ..engine.generate import FamilyGenerator
     from ..engine.render import Renderer
     project = _project()
+    from ..spec.catalog import Catalog
     spec = Catalog.load(project).family(family)
     return FamilyGenerator(spec, Renderer(project), seed)
 
@@ -246,6 +249,7 @@ def _shown_generator(family: str, seed: int | None) -> FamilyGenerator:
     from ..spec.release_of import release_seed
 
     project = _project()
+    from ..spec.catalog import Catalog
     catalog = Catalog.load(project)
     spec = catalog.family(family)
     if seed is None:
@@ -267,6 +271,7 @@ def _print_table(table: Table) -> None:
 def _catalog_if_any() -> Catalog | None:
     """The project's catalog, or None when there is no project (a downloaded release)."""
     try:
+        from ..spec.catalog import Catalog
         return Catalog.load(_project())
     except MemspecError:
         if _state["root"] is not None:

@@ -4,7 +4,7 @@ and export (another tool's layout)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -12,8 +12,6 @@ from ..core.errors import (
     SpecError,
     printable,
 )
-from ..core.limits import CommandBudget
-from ..spec.catalog import Catalog
 from .cli_common import (
     _catalog_if_any,
     _check_seed,
@@ -22,6 +20,9 @@ from .cli_common import (
     app,
     out,
 )
+
+if TYPE_CHECKING:
+    from ..spec.catalog import Catalog
 
 
 @app.command(short_help="An HTML report of a release.")
@@ -36,6 +37,7 @@ def report(
     each family's lengths), the audit table (the strongest adversaries first, near misses
     flagged) and an example group per family. Loads nothing from the network."""
     from ..audit.run import audit_instances
+    from ..core.limits import CommandBudget
     from ..formats.release_folders import refuse_writing_inside_release
     from ..release.freezing import atomic_write_bytes
     from ..release.release_data import load_release_instances
@@ -75,6 +77,7 @@ def export(
     """Write a built release in another tool's layout: `inspect`, or one declared in
     specs/exports/ (the project's own, else memspec's). Any release folder, in a project or
     not."""
+    from ..core.limits import CommandBudget
     from ..formats.release_folders import refuse_writing_inside_release
     from ..release.release_data import load_release_instances
 

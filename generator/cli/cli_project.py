@@ -4,7 +4,7 @@ and pool."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -14,9 +14,10 @@ from ..core.errors import (
     SpecError,
     unknown_name,
 )
-from ..core.limits import CommandBudget
-from ..spec.catalog import Catalog
-from ..spec.project import Project
+
+if TYPE_CHECKING:
+    from ..spec.project import Project
+
 from .cli_common import (
     _check_seed,
     _complete_families,
@@ -65,6 +66,7 @@ def validate(
     from .validate import validate as validate_specs
 
     def action() -> int:
+        from ..spec.catalog import Catalog
         report = validate_specs(Catalog.load(_project()), paths or None, workers)
         for note in report.notes:
             err.print(f"note: {note}", markup=False)
@@ -102,6 +104,7 @@ def new(
             raise SpecError.single(f"family id {family_id!r} must be dotted lowercase words, "
                                    "e.g. mybench.procedural.my_rule")
         project = _project()
+        from ..spec.catalog import Catalog
         catalog = Catalog.load(project)
         if family_id in catalog.family_paths:
             raise SpecError.single(f"family {family_id!r} already exists")
@@ -182,6 +185,7 @@ def preview(
 ) -> None:
     """A family's first groups as an HTML page, variants side by side with what differs from
     the first variant marked; failing checks are listed, not fatal."""
+    from ..core.limits import CommandBudget
     from ..engine.render import Renderer
     from ..release.freezing import atomic_write_bytes
     from ..report.preview import render_preview
@@ -189,6 +193,7 @@ def preview(
     def action() -> None:
         _check_seed(seed)
         project = _project()
+        from ..spec.catalog import Catalog
         spec = Catalog.load(project).family(family)
         # Each group renders within a group's budget, as it does for generate.
         with CommandBudget("preview", project.display(spec.path)):

@@ -13,9 +13,6 @@ from ..core.errors import (
     SpecError,
     printable,
 )
-from ..formats.manifest import MANIFEST_FILE
-from ..release.verify import check_trusted_manifest, verify_release
-from ..spec.catalog import Catalog
 from .cli_common import (
     Engine,
     Scheduler,
@@ -40,6 +37,7 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from ..release.freezing import BuiltRelease
+    from ..spec.catalog import Catalog
 
 
 @app.command(short_help="Instances of one family as JSONL.")
@@ -67,6 +65,7 @@ def generate(
         shard_groups,
     )
     from ..engine.render import Renderer
+    from ..spec.catalog import Catalog
 
     def action() -> None:
         _check_seed(seed)
@@ -139,6 +138,7 @@ def freeze_cmd(
     from ..engine.parallel import executor_for, parse_shard
     from ..release.freezing import committed_manifest_path, find_release, freeze
     from ..release.shards import freeze_shard
+    from ..spec.catalog import Catalog
 
     def action() -> None:
         project = _project()
@@ -183,6 +183,8 @@ def merge(
     from ..release.shards import merge_shards
 
     def action() -> None:
+        from ..spec.catalog import Catalog
+
         project = _project()
         with _status(f"merging {len(shards)} shards"):
             built = merge_shards(Catalog.load(project), shards,
@@ -231,6 +233,10 @@ def verify(
     """Check a built release against its SHA256SUMS and the committed manifest."""
 
     def action() -> None:
+        from ..formats.manifest import MANIFEST_FILE
+        from ..release.verify import check_trusted_manifest, verify_release
+        from ..spec.catalog import Catalog
+
         try:
             # Only a rebuild needs the specs read; a check against the committed manifest
             # needs no more than where the project is.
@@ -293,6 +299,7 @@ def build(
 
     Writes only under the output folder, never into manifests/."""
     from ..release.freezing import find_release, freeze
+    from ..release.verify import verify_release
     from ..spec.project import library_project
     from ..spec.release_of import newest_versions
 
@@ -303,6 +310,7 @@ def build(
             project = library_project()
         else:
             project = _project()
+        from ..spec.catalog import Catalog
         catalog = Catalog.load(project)
         target = out_dir or project.default_dist
         rows, failed = [], False

@@ -8,8 +8,16 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from ..core.errors import SpecError
 from .schemas import first_error
+
+#: Every digit as 0, so that a run of 20 digits (an integer past 64 bits, which orjson
+#: would read as a float) is found by a plain substring search, ten times faster than a
+#: regular expression.
+_DIGITS_AS_ZERO = bytes.maketrans(b"0123456789", b"0" * 10)
+_LONG_DIGITS = b"0" * 20
 
 
 def read_instances(path: Path, validate: bool = False) -> Iterator[dict[str, Any]]:
@@ -18,20 +26,36 @@ def read_instances(path: Path, validate: bool = False) -> Iterator[dict[str, Any
     each must also be an instance by the schema."""
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
-            try:
-                instance = json.loads(raw.decode("utf-8"))
-            except UnicodeDecodeError as exc:
-                raise SpecError.single(f"not UTF-8: {exc.reason}", str(path), number,
-                                       exc.start + 1) from None
-            except ValueError as exc:
-                column = getattr(exc, "colno", 1)
-                raise SpecError.single(f"not valid JSON: {getattr(exc, 'msg', exc)}",
-                                       str(path), number, column) from None
+            # orjson reads a line several times faster; what it refuses (bytes that are not
+            # UTF-8, NaN, a lone surrogate) is read again by the standard library, which
+            # accepts what it always did and reports the rest at its line and column. A
+            # line with 20 digits in a row may hold an integer orjson would read as a float.
+            if _LONG_DIGITS in raw.translate(_DIGITS_AS_ZERO):
+                instance = _standard_loads(raw, path, number)
+            else:
+                try:
+                    instance = orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    instance = _standard_loads(raw, path, number)
             if validate or not isinstance(instance, dict):
                 error = first_error("instance", instance)
                 if error:
                     raise SpecError.single(f"not an instance: {error}", str(path), number, 1)
             yield instance
+
+
+def _standard_loads(raw: bytes, path: Path, number: int) -> Any:
+    """Line ``number`` of ``path`` parsed by the standard library, or its error at its line
+    and column."""
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise SpecError.single(f"not UTF-8: {exc.reason}", str(path), number,
+                               exc.start + 1) from None
+    except ValueError as exc:
+        column = getattr(exc, "colno", 1)
+        raise SpecError.single(f"not valid JSON: {getattr(exc, 'msg', exc)}",
+                               str(path), number, column) from None
 
 
 def family_sources(folder: Path, names: Iterable[str], validate: bool = False

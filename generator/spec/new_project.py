@@ -8,24 +8,16 @@ library (``memspec:<paradigm id>``), and draw on the library's pools and templat
 from __future__ import annotations
 
 import re
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from ..core.errors import SpecError
+from ..core.version import memspec_version
 from .project import MARKER, is_project
 from .yamlsafe import dump_yaml
 
 #: The folders of a project; each holds a .gitkeep so that an empty one is committed too.
 PROJECT_FOLDERS = ("specs/families", "specs/paradigms", "specs/pools", "specs/releases",
                    "specs/exports", "templates", "manifests")
-
-
-def memspec_version() -> str:
-    """The version of the memspec installed, as its package metadata gives it."""
-    try:
-        return version("memspec")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def project_name(folder: Path) -> str:
