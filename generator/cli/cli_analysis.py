@@ -167,6 +167,7 @@ def score(
     from ..analysis.judge_panel import load_panel_judgments, panel_report
     from ..analysis.responses import load_responses
     from ..analysis.score import ScoreOptions, attach_judgments, outcome, score_outcomes
+    from ..analysis.score_notes import convention_notes, pooled_row_notes
     from ..core.safe_regex import PatternTooSlow, searched_pattern_problem
     from ..release.release_data import load_release_instances
     from ..report.panel_format import as_panel_table
@@ -239,6 +240,10 @@ def score(
             sys.stdout.write(as_csv(report))
         else:
             _print_table(as_table(report))
+            # Said under the first table, where a pooled number is read first.
+            for note in (pooled_row_notes(instances, _split_keys(by))
+                         + convention_notes(instances)):
+                err.print(f"note: {note}", markup=False)
             for extra in (as_tests_table(report), as_contrasts_table(report),
                           as_summaries_table(report), as_panel_table(report)):
                 if extra is not None:

@@ -208,6 +208,7 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
                        audit_unavailable=audit.get("unavailable", ()),
                        audit_exempt=audit.get("exempt", {}),
                        audit_unattacked=audit.get("unattacked", {}),
+                       audit_rules=audit.get("rules", 1),
                        charts=[f"{PLOTS_DIR}/{name}" for name in charts], configs=configs,
                        checks=card_lines(checked), draft=draft)
     files[CARD_FILE] = _write_file(folder / CARD_FILE, card.encode("utf-8"))
@@ -259,6 +260,8 @@ def _audit(catalog: Catalog, release: ReleaseSpec, folder: Path,
             "or freeze with --allow-audit-failures to publish it with the failure recorded",
             catalog.project.display(release.path)) for f in failures])
     return {"failures": failures, **({"summary": report.summary()} if layout.audit_summary else {}),
+            # The rules it ran by, so that `memspec audit --as-frozen` can run by them again.
+            "rules": report.rules,
             # Recorded only when some adversary could not run, so that the card says so.
             **({"unavailable": report.unavailable} if report.unavailable else {}),
             # And the families no adversary covers that say why, so that the card lists them.
