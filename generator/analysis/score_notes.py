@@ -60,7 +60,13 @@ def pooled_row_notes(instances: Sequence[Item], by: Sequence[str]) -> list[str]:
     look = (f"score with --by {key} to see them apart" if key else
             "score with --by a key that sets them apart")
     notes = []
-    for row, indices in report_rows(instances, by):
+    rows = report_rows(instances, by)
+    mixed = [(row, indices) for row, indices in rows
+             if any(kinds[i] == "view" for i in indices)
+             and any(kinds[i] == "memory" for i in indices)]
+    if len(rows) > 1 and mixed == rows[:1]:
+        return []  # the rows below the overall one already show them apart
+    for row, indices in mixed:
         view = sum(kinds[i] == "view" for i in indices)
         memory = sum(kinds[i] == "memory" for i in indices)
         if view and memory:

@@ -128,7 +128,7 @@ def _choice_rows(sampled: Mapping[str, Sequence[Item]],
     if found is None:
         found = predictors()
         if len(choice) < 2:  # one family: the classifier across families is already within it
-            del found["probe_classifier_within"]
+            found.pop("probe_classifier_within", None)
     picks = {name: predict(choice) for name, predict in found.items()}
     rows = []
     for unit, items in (_units(choice) if pooled else sorted(choice.items())):
