@@ -64,6 +64,7 @@ def render_card(release: ReleaseSpec, counts: Mapping[str, Any], root_sha256: st
                 audit_exempt: Mapping[str, str] | None = None,
                 audit_unattacked: Mapping[str, str] | None = None,
                 audit_rules: int = 1,
+                audit_conventions: Mapping[str, float] | None = None,
                 charts: Sequence[str] = (), configs: Sequence[Config] = (),
                 checks: Sequence[str] = (), draft: bool = False) -> str:
     """Markdown with YAML front matter; a pure function of its arguments. ``layout`` 2 adds
@@ -126,6 +127,7 @@ def render_card(release: ReleaseSpec, counts: Mapping[str, Any], root_sha256: st
     if features.audit_summary:
         lines += _audit_section(audit_summary, audit_unavailable, audit_exempt or {},
                                 audit_unattacked or {}, audit_rules)
+        lines += _conventions_section(audit_conventions or {})
     if features.charts:
         lines += _charts_section(charts)
     lines += list(checks)
@@ -322,6 +324,18 @@ def _audit_intro(unavailable: Sequence[str], complete: bool) -> str:
         "exactly; no probe, control arm or duplicate may leak; every counterfeit must match the "
         "record it forges in length within 5% and share none of its named entities. `memspec "
         f"audit` and `memspec report` show every row.{missing}")
+
+
+def _conventions_section(conventions: Mapping[str, float]) -> list[str]:
+    """Each dataset's convention baseline (releases frozen by the audit's rules 2 on): how
+    much of a score a system that knows only the dataset's answer form reaches."""
+    if not conventions:
+        return []
+    return ["", "Convention baselines: the score of a system that answers every item as "
+            "another item of its dataset is answered (it knows the dataset's answer form and "
+            "nothing of the user's sessions); a score near it needs no memory.", "",
+            "| dataset | convention baseline |", "| --- | --- |",
+            *(f"| `{family}` | {score:.3f} |" for family, score in sorted(conventions.items()))]
 
 
 def _cell(text: Any) -> str:
