@@ -10,14 +10,14 @@ import copy
 from test_audit_corpus import GROUPS, _choice, _options, _user
 from test_audit_corpus_declared import declared_chance_hides_echo
 
-from memspec.analysis.score_notes import (
+from memspec.audit.audit_rules import CURRENT_RULES, running_by
+from memspec.audit.audit_view import item_view, visible_phases
+from memspec.audit.run import audit_instances, predictors
+from memspec.audit.score_notes import (
     convention_baselines,
     convention_notes,
     pooled_row_notes,
 )
-from memspec.audit.audit_rules import CURRENT_RULES, running_by
-from memspec.audit.audit_view import item_view, visible_phases
-from memspec.audit.run import audit_instances, predictors
 
 LOOKUP = {"role": "tool", "content": "ledger -> the basket is on loan"}
 CALL = {"role": "assistant", "content": "lookup('loans')"}

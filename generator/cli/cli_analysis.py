@@ -167,7 +167,7 @@ def score(
     from ..analysis.judge_panel import load_panel_judgments, panel_report
     from ..analysis.responses import load_responses
     from ..analysis.score import ScoreOptions, attach_judgments, outcome, score_outcomes
-    from ..analysis.score_notes import convention_notes, pooled_row_notes
+    from ..audit.score_notes import convention_notes, pooled_row_notes
     from ..core.safe_regex import PatternTooSlow, searched_pattern_problem
     from ..release.release_data import load_release_instances
     from ..report.panel_format import as_panel_table

@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..analysis.score_notes import convention_baselines
 from ..audit.run import audit_families, describe_failure
+from ..audit.score_notes import convention_baselines
 from ..core.canonical import dump_pretty_bytes
 from ..core.errors import CheckFailed, Problem
 from ..core.limits import CommandBudget

@@ -17,10 +17,10 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..audit.audit_view import evidence_shown, is_memory_item
-from .policies import oracle
-from .score_grouping import key_value, report_rows
-from .scoring import is_correct
+from ..analysis.policies import oracle
+from ..analysis.score_grouping import key_value, report_rows
+from ..analysis.scoring import is_correct
+from .audit_view import evidence_shown, is_memory_item
 
 Item = Mapping[str, Any]
 #: Keys tried, beside every axis and field, to set evidence-in-view items apart.
