@@ -100,6 +100,8 @@ def probe_text(instance: Item) -> str:
     """What a memoryless system reads of the question: the visible phases, less the lines
     that merely list the options ("B) Terrace Room"), so that only the probe's own words
     count."""
+    if "probe_text" in instance:  # a view keeps it, read by several adversaries per item
+        return instance["probe_text"]
     options = set(instance["answer"].get("options", ()))
     lines = [line for p in visible_phases(instance) for m in p["messages"]
              for line in m["content"].splitlines()]
@@ -208,7 +210,7 @@ def item_view(item: Item) -> dict[str, Any]:
     keep = ("id", "family", "paradigm", "group", "design", "variant", "axes", "answer",
             "analysis")
     return {**{k: item[k] for k in keep if k in item}, "phases": visible_phases(item),
-            "replies": replies, "last_call": last_call}
+            "replies": replies, "last_call": last_call, "probe_text": probe_text(item)}
 
 
 def distinctive_words(text: str, others: Sequence[str]) -> set[str]:
