@@ -287,7 +287,7 @@ FLAWS: dict[str, tuple[Callable[[bool], list[dict]], str, str, str]] = {
                                   "picked 'the 19"),
     "evidence declared, never shown": (evidence_never_shown, "lab.evidence",
                                        "leakage: evidence shown",
-                                       "declared evidence appears in no visible message"),
+                                       "appears in no visible message"),
     "per-family marker": (family_marker, "lab.marker_b", "probe_classifier_within",
                           "picked 'brass "),
     "passable by echo": (echo_passable, "lab.echo", "echo_last_reply", "answered '1. Take"),

@@ -133,6 +133,17 @@ def test_a_family_passable_by_echo_is_refused_and_its_twin_freezes(tmp_path: Pat
     assert {"always_act", "never_act", "declared:cautious_default", "echo_last_reply"} <= set(rows)
     card = (out / "tidy-v1/README.md").read_text()
     assert "echoes of an earlier reply or call" in card
+    # Frozen by today's rules, it says so, and says what a memoryless system is taken to see;
+    # `--as-frozen` runs by the rules recorded, with nothing changed to report.
+    manifest = json.loads((out / "tidy-v1/manifest.json").read_text())
+    assert manifest["audit"]["rules"] == 2
+    assert "A memoryless system is taken to see every message of the phases that are not " \
+        "memory phases" in card and "(audit rules 2)" in card
+    assert set(manifest["audit"]["conventions"]) == {"lab.tidy.folders"}
+    assert f"| `lab.tidy.folders` | {manifest['audit']['conventions']['lab.tidy.folders']:.3f} |" \
+        in card
+    as_frozen = run_cli("audit", str(out / "tidy-v1"), "--as-frozen", root=tmp_path / "fair")
+    assert as_frozen.returncode == 0 and "audit rules" not in as_frozen.stderr, as_frozen.stderr
 
     # The declared policy answers as a reference policy does.
     responses = run_cli("respond", str(out / "tidy-v1"), "--policy", "cautious_default",

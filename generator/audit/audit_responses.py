@@ -169,6 +169,12 @@ class ArmResponses:
         respond.__doc__ = f"Always answers as the group's {arm} arm does."
         return respond
 
+    def larger_share(self, family: str) -> float | None:
+        """The share of the family's larger arm (None where it declares no arms): what a
+        policy that always answers as one arm does reaches, whatever else it knows."""
+        counts = self.shares.get(family)
+        return max(self.share(family, arm) for arm in counts) if counts else None
+
     def share(self, family: str, arm: str) -> float:
         """The share of the family's instances in ``arm``: what always taking that arm's
         response is expected to score."""

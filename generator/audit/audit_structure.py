@@ -20,10 +20,11 @@ from ..core.bounded_diff import opcodes
 from ..core.canonical import dumps
 from ..engine.checks import mentions
 from ..engine.content_index import ContentIndex, content_key
+from .audit_rules import rules
 from .audit_view import (
     declared,
     distinctive_words,
-    evidence_shown,
+    evidence_problem,
     is_memory_choice,
     is_memory_item,
     probe_text,
@@ -226,24 +227,24 @@ class _EvidenceShown:
         self.unseen_count = 0
 
     def add(self, item: Item) -> None:
-        shown = evidence_shown(item)
-        if shown is None:
+        if item["answer"].get("evidence") is None:
             return
         self.declared += 1
-        if not shown:
+        problem = evidence_problem(item)
+        if problem is not None:
             self.unseen_count += 1
             if len(self.unseen) < 3:
-                self.unseen.append(f"{item['id']} ({item['answer']['evidence']!r})")
+                self.unseen.append(f"{item['id']} ({item['answer']['evidence']!r} {problem})")
 
     def finding(self, family: str) -> Finding | None:
         if not self.declared:
             return None
         more = self.unseen_count - len(self.unseen)
-        detail = (f"declared evidence appears in no visible message: {'; '.join(self.unseen)}"
+        detail = (f"declared evidence does not answer the item: {'; '.join(self.unseen)}"
                   + (f" and {more} more" if more else "")) if self.unseen_count else ""
         return Finding("leakage: evidence shown", family, not self.unseen_count,
                        f"{self.declared - self.unseen_count} of {self.declared} items show "
-                       "their declared evidence", detail)
+                       "declared evidence that answers them", detail)
 
 
 def _stem(word: str) -> str:
@@ -298,6 +299,8 @@ class _ThemeLeak:
         self.theme: set[str] = set()
         #: Words the family allows a control arm to say, though the theme's (with a reason).
         self.allowed: set[str] = set()
+        #: In how many pairs the treatment says each word on its own.
+        self._own: Counter[str] = Counter()
 
     def add(self, item: Item) -> None:
         spec = item.get("analysis", {}).get("judge_pairs")
@@ -323,14 +326,35 @@ class _ThemeLeak:
         # The theme: every word of the rubric that a treatment says on its own, across the
         # family (a word one group happens not to use is still the theme's in another).
         self.theme |= _content_words(pair["treatment"]["answer"]["rubric"]) & treatment_words
+        # Of the manipulated phases only: a phase both arms hold alike (the probe) is no
+        # theme's, even where a short run of it aligns as either arm's own words.
+        shared = _content_words(" ".join(
+            m["content"] for mine, theirs in zip(pair["treatment"]["phases"],
+                                                 pair["control"]["phases"], strict=False)
+            if mine == theirs for m in mine["messages"]))
+        self._own.update(treatment_words - shared)
         self._controls[key] = (pair["control"]["id"], frozenset(control_words))
+
+    def _phase_theme(self) -> set[str]:
+        """The manipulated phases' own distinctive words (rules 2), whether or not the rubric
+        or a declared list names them: those the treatment says on its own in every pair of
+        the family (a theme is what the treatment keeps saying), less those more than a
+        quarter of the controls say on their own too (language both arms share, such as
+        "old" in a story and in a to-do list, not the theme)."""
+        if not rules().stratified:
+            return set()
+        pairs = len(self._controls)
+        controls = Counter(w for _, words in self._controls.values() for w in words)
+        return {w for w, n in self._own.items()
+                if n >= pairs and 4 * controls[w] <= pairs}
 
     def finding(self, family: str) -> Finding | None:
         if not self._controls:
             return None
         leaks = []
+        theme = self.theme | self._phase_theme()
         for _, (control_id, control_words) in sorted(self._controls.items()):
-            leaked = sorted((self.theme - self.allowed) & control_words)
+            leaked = sorted((theme - self.allowed) & control_words)
             if len(leaked) >= LEAK_WORDS:
                 leaks.append(f"{control_id} ({', '.join(leaked[:4])})")
         detail = (f"the control arm uses the theme's words: {'; '.join(leaks[:3])}"
@@ -390,8 +414,12 @@ class FamilyStructure:
         #: Whether the instances came in order of their group (a release's files hold them so).
         self.in_group_order = True
         self._last_group: int | None = None
-        self._audits = (_GoldPositions(), _Cells(), _GoldShown(), _EvidenceShown(),
-                        _ThemeLeak())
+        self._audits: tuple[Any, ...] = (_GoldPositions(), _Cells(), _GoldShown(),
+                                         _EvidenceShown(), _ThemeLeak())
+        if rules().stratified:
+            from .audit_markers import ArmMarkers  # it builds on this module's Finding
+
+            self._audits += (ArmMarkers(),)
 
     def add(self, item: Item) -> None:
         self.count += 1

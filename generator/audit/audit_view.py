@@ -1,10 +1,19 @@
 """What a system without memory sees of an item, and what the family declares for the audit.
 
-The memory phases (by default every phase but the last; a paradigm or family may name them in
-its ``audit`` block) are what a memoryless system never reads. Everything else, tool results
-included, is visible. An item's view keeps only what the audit's adversaries read: the visible
-messages, the last reply of each memory phase and the last call made in them (which the echo
-policies repeat), and the answer, so that holding one view per group costs little.
+What a memoryless system sees, one definition for the view and every adversary: every message
+of the phases that are not memory phases (by default every phase but the last; a paradigm or
+family may name them in its ``audit`` block) and, of a memory phase, the tool results handed in
+before the assistant says anything in it (a lookup shown with the context is read now, not
+remembered). What the remembered session said and did is memory: its user and assistant
+messages, and the tool results returned to the calls it made (after an assistant turn of the
+phase; in a conditioning design they are the conditioning itself). Nothing reads memory but
+the echo policies, which repeat the remembered session's last reply or call (a system's own
+habit), and are held to the design's chance whatever is declared. (Under rules 1 of the audit
+every tool result of a memory phase was shown.)
+
+An item's view keeps only what the audit's adversaries read: the visible messages, the answer
+and, for the echo policies alone, the last reply of each memory phase and the last call made in
+them, so that holding one view per group costs little.
 """
 
 from __future__ import annotations
@@ -13,8 +22,9 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from ..analysis.scoring import first_call
+from ..analysis.scoring import first_call, is_correct
 from ..engine.checks import mentions
+from .audit_rules import rules
 
 Item = Mapping[str, Any]
 
@@ -46,15 +56,21 @@ def memory_phases(item: Item) -> list[str]:
 
 def visible_phases(item: Item) -> list[Mapping[str, Any]]:
     """What a memoryless system sees, phase by phase in order (the probe last): every
-    message of the other phases, and the tool results of the memory phases (an authoritative
-    lookup is read now, not remembered)."""
+    message of the other phases and, of each memory phase, the tool results handed in before
+    its first assistant turn (under rules 1, every tool result of a memory phase)."""
     hidden = set(memory_phases(item))
+    every_tool = not rules().remembered_calls_hidden
     out = []
     for phase in item["phases"]:
         if phase["phase"] not in hidden:
             out.append(phase)
             continue
-        tools = [m for m in phase["messages"] if m["role"] == "tool"]
+        tools = []
+        for message in phase["messages"]:
+            if message["role"] == "assistant" and not every_tool:
+                break  # what follows answers the remembered session's own calls
+            if message["role"] == "tool":
+                tools.append(message)
         if tools:
             out.append({"phase": phase["phase"], "messages": tools})
     return out
@@ -84,6 +100,8 @@ def probe_text(instance: Item) -> str:
     """What a memoryless system reads of the question: the visible phases, less the lines
     that merely list the options ("B) Terrace Room"), so that only the probe's own words
     count."""
+    if "probe_text" in instance:  # a view keeps it, read by several adversaries per item
+        return instance["probe_text"]
     options = set(instance["answer"].get("options", ()))
     lines = [line for p in visible_phases(instance) for m in p["messages"]
              for line in m["content"].splitlines()]
@@ -95,14 +113,28 @@ def is_judged(item: Item) -> bool:
     return item["answer"]["scorer"] == "judge"
 
 
-def evidence_shown(item: Item) -> bool | None:
-    """Whether the item's declared evidence is in a message a memoryless system sees (None:
-    it declares none). Only shown evidence exempts an item from the memoryless audits."""
+def evidence_problem(item: Item) -> str | None:
+    """Why the item's declared evidence does not answer it for a memoryless system: it is in
+    no message such a system sees, or (rules 2) it is shown but, given as a response, the
+    family's own scorer does not accept it (evidence that does not give the right answer
+    makes the item no easier without memory). None when it answers it, or none is declared."""
     evidence = item["answer"].get("evidence")
     if evidence is None:
         return None
     # The lines that list the options show every option alike: they are no evidence.
-    return mentions(probe_text(item), evidence)
+    if not mentions(probe_text(item), evidence):
+        return "appears in no visible message"
+    if rules().evidence_gives_gold and not is_correct(item["answer"], evidence):
+        return "is shown but does not give the right answer"
+    return None
+
+
+def evidence_shown(item: Item) -> bool | None:
+    """Whether the item's declared evidence is shown and answers it (None: it declares
+    none). Only such evidence exempts an item from the memoryless audits."""
+    if item["answer"].get("evidence") is None:
+        return None
+    return evidence_problem(item) is None
 
 
 def is_memory_item(item: Item) -> bool:
@@ -178,7 +210,7 @@ def item_view(item: Item) -> dict[str, Any]:
     keep = ("id", "family", "paradigm", "group", "design", "variant", "axes", "answer",
             "analysis")
     return {**{k: item[k] for k in keep if k in item}, "phases": visible_phases(item),
-            "replies": replies, "last_call": last_call}
+            "replies": replies, "last_call": last_call, "probe_text": probe_text(item)}
 
 
 def distinctive_words(text: str, others: Sequence[str]) -> set[str]:

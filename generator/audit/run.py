@@ -40,20 +40,29 @@ from .audit_adversaries import (
     probe_classifier_within,
     rule_predictor,
 )
+from .audit_chance import (
+    DECLARED_PREFIX,
+    declared_chance_findings,
+    is_positive_control,
+    null_chance,
+    positive_control_findings,
+)
 from .audit_coverage import coverage_findings, unattacked_items
 from .audit_frozen import FROZEN_AUDIT_NOTE, frozen_differences
-from .audit_policy_rows import DECLARED_PREFIX, response_rows
+from .audit_policy_rows import response_rows
 from .audit_report import ALPHA, AREAS, AuditReport, AuditRow, describe_failure, short_quote
+from .audit_responses import ArmResponses
+from .audit_rules import CURRENT_RULES, frozen_rules, rules, rules_changes, running_by
 from .audit_sampling import GroupSampler
 from .audit_spec import spec_findings
 from .audit_structure import DuplicateIndex, FamilyStructure
 from .audit_view import declared, is_memory_choice
 
 #: What other modules import from here (the audit's interface; the parts live beside it).
-__all__ = ["ALPHA", "AREAS", "DECLARED_PREFIX", "FROZEN_AUDIT_NOTE", "NO_PICK", "RULES",
-           "AuditReport", "AuditRow", "Predictor", "Source", "audit_families",
-           "audit_instances", "describe_failure", "frozen_differences", "majority_gold",
-           "position_prior", "predictors", "unavailable_adversaries"]
+__all__ = ["ALPHA", "AREAS", "CURRENT_RULES", "DECLARED_PREFIX", "FROZEN_AUDIT_NOTE", "NO_PICK",
+           "RULES", "AuditReport", "AuditRow", "Predictor", "Source", "audit_families",
+           "audit_instances", "describe_failure", "frozen_differences", "frozen_rules",
+           "majority_gold", "position_prior", "predictors", "unavailable_adversaries"]
 
 Item = Mapping[str, Any]
 #: A family's instances, read afresh on each call (a release's data file, streamed).
@@ -106,11 +115,14 @@ def predictors() -> dict[str, Predictor]:
 def _units(sampled: Mapping[str, Sequence[Item]]) -> list[tuple[str, list[Item]]]:
     """What each adversary is tested on: every family, then every paradigm with several
     families pooled ("<paradigm> (pooled)"), where a bias too small to show in one family's
-    few groups may show across all of them."""
+    few groups may show across all of them. A positive control is never pooled (rules 2):
+    its chance of 1 would raise the bar the others are held to."""
     units = [(family, list(items)) for family, items in sorted(sampled.items())]
     by_paradigm: dict[str, list[Item]] = defaultdict(list)
     families: dict[str, set[str]] = defaultdict(set)
     for family, items in sorted(sampled.items()):
+        if rules().design_chance and is_positive_control(items):
+            continue
         for item in items:
             by_paradigm[item.get("paradigm", "")].append(item)
             families[item.get("paradigm", "")].add(family)
@@ -119,18 +131,22 @@ def _units(sampled: Mapping[str, Sequence[Item]]) -> list[tuple[str, list[Item]]
     return units
 
 
-def _choice_rows(sampled: Mapping[str, Sequence[Item]]) -> list[AuditRow]:
-    """The option-picking adversaries on every family's choice items (and pooled units)."""
+def _choice_rows(sampled: Mapping[str, Sequence[Item]],
+                 found: Mapping[str, Predictor] | None = None,
+                 pooled: bool = True) -> list[AuditRow]:
+    """The option-picking adversaries (``found``, else every one that runs here) on every
+    family's choice items (and, if ``pooled``, the pooled units)."""
     choice = {f: [i for i in items if is_memory_choice(i)] for f, items in sampled.items()}
     choice = {f: items for f, items in choice.items() if items}
     if not choice:
         return []
-    found = predictors()
-    if len(choice) < 2:  # one family: the classifier across families is already within it
-        del found["probe_classifier_within"]
+    if found is None:
+        found = predictors()
+        if len(choice) < 2:  # one family: the classifier across families is already within it
+            found.pop("probe_classifier_within", None)
     picks = {name: predict(choice) for name, predict in found.items()}
     rows = []
-    for unit, items in _units(choice):
+    for unit, items in (_units(choice) if pooled else sorted(choice.items())):
         guess = max(1 / len(i["answer"]["options"]) for i in items)
         for name, chosen in picks.items():
             tried = [i for i in items if chosen[i["id"]] != NO_PICK]
@@ -146,6 +162,32 @@ def _choice_rows(sampled: Mapping[str, Sequence[Item]]) -> list[AuditRow]:
     return rows
 
 
+#: The adversaries that learn from the answers of the other items of their unit.
+LEARN_FROM_ANSWERS = frozenset({"position_prior", "majority_gold", "majority_answer"})
+
+
+def _stratum_rows(strata: Mapping[tuple[str, str], Sequence[Item]], arms: ArmResponses
+                  ) -> list[AuditRow]:
+    """The adversaries on each stratum of a family drawn whole (one instance per group): the
+    rule-based option pickers and the response policies, each stratum its own unit (so that
+    a leave-one-out learner never learns from the same group's other variants). The
+    classifiers and the encoder run on the family's draw only: trained across the strata of
+    one family they would learn a group's answer from its other variants. Nor do the
+    adversaries that learn from the other items' answers (``LEARN_FROM_ANSWERS``): within a
+    stratum they would learn what its label fixes (a rotation's gold position), which no
+    system sees."""
+    units = {f"{family} [{stratum}]": (family, stratum) for family, stratum in strata}
+    sampled = {name: strata[key] for name, key in units.items()}
+    cheap = {name: predict for name, predict in predictors().items()
+             if (name in RULES or name.endswith("_frequent_option"))
+             and name not in LEARN_FROM_ANSWERS}
+    rows = (_choice_rows(sampled, cheap, pooled=False)
+            + response_rows(sampled, arms, skip=LEARN_FROM_ANSWERS))
+    for row in rows:
+        row.family, row.stratum = units[row.family]
+    return rows
+
+
 def _choice_chance(tried: Sequence[Item], guess: float) -> float:
     """What an option-picking adversary is expected to reach on the items it ``tried``:
     ``guess`` (one over the number of options, the most generous of its unit), except on
@@ -153,27 +195,36 @@ def _choice_chance(tried: Sequence[Item], guess: float) -> float:
     memoryless reasoner is meant to pass, declares 1). Where a unit pools several families,
     the mean over the items tried: a positive control pooled with symmetric probes raises
     the bar by its share of the trials."""
-    chances = [float(declared(i).get("chance", guess)) for i in tried]
+    if rules().design_chance:
+        by_family: dict[str, list[Item]] = defaultdict(list)
+        for item in tried:
+            by_family[item["family"]].append(item)
+        chances = [null_chance(items, "") for items in by_family.values() for _ in items]
+    else:
+        chances = [float(declared(i).get("chance", guess)) for i in tried]
     return sum(chances) / len(chances)
 
 
 
 def audit_instances(instances: Iterable[Item], seed: int = 0, *,
                     catalog: Catalog | None = None,
-                    manifest: Mapping[str, Any] | None = None) -> AuditReport:
+                    manifest: Mapping[str, Any] | None = None,
+                    rules_version: int = CURRENT_RULES) -> AuditReport:
     """``audit_families`` of instances held in memory (any families, in any order)."""
     by_family: dict[str, list[Item]] = defaultdict(list)
     for inst in instances:
         by_family[inst["family"]].append(inst)
     return audit_families({family: (lambda items=items: items)
                            for family, items in by_family.items()},
-                          seed, catalog=catalog, manifest=manifest)
+                          seed, catalog=catalog, manifest=manifest, rules_version=rules_version)
 
 
 def audit_families(sources: Mapping[str, Source], seed: int = 0, *,
                    catalog: Catalog | None = None,
-                   manifest: Mapping[str, Any] | None = None) -> AuditReport:
-    """Every audit of a release's instances: the adversaries on every family with scorable
+                   manifest: Mapping[str, Any] | None = None,
+                   rules_version: int = CURRENT_RULES) -> AuditReport:
+    """Every audit of a release's instances, by the audit's rules ``rules_version``
+    (``audit_rules``; today's by default): the adversaries on every family with scorable
     memory items (Holm over all their tests), the exact data audits on every family, whether
     every family is covered, and, given the release's ``manifest`` and a ``catalog`` holding
     the specs it was built from, the spec audits.
@@ -182,6 +233,17 @@ def audit_families(sources: Mapping[str, Source], seed: int = 0, *,
     adversaries' draw, and once more for the spec audits. Only counts, one pick per group and
     a few bytes per group are kept, never the instances, so memory stays flat however large
     the release."""
+    with running_by(rules_version):
+        report = _audit(sources, seed, catalog, manifest)
+    report.rules = rules_version
+    if manifest is not None and rules_version != frozen_rules(manifest):
+        report.rules_changes = rules_changes(frozen_rules(manifest), rules_version)
+    return report
+
+
+def _audit(sources: Mapping[str, Source], seed: int, catalog: Catalog | None,
+           manifest: Mapping[str, Any] | None) -> AuditReport:
+    """``audit_families`` by the rules in force."""
     sources = {family: _naming(source) for family, source in sources.items()}
     report = AuditReport()
     duplicates = DuplicateIndex()
@@ -197,13 +259,16 @@ def audit_families(sources: Mapping[str, Source], seed: int = 0, *,
     report.exempt = {f: r for f, r in sorted(sampler.exempt.items()) if f in sources}
     report.unavailable.extend(unavailable_adversaries())
     working_on("the memoryless adversaries")
-    report.rows = _choice_rows(sampled) + response_rows(sampled, sampler.arms)
+    report.rows = (_choice_rows(sampled) + response_rows(sampled, sampler.arms)
+                   + _stratum_rows(sampler.strata(), sampler.arms))
     for row, adjusted in zip(report.rows, holm([r.p_value for r in report.rows]), strict=True):
         row.p_holm = adjusted
     duplicates.resolve(lambda: (inst for family in sorted(sources)
                                 for inst in sources[family]()))
     report.findings = [f for family in sorted(structures)
                        for f in structures[family].findings()]
+    report.findings += positive_control_findings(sampled, report.rows)
+    report.findings += declared_chance_findings(sampled, report.rows)
     report.findings += coverage_findings(sources, report.rows, report.findings, report.exempt)
     report.unattacked = unattacked_items(sampler.judged, report.findings)
     if manifest is None:

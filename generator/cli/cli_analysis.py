@@ -153,6 +153,20 @@ def respond(
     _run(action)
 
 
+def score_notes(release_dir: Path, instances: list[dict[str, Any]],
+                by: list[str]) -> list[str]:
+    """What the first screen of ``score`` says under its table: rows that pool items whose
+    evidence is in view with items that need memory, and datasets with a high convention
+    baseline. Scoring reads no messages; whether evidence is shown needs them, so the release
+    is read again with its messages only where some item declares evidence."""
+    from ..audit.score_notes import convention_notes, pooled_row_notes
+    from ..release.release_data import load_release_instances
+
+    if any(i["answer"].get("evidence") is not None for i in instances):
+        _, instances = load_release_instances(release_dir, _catalog_if_any())
+    return pooled_row_notes(instances, by) + convention_notes(instances)
+
+
 def _split_keys(value: str | None) -> list[str]:
     return [k.strip() for k in value.split(",") if k.strip()] if value else []
 
@@ -231,8 +245,10 @@ def score(
             correction, correction_scope, declarations, judgments, unblind, normalize,
             dataset_key, normalize_within_run, allow_missing)
         report = score_runs(read_inputs(responses_files, instances, settings), settings)
+        notes = (score_notes(release_dir, instances, _split_keys(by))
+                 if output_format == "table" else [])
         print_report(report, output_format,
-                     f"Scores: {manifest['release']}-{manifest['version']}")
+                     f"Scores: {manifest['release']}-{manifest['version']}", notes)
 
     _run(action)
 

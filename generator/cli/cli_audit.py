@@ -32,13 +32,22 @@ def audit(
     output_format: Annotated[AuditFormat, typer.Option("--format", help="table or json.")] \
         = "table",
     seed: Annotated[int, typer.Option(help="Seed of the one-instance-per-group draw.")] = 0,
+    as_frozen: Annotated[bool, typer.Option(
+        "--as-frozen", help="Run by the audit's rules the release was frozen with (its "
+        "manifest records them), reproducing the verdict it was frozen with.")] = False,
 ) -> None:
     """Audit a release (exit 1 on any failure): memoryless adversaries must not beat chance;
     gold positions, cells and declared balance must hold exactly; no probe, control arm or
     duplicate may leak; every counterfeit must match its original's length (±5%) and share
     none of its named entities. The spec audits need the project the release was built
     from."""
-    from ..audit.run import FROZEN_AUDIT_NOTE, audit_families, describe_failure
+    from ..audit.run import (
+        CURRENT_RULES,
+        FROZEN_AUDIT_NOTE,
+        audit_families,
+        describe_failure,
+        frozen_rules,
+    )
     from ..core.limits import CommandBudget
     from ..release.release_data import release_sources
     from ..report.report_format import audit_table, findings_table
@@ -49,7 +58,9 @@ def audit(
         manifest, sources = release_sources(release_dir, catalog)
         with CommandBudget("audit", str(release_dir)), \
                 _status(f"auditing {printable(str(release_dir))}"):
-            report = audit_families(sources, seed, catalog=catalog, manifest=manifest)
+            version = frozen_rules(manifest) if as_frozen else CURRENT_RULES
+            report = audit_families(sources, seed, catalog=catalog, manifest=manifest,
+                                    rules_version=version)
         if output_format == "json":
             sys.stdout.write(json.dumps(report.to_json(), indent=2, sort_keys=True) + "\n")
         else:
@@ -65,6 +76,12 @@ def audit(
                 err.print(f"note: {difference}", markup=False)
             if report.frozen_differences:
                 err.print(f"note: {FROZEN_AUDIT_NOTE}", markup=False)
+            if report.rules_changes:
+                err.print(f"note: this audit ran by rules {report.rules}; the release was "
+                          f"frozen by rules {frozen_rules(manifest)} (`--as-frozen` runs "
+                          "those). What changed:", markup=False)
+                for change in report.rules_changes:
+                    err.print(f"note: {change}", markup=False)
         if not report.ok:
             raise CheckFailed([Problem(describe_failure(f), str(release_dir))
                                for f in report.failures()])

@@ -170,9 +170,11 @@ def _score_one(scored: Scored, settings: ScoreSettings, options: Any) -> dict[st
     return report
 
 
-def print_report(report: dict[str, Any], output_format: str, title: str) -> None:
+def print_report(report: dict[str, Any], output_format: str, title: str,
+                 notes: Sequence[str] = ()) -> None:
     """The report on standard output as a table (with its tests, contrasts, headline scores,
-    judge panel and runs), JSON, CSV or an HTML page."""
+    judge panel and runs), JSON, CSV or an HTML page; the table's ``notes`` (on standard
+    error) are said under its first table, where a pooled number is read first."""
     from ..report.panel_format import as_panel_table
     from ..report.report_format import (
         as_contrasts_table,
@@ -193,6 +195,8 @@ def print_report(report: dict[str, Any], output_format: str, title: str) -> None
         sys.stdout.write(render_scores(report, title))
     else:
         _print_table(as_table(report))
+        for note in notes:
+            err.print(f"note: {note}", markup=False)
         for extra in (as_run_table(report), as_tests_table(report),
                       as_contrasts_table(report), as_summaries_table(report),
                       as_panel_table(report)):

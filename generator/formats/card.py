@@ -63,6 +63,8 @@ def render_card(release: ReleaseSpec, counts: Mapping[str, Any], root_sha256: st
                 audit_unavailable: Sequence[str] = (),
                 audit_exempt: Mapping[str, str] | None = None,
                 audit_unattacked: Mapping[str, str] | None = None,
+                audit_rules: int = 1,
+                audit_conventions: Mapping[str, float] | None = None,
                 charts: Sequence[str] = (), configs: Sequence[Config] = (),
                 checks: Sequence[str] = (), draft: bool = False) -> str:
     """Markdown with YAML front matter; a pure function of its arguments. ``layout`` 2 adds
@@ -124,7 +126,8 @@ def render_card(release: ReleaseSpec, counts: Mapping[str, Any], root_sha256: st
             lines.append(f"| {f['check']} | `{f['family']}` | {_failure_outcome(f)} |")
     if features.audit_summary:
         lines += _audit_section(audit_summary, audit_unavailable, audit_exempt or {},
-                                audit_unattacked or {})
+                                audit_unattacked or {}, audit_rules)
+        lines += _conventions_section(audit_conventions or {})
     if features.charts:
         lines += _charts_section(charts)
     lines += list(checks)
@@ -323,14 +326,42 @@ def _audit_intro(unavailable: Sequence[str], complete: bool) -> str:
         f"audit` and `memspec report` show every row.{missing}")
 
 
+def _conventions_section(conventions: Mapping[str, float]) -> list[str]:
+    """Each dataset's convention baseline (releases frozen by the audit's rules 2 on): how
+    much of a score a system that knows only the dataset's answer form reaches."""
+    if not conventions:
+        return []
+    return ["", "Convention baselines: the score of a system that answers every item as "
+            "another item of its dataset is answered (it knows the dataset's answer form and "
+            "nothing of the user's sessions); a score near it needs no memory.", "",
+            "| dataset | convention baseline |", "| --- | --- |",
+            *(f"| `{family}` | {score:.3f} |" for family, score in sorted(conventions.items()))]
+
+
 def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|")
 
 
+#: What the card of a release audited by rules 2 or later says a memoryless system sees
+#: (``audit_view``); cards of releases frozen before keep the words they were frozen with.
+MEMORYLESS_VIEW = (
+    "A memoryless system is taken to see every message of the phases that are not memory "
+    "phases and, of a memory phase, the tool results handed in before the assistant says "
+    "anything in it (a lookup read now); what the remembered session said and did, the tool "
+    "results of its own calls included, is memory. Chance is the design's wherever it fixes "
+    "it (options, act/don't-act arms); a declared positive control is verified by the "
+    "memoryless policy it declares; the draw is balanced over arms and variants and each "
+    "variant is tested on its own (audit rules {rules}).")
+
+
 def _audit_section(summary: Sequence[Mapping[str, Any]], unavailable: Sequence[str],
-                   exempt: Mapping[str, str], unattacked: Mapping[str, str]) -> list[str]:
+                   exempt: Mapping[str, str], unattacked: Mapping[str, str],
+                   rules: int = 1) -> list[str]:
     complete = any("coverage" in row for row in summary)
-    lines = ["", "## Audit", "", _audit_intro(unavailable, complete), "",
+    intro = _audit_intro(unavailable, complete)
+    if rules >= 2:
+        intro += " " + MEMORYLESS_VIEW.format(rules=rules)
+    lines = ["", "## Audit", "", intro, "",
              "| family | adversaries (strongest) | balance | leakage | counterfeit | "
              "declared checks | result |",
              "| --- | --- | --- | --- | --- | --- | --- |"]

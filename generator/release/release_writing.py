@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..audit.run import audit_families, describe_failure
+from ..audit.score_notes import convention_baselines
 from ..core.canonical import dump_pretty_bytes
 from ..core.errors import CheckFailed, Problem
 from ..core.limits import CommandBudget
@@ -208,6 +209,8 @@ def write_release_files(catalog: Catalog, release: ReleaseSpec, folder: Path,
                        audit_unavailable=audit.get("unavailable", ()),
                        audit_exempt=audit.get("exempt", {}),
                        audit_unattacked=audit.get("unattacked", {}),
+                       audit_rules=audit.get("rules", 1),
+                       audit_conventions=audit.get("conventions", {}),
                        charts=[f"{PLOTS_DIR}/{name}" for name in charts], configs=configs,
                        checks=card_lines(checked), draft=draft)
     files[CARD_FILE] = _write_file(folder / CARD_FILE, card.encode("utf-8"))
@@ -250,8 +253,10 @@ def _audit(catalog: Catalog, release: ReleaseSpec, folder: Path,
     """Audit the data files just written, streamed from disk a family at a time; what the
     manifest records of the outcome."""
     with CommandBudget("the audit of the release", catalog.project.display(release.path)):
-        report = audit_families(family_sources(folder, files), catalog=catalog,
-                                manifest=manifest)
+        sources = family_sources(folder, files)
+        report = audit_families(sources, catalog=catalog, manifest=manifest)
+        conventions = {family: score for family, source in sorted(sources.items())
+                       for family, score in convention_baselines(list(source())).items()}
     failures = report.failures()
     if failures and refuse_failures:
         raise CheckFailed([Problem(
@@ -259,6 +264,10 @@ def _audit(catalog: Catalog, release: ReleaseSpec, folder: Path,
             "or freeze with --allow-audit-failures to publish it with the failure recorded",
             catalog.project.display(release.path)) for f in failures])
     return {"failures": failures, **({"summary": report.summary()} if layout.audit_summary else {}),
+            # The rules it ran by, so that `memspec audit --as-frozen` can run by them again.
+            "rules": report.rules,
+            # Each dataset's convention baseline, which the card shows.
+            **({"conventions": conventions} if conventions else {}),
             # Recorded only when some adversary could not run, so that the card says so.
             **({"unavailable": report.unavailable} if report.unavailable else {}),
             # And the families no adversary covers that say why, so that the card lists them.

@@ -125,7 +125,7 @@ def _audit_section(report: AuditReport) -> list[str]:
     rows, classes = [], []
     for r in sorted(report.rows, key=audit_strength):
         result, css = audit_verdict(r)
-        rows.append([r.check, r.family, f"{r.hits}/{r.trials}", format_value(r.accuracy),
+        rows.append([r.check, r.unit, f"{r.hits}/{r.trials}", format_value(r.accuracy),
                      format_value(r.chance), format_p(r.p_value), format_p(r.p_holm), result])
         classes.append([""] * 7 + [css])
     findings, finding_classes = [], []

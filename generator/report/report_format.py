@@ -349,7 +349,7 @@ def audit_table(report: Any) -> Table:
     """The audit as a table: one row per adversary and family, the strongest first."""
     table = PlainTable("check", "family", "hits", "accuracy", "chance", "p", "p (Holm)", "result")
     for row in sorted(report.rows, key=audit_strength):
-        table.add_row(row.check, row.family, f"{row.hits}/{row.trials}", format_value(row.accuracy),
+        table.add_row(row.check, row.unit, f"{row.hits}/{row.trials}", format_value(row.accuracy),
                       format_value(row.chance), format_p(row.p_value), format_p(row.p_holm),
                       audit_verdict(row)[0])
     for family in report.skipped:

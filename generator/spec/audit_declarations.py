@@ -18,7 +18,8 @@ from typing import Any
 RESERVED_POLICY_NAMES = frozenset({
     "oracle", "memoryless", "memory_follower", "position_biased", "random", "abstainer",
     "declared_prior", "echo_last_reply", "echo_first_reply", "echo_last_call", "echo_probe",
-    "majority_answer", "abstain", "always_act", "never_act"})
+    "majority_answer", "abstain", "always_act", "never_act", "echo_tool_result",
+    "arm_classifier"})
 #: Keys rendered per instance rather than carried as they are.
 _RENDERED = ("candidates",)
 
