@@ -23,6 +23,9 @@ def read_instances(path: Path, validate: bool = False) -> Iterator[dict[str, Any
             except UnicodeDecodeError as exc:
                 raise SpecError.single(f"not UTF-8: {exc.reason}", str(path), number,
                                        exc.start + 1) from None
+            except RecursionError:
+                raise SpecError.single("not readable JSON: nested too deeply", str(path),
+                                       number, 1) from None
             except ValueError as exc:
                 column = getattr(exc, "colno", 1)
                 raise SpecError.single(f"not valid JSON: {getattr(exc, 'msg', exc)}",
