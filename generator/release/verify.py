@@ -27,6 +27,7 @@ from ..formats.manifest import (
 from ..formats.parquet_export import content_sha256, file_writer
 from ..spec.catalog import Catalog
 from ..spec.schemas import schema_errors
+from .release_atomic import reading_release
 
 
 @dataclass
@@ -119,8 +120,15 @@ def check_trusted_manifest(path: Path) -> None:
     load_manifest(path)
 
 
-def verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool = False,
-                   trusted: Path | None = None, accept_draft: bool = True) -> VerifyReport:
+def verify_release(folder: Path, catalog: Catalog | None, **options: Any) -> VerifyReport:
+    """``_verify_release``, never while a freeze writes into the folder holding ``folder``
+    (``reading_release``): a release swapped in midway would be read half old, half new."""
+    with reading_release(folder):
+        return _verify_release(folder, catalog, **options)
+
+
+def _verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool = False,
+                    trusted: Path | None = None, accept_draft: bool = True) -> VerifyReport:
     """Verify the release in ``folder``; every problem names the file concerned.
 
     The release's own SHA256SUMS and manifest.json prove it is whole; only a manifest from
