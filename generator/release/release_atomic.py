@@ -187,7 +187,7 @@ def move_into_place(staged: Path, final: Path, *, sync: bool = True) -> None:
         fsync_dir(final.parent)
 
 
-def _process_gone(pid: int) -> bool:
+def process_gone(pid: int) -> bool:
     """Whether no process has this id (a writer that was killed)."""
     try:
         os.kill(pid, 0)  # signal 0 sends nothing: it only asks whether the process exists
@@ -202,7 +202,7 @@ def _remove_stale_siblings(path: Path) -> None:
     """Remove the temporary siblings of ``path`` that killed writers left behind."""
     for stale in path.parent.glob(f"{glob.escape(TMP_PREFIX + path.name)}-*"):
         pid = stale.name.rpartition("-")[2]
-        if pid.isdigit() and int(pid) != os.getpid() and _process_gone(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and process_gone(int(pid)):
             stale.unlink(missing_ok=True)
 
 
