@@ -20,7 +20,7 @@ import jinja2.nodes
 import pytest
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from test_bad_input import FAMILY, FAMILY_ID, FAMILY_YAML, FILES, PARADIGM, TEMPLATE, TEMPLATE_J2
-from test_hostile import CASES, CORPUS, SIZED_IN_C
+from test_hostile import CASES, CORPUS, SIZED_BY_LOGICAL_SIZE, SIZED_IN_C
 
 from memspec.core.bounded_diff import opcodes
 from memspec.core.errors import SpecError
@@ -205,8 +205,8 @@ def test_sized_filters_give_what_the_originals_give(renderer: Renderer, source: 
     assert _render(renderer, source) == reference()  # type: ignore[operator]
 
 
-@pytest.mark.parametrize("name", [*SIZED_IN_C, "markup_center", "dict_of_long_keys",
-                                  "number_squaring"])
+@pytest.mark.parametrize("name", [*SIZED_IN_C, *SIZED_BY_LOGICAL_SIZE, "markup_center",
+                                  "dict_of_long_keys", "number_squaring"])
 def test_a_filter_building_text_in_c_is_refused_before_it_runs(
         renderer: Renderer, name: str, tmp_path: Path) -> None:
     """Each corpus template whose filter would build text in C far beyond the limit (tojson,

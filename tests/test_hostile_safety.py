@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import time
 from pathlib import Path
@@ -224,12 +225,29 @@ def test_verify_names_cannot_forge_an_ok_line(release: Path, project: Path) -> N
 def test_a_flood_of_bad_lines_prints_twenty_and_a_count(release: Path, project: Path,
                                                         tmp_path: Path) -> None:
     responses = tmp_path / "responses.jsonl"
-    responses.write_text('{"id": "nope", "response": "a"}\n' * 200_000)
+    responses.write_text('{"id": "nope", "response": "a"}\n' * 90_000)
     lines = _refused(_memspec(project, "score", release, responses),
-                     "and 199,980 more like this (unknown instance id")
+                     "and 89,980 more like this (unknown instance id")
     # One line says what the flood means (every id is foreign), then twenty and a count.
     assert len(lines) == 22
-    assert "none of the 200,000 ids in this file is an instance of this release" in lines[0]
+    assert "none of the 90,000 ids in this file is an instance of this release" in lines[0]
+
+
+@pytest.mark.parametrize("line", ['{"id": "nope", "response": "a"}', "not json"])
+def test_a_million_bad_lines_are_refused_in_seconds(release: Path, project: Path,
+                                                    tmp_path: Path, line: str) -> None:
+    """Past 100,000 problems the rest of a responses file is counted, not read: a million
+    bad lines cost about a second of processor time (a minute when every one was parsed)."""
+    responses = tmp_path / "responses.jsonl"
+    responses.write_text(f"{line}\n" * 1_000_000)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    lines = _refused(_memspec(project, "score", release, responses),
+                     "reading stopped after 100,000 problems; the 900,000 lines from here on "
+                     "were not read")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    assert after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime < 5
+    assert f"error: {responses}:100001:1: reading stopped" in "\n".join(lines)
+    assert len(lines) <= 23
 
 
 def test_responses_over_four_megabytes_for_the_largest_release_score(

@@ -93,12 +93,33 @@ def jsonl_lines(path: Path, display: str) -> Iterator[tuple[int, str]]:
                 yield number, line.rstrip("\r\n")
 
 
+#: Problems read in a responses file before the rest of it is left unread: far more than a
+#: person reads, and a file of a million bad lines is refused in a second, not in a minute.
+MAX_BAD_LINES = 100_000
+
+
+def _lines_from(path: Path, number: int) -> int:
+    """How many lines ``path`` holds from its line ``number`` on, counted at C speed."""
+    total, ends_open = 0, False
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            total += chunk.count(b"\n")
+            ends_open = not chunk.endswith(b"\n")
+    return total + (1 if total and ends_open else 0) - number + 1
+
+
 def jsonl_records(path: Path, display: str,
                   problems: ProblemCollector | None = None) -> Iterator[tuple[int, object]]:
     """The parsed records of a JSONL file (``jsonl_lines``), with their line numbers; a line
     that is not strict JSON is added to ``problems`` (or skipped, where another reader of the
-    same file reports it) and not given."""
+    same file reports it) and not given. Once ``problems`` holds ``MAX_BAD_LINES``, the rest
+    of the file is counted, not read, and that is a problem of its own."""
     for number, line in jsonl_lines(path, display):
+        if problems is not None and problems.total >= MAX_BAD_LINES:
+            problems.add(Problem(f"reading stopped after {MAX_BAD_LINES:,} problems; the "
+                                 f"{_lines_from(path, number):,} lines from here on were not "
+                                 "read", display, number, 1))
+            return
         try:
             yield number, parse_strict_json(line, display, number)
         except SpecError as err:
@@ -106,13 +127,18 @@ def jsonl_records(path: Path, display: str,
                 problems.extend(err)
 
 
+#: The decoder of ``parse_strict_json``, made once: ``json.loads`` with hooks makes a new one
+#: for every line it reads.
+_STRICT_JSON = json.JSONDecoder(parse_constant=_refuse_constant, parse_int=_parse_int,
+                                object_pairs_hook=_refuse_repeated_keys)
+
+
 def parse_strict_json(text: str, display: str, line: int = 1) -> object:
     """``text`` as strict JSON: no NaN or infinity, no huge integer, no key given twice (which
     of the two would count?), no nesting too deep to read. Anything else is a SpecError at
     ``display:line`` (and the column, where the parser knows it)."""
     try:
-        return json.loads(text, parse_constant=_refuse_constant, parse_int=_parse_int,
-                          object_pairs_hook=_refuse_repeated_keys)
+        return _STRICT_JSON.decode(text)
     except json.JSONDecodeError as exc:
         raise SpecError.single(f"not valid JSON: {exc.msg}", display, line + exc.lineno - 1,
                                exc.colno) from None
@@ -204,8 +230,9 @@ def load_responses(path: Path, known_ids: Iterable[str]) -> Responses:
             first_line[instance_id] = number
     if unknown and not responses:
         # Said first, once: every id is foreign, which is one mistake, not many.
-        problems.add(Problem(f"none of the {unknown:,} ids in this file is an instance of "
-                             "this release: are these the responses to another release, or "
-                             "another version of it?", display))
+        read = "read" if problems.total > MAX_BAD_LINES else "in this file"
+        problems.add(Problem(f"none of the {unknown:,} ids {read} is an instance of this "
+                             "release: are these the responses to another release, or another "
+                             "version of it?", display))
     problems.raise_if_any()
     return responses

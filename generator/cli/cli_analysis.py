@@ -3,7 +3,6 @@ rho-star (with the reading of the `score --format json` files that rho-star take
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ from ..core.errors import (
     elide,
     unknown_name,
 )
+from ..core.json_files import read_json_file
 from .cli_common import (
     Correction,
     CorrectionScope,
@@ -371,10 +371,7 @@ def _contrast_estimate(path: str, name: str) -> tuple[float, float]:
 
 
 def _read_scores(path: str) -> Any:
-    try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise SpecError.single(f"cannot read scores: {exc}", path) from None
+    return read_json_file(Path(path), path)
 
 
 def _stale_group(path: str, wanted: dict[str, str]) -> tuple[float, float]:

@@ -38,11 +38,12 @@ def printable(text: str) -> str:
 
 
 def elide(text: str, limit: int = MAX_LINE) -> str:
-    """``text`` cut to at most ``limit`` characters by dropping its middle, saying how much."""
+    """``text`` cut to at most ``limit`` characters by dropping its middle, saying how much
+    (in ASCII, so that a line of ASCII is as many bytes as characters)."""
     if len(text) <= limit:
         return text
-    keep = limit - len(f" … [{len(text):,} characters left out] … ")
-    note = f" … [{len(text) - keep:,} characters left out] … "
+    keep = limit - len(f" ... [{len(text):,} characters left out] ... ")
+    note = f" ... [{len(text) - keep:,} characters left out] ... "
     return text[: keep - keep // 3] + note + text[len(text) - keep // 3:]
 
 
@@ -162,7 +163,9 @@ class MemspecError(Exception):
     exit_code: int = EXIT_BAD_INPUT
 
     def __post_init__(self) -> None:
-        super().__init__(self.render())
+        # Rendered when shown (``__str__``), not when raised: a file of a million bad lines
+        # raises a million of them, of which the collector keeps twenty.
+        super().__init__()
 
     def render(self) -> str:
         """One line per problem, sorted; a flood of one kind summarised (``summarised``)."""
@@ -183,7 +186,7 @@ def _rebuild_error(kind: type[MemspecError], problems: list[Problem],
     error = Exception.__new__(kind)
     error.problems = problems
     error.exit_code = exit_code
-    Exception.__init__(error, error.render())
+    Exception.__init__(error)
     return error
 
 
@@ -229,8 +232,11 @@ class ProblemCollector:
         self.problems: list[Problem] = []
         self._kept: dict[str, int] = {}
         self._more: Tally = {}
+        #: How many problems were added, kept or counted.
+        self.total = 0
 
     def add(self, problem: Problem) -> None:
+        self.total += 1
         kind = problem_kind(problem)
         kept = self._kept.get(kind, 0)
         if kept < SHOWN_PER_KIND:

@@ -9,11 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 import jinja2
 from jinja2 import meta, nodes
-from jinja2.compiler import CodeGenerator
+from jinja2.compiler import CodeGenerator, operators
 from jinja2.optimizer import Optimizer
 from jinja2.visitor import NodeTransformer
 
 from .jinja_output import _finalize, _too_large
+from .jinja_text_sizes import text_length
 
 if TYPE_CHECKING:
     from .jinja_sandbox import _StrictSandbox
@@ -22,20 +23,6 @@ if TYPE_CHECKING:
 #: What a plain dict answers to as attributes: its class's methods and nothing else (a dict has
 #: no attributes of its own).
 _DICT_ATTRIBUTES = frozenset(dir(dict))
-
-
-def _folded_size(value: Any) -> int:
-    """How large a folded constant is: the length of a text, list, tuple or dict, nested ones
-    counted (a number counts for nothing: the sandbox caps how large one may grow)."""
-    if isinstance(value, (str, bytes)):
-        return len(value)
-    if isinstance(value, (list, tuple)):
-        return len(value) + sum(_folded_size(item) for item in value
-                                if isinstance(item, (str, bytes, list, tuple, dict)))
-    if isinstance(value, dict):
-        return len(value) + sum(_folded_size(item) for item in value.values()
-                                if isinstance(item, (str, bytes, list, tuple, dict)))
-    return 0
 
 
 class _CappedOptimizer(Optimizer):
@@ -48,7 +35,8 @@ class _CappedOptimizer(Optimizer):
             self.environment.folding_line = node.lineno  # type: ignore[union-attr]
             try:
                 value = node.as_const(args[0] if args else None)
-                if not _too_large(_folded_size(value)):
+                # Its logical size: a list repeated level by level is counted as written out.
+                if not _too_large(text_length(value)):
                     return nodes.Const.from_untrusted(value, lineno=node.lineno,
                                                       environment=self.environment)
             except nodes.Impossible:
@@ -135,6 +123,43 @@ class _InlineReads(CodeGenerator):
             self.write(", ")
         self.write("))")
 
+    @jinja2.compiler.optimizeconst
+    def visit_Compare(self, node: nodes.Compare, frame: Any) -> None:
+        # ``==``, ``<``, ``in`` … of two containers walk both in C: each operand that is not
+        # a constant is sized first (``walked_operand``). Against a constant, a comparison
+        # reads no more than the constant holds, and is written as Jinja writes it.
+        operands = [node.expr, *(op.expr for op in node.ops)]
+        if len(node.ops) == 1 and any(isinstance(o, nodes.Const) for o in operands):
+            super().visit_Compare(node, frame)
+            return
+        self.write("(")
+        self._walked(node.expr, frame, f"'{operators[node.ops[0].op]}'")
+        for op in node.ops:
+            self.write(f" {operators[op.op]} ")
+            self._walked(op.expr, frame, f"'{operators[op.op]}'")
+        self.write(")")
+
+    def visit_Dict(self, node: nodes.Dict, frame: Any) -> None:
+        # A key is hashed, in C (a tuple's items all through): sized first.
+        self.write("{")
+        for idx, item in enumerate(node.items):
+            if idx:
+                self.write(", ")
+            self._walked(item.key, frame, "a dict key")
+            self.write(": ")
+            self.visit(item.value, frame)
+        self.write("}")
+
+    def _walked(self, node: nodes.Expr, frame: Any, what: str) -> None:
+        """``node`` written as ``walked_operand`` of it (``what`` it is handed to), unless it
+        is a constant."""
+        if isinstance(node, nodes.Const):
+            self.visit(node, frame)
+            return
+        self.write("environment.walked_operand(")
+        self.visit(node, frame)
+        self.write(f", {what!r})")
+
     def _prints_inline(self, frame: Any, finalize: Any) -> bool:
         return not frame.eval_ctx.volatile and not frame.eval_ctx.autoescape and \
             finalize.src == "environment.finalize(" and self.environment.finalize is _finalize
@@ -162,8 +187,9 @@ class _FoldCheckedArithmetic(NodeTransformer):
                                         node.right.as_const(eval_ctx))
         except Exception:  # noqa: S110 (not foldable: it runs as written)
             return node
-        size = len(value) if isinstance(value, (str, list, tuple)) else \
-            value.bit_length() if isinstance(value, int) else 0
+        # A list's logical size: ``[[1]*2]*2`` … is small in memory and huge written out (and
+        # Jinja would walk every item of it to write it into the code).
+        size = value.bit_length() if type(value) is int else text_length(value)
         if size > _FOLDED_MOST:
             return node  # a large value is built where it runs, not written into the code
         try:

@@ -20,6 +20,7 @@ from ..core.errors import SpecError
 from ..core.limits import BudgetExceeded
 from .jinja_context import _Context, _expression_context
 from .jinja_errors import _compile_budget_message, _describe_jinja_error
+from .jinja_walks import refuse_walked
 from .memo import InputMemo, is_plain
 
 if TYPE_CHECKING:
@@ -174,6 +175,8 @@ class ExpressionCompiler:
                     value = result_of(local)
                     if isinstance(value, jinja2.Undefined):
                         value._fail_with_undefined_error()
+                    # The value is written out (canonical JSON, in C) and compared: sized.
+                    refuse_walked(value, "the value")
                     return value
                 except (SpecError, BudgetExceeded):
                     raise

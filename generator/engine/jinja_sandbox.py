@@ -38,6 +38,7 @@ from .jinja_sized_filters import (
     refuse_over,
     text_length,
 )
+from .jinja_walks import refuse_walked_call, walked_operand
 
 #: What an analysis of a template's tree gives (``_StrictSandbox._kept_analysis``).
 T = TypeVar("T")
@@ -102,6 +103,10 @@ class _StrictSandbox(ImmutableSandboxedEnvironment):
         if type(left) is int and type(right) is int and operator != "%":
             # Multiplying numbers of a million digits is one step of C that takes seconds.
             refuse_long_number(operator, left, right)
+        # What ``*`` repeats, and what ``%`` formats, are sized as any walked value: a list
+        # repeated level by level (``[[[x]*2]*2]*2``) is refused once it passes the limit.
+        walked_operand(left, f"'{operator}'")
+        walked_operand(right, f"'{operator}'")
         if operator == "*":
             for seq, count in ((left, right), (right, left)):
                 if isinstance(seq, (str, list, tuple)) and isinstance(count, int) and \
@@ -134,12 +139,18 @@ class _StrictSandbox(ImmutableSandboxedEnvironment):
         # A str method that pads or repeats (``center``, ``replace``, ``join`` …) runs in C,
         # beyond the alarm: its size is checked before it runs (``sized``).
         check_method_call(__obj, args, kwargs)
+        # Whatever else a call is handed (``loop.changed(x)``, ``big.count(x)``, ``dict()``)
+        # may be walked in C: sized by its logical size first.
+        refuse_walked_call(__obj, args, kwargs)
         result = super().call(__context, __obj, *args, **kwargs)
         # Only what makes characters from numbers needs looking at: every other text comes
         # from checked pools, slots and template literals.
         if type(result) is str and getattr(__obj, "__name__", None) in _MAKES_CHARACTERS:
             refuse_control_characters(result, f"{__obj.__name__}()")
         return result
+
+    #: A comparison's operand or a dict key, sized before C walks it (``jinja_walks``).
+    walked_operand = staticmethod(walked_operand)
 
     def plain_test(self, name: Any) -> Callable[..., Any] | None:
         """The test called ``name`` where it is a plain function (it takes no context,

@@ -13,7 +13,6 @@ folded into a template's code either."""
 from __future__ import annotations
 
 import functools
-import itertools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -390,12 +389,30 @@ def _checked_text(what: str, function: Callable[..., Any], estimate: Estimate, s
 def linear_sum(items: list[Any], start: Any) -> Any:
     """``sum(items, start)``, linear where it adds lists or tuples: Python's ``sum`` copies
     everything added so far at every step, so adding n lists takes n times their total size;
-    this joins them once, to the same value, and refuses one over ``MAX_BUILT``."""
+    this joins them once, to the same value, and refuses one over ``MAX_BUILT``.
+
+    An item of another kind among them (``lists + [(1,)]``) is added as Python adds it to the
+    sum so far, once: a list and a tuple raise the TypeError Python's ``sum`` would raise
+    (after its quadratic copies); anything that a list or tuple would take and give back
+    something else is refused rather than summed in quadratic time."""
     kind = type(start)
-    if kind in (list, tuple) and all(type(item) is kind for item in items):
-        refuse_over(len(start) + sum(len(item) for item in items), "filter 'sum'")
-        return kind(itertools.chain(start, *items))
-    return sum(items, start)
+    if kind not in (list, tuple):
+        return sum(items, start)  # numbers; a text is refused by sum() itself, at once
+    refuse_over(len(start) + sum(len(item) for item in items if isinstance(item, (list, tuple))),
+                "filter 'sum'")
+    joined = list(start)
+    for item in items:
+        # A subclass (``groupby``'s tuples) is joined as its class is, unless it would add
+        # itself its own way (``__radd__``).
+        if isinstance(item, kind) and not hasattr(type(item), "__radd__"):
+            joined.extend(item)
+        else:
+            added = kind(joined) + item  # raises where Python's sum would
+            if type(added) is not kind:
+                raise SecurityError(f"filter 'sum' adds a {type(item).__name__} to a "
+                                    f"{kind.__name__}: only {kind.__name__}s are summed")
+            joined = list(added)
+    return kind(joined)
 
 
 def _sum_filter(jinja_sum: Callable[..., Any]) -> Callable[..., Any]:

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import ItemsView, Iterable, KeysView, ValuesView
+from collections.abc import Callable, ItemsView, Iterable, KeysView, ValuesView
 from typing import Any
 
+from jinja2.exceptions import SecurityError
 from jinja2.utils import Namespace
 
 #: The most characters (or items) one value a template builds may hold, and the most a render
@@ -46,14 +47,72 @@ def _items(value: Any) -> Iterable[Any]:
     return itertools.chain.from_iterable(value.items()) if isinstance(value, dict) else value
 
 
-def text_length(value: Any, most: int = MAX_BUILT) -> int:
-    """About how many characters ``str(value)`` has, counted only until the count passes
-    ``most`` (then a number over it): a text's length; a number's digits; a list's, tuple's
-    or dict's items as their text, two characters of quotes a text and two of separator an
-    item; a dict view's or a namespace's contents likewise. ``str()`` of a container runs in
-    C, out of the alarm's reach, so it is sized first; a text whose escapes make its quoted
-    form longer (a control character, which no render may hold anyway) is counted at its
-    length."""
+#: The deepest a value may nest for its size to be worked out: far deeper than any data (a pool
+#: nests 48 levels at most), far shallower than Python's recursion limit, which ``str()`` or
+#: ``==`` of a deeper one would hit in C.
+MAX_NESTING = 200
+
+
+class NestedTooDeeply(SecurityError):
+    """A value nests deeper than ``MAX_NESTING``: its size is not worked out."""
+
+
+_TEXT_ONLY = frozenset({str})
+
+
+def _flat_length(value: Any) -> int | None:
+    """The text length of a list or tuple of texts, or of a dict of texts to texts, at C
+    speed (``str()`` quotes each and puts ", " or ": " between them); None where an item is
+    anything else."""
+    if type(value) is dict:
+        if _TEXT_ONLY.issuperset(map(type, value)) and \
+                _TEXT_ONLY.issuperset(map(type, value.values())):
+            return sum(map(len, value)) + sum(map(len, value.values())) + 8 * len(value) + 2
+        return None
+    if _TEXT_ONLY.issuperset(map(type, value)):
+        return sum(map(len, value)) + 4 * len(value) + 2
+    return None
+
+
+def _counted_once(memo: dict[Any, int], key: Any, depth: int, most: int, what: str,
+                  count: Callable[[], int]) -> int:
+    """``count()`` of the container ``key`` names (its identity, and where it stands), kept
+    in ``memo``: a container referred to many times is counted once. A container met again
+    while it is being counted holds itself: over ``most``. Raises ``NestedTooDeeply`` where
+    ``depth`` is past ``MAX_NESTING`` (``what`` says what could not be done)."""
+    known = memo.get(key)
+    if known is not None:
+        return known
+    if depth > MAX_NESTING:
+        raise NestedTooDeeply(f"a value nested more than {MAX_NESTING} levels deep cannot be "
+                              f"{what}")
+    memo[key] = most + 1
+    memo[key] = total = count()
+    return total
+
+
+def _container_length(value: Any, most: int, memo: dict[int, int], depth: int) -> int:
+    """``text_length`` of a container, each distinct container counted once (``memo``, by
+    identity) however often it is referred to: a list holding the same list twice, forty
+    levels deep, is 80 objects and a trillion items written out, and is counted in 80
+    steps. A container met again while it is being counted holds itself: over ``most``."""
+
+    def count() -> int:
+        total = _flat_length(value) if type(value) in (list, tuple, dict) else None
+        if total is None:
+            total = 2 if isinstance(value, (list, tuple, dict)) else 16  # "dict_items([…])"
+            for item in _items(value):
+                total += (len(item) + 4 if type(item) is str
+                          else _length_of(item, most, memo, depth + 1) + 2)
+                if total > most:
+                    break
+        return total
+
+    return _counted_once(memo, id(value), depth, most, "compared, hashed or turned into text",
+                         count)
+
+
+def _length_of(value: Any, most: int, memo: dict[int, int], depth: int) -> int:
     kind = type(value)
     if kind is str:
         return len(value)
@@ -62,16 +121,25 @@ def text_length(value: Any, most: int = MAX_BUILT) -> int:
     if kind in (float, bool) or value is None:
         return len(repr(value))  # a few characters, at once
     if isinstance(value, (list, tuple, dict, KeysView, ValuesView, ItemsView)):
-        total = 2 if isinstance(value, (list, tuple, dict)) else 16  # "dict_items([…])"
-        for item in _items(value):
-            total += (len(item) + 4 if type(item) is str
-                      else text_length(item, most - total) + 2)
-            if total > most:
-                break
-        return total
+        return _container_length(value, most, memo, depth)
     if isinstance(value, Namespace):  # printed as "<Namespace {…}>", its attributes in C
-        return 13 + text_length(value._Namespace__attrs, most)
+        return 13 + _container_length(value._Namespace__attrs, most, memo, depth)
     return length(value)
+
+
+def text_length(value: Any, most: int = MAX_BUILT) -> int:
+    """The logical size of ``value``: about how many characters ``str(value)`` has, which is
+    what any C operation that walks it (``==``, ``in``, hashing, sorting, ``str()``, JSON)
+    reads, counted only until the count passes ``most`` (then a number over it). A text's length;
+    a number's digits; a list's, tuple's or dict's items as their text, two characters of
+    quotes a text and two of separator an item, a container referred to twice counted twice
+    (but walked once); a dict view's or a namespace's contents likewise. A text whose
+    escapes make its quoted form longer (a control character, which no render may hold
+    anyway) is counted at its length. Raises ``NestedTooDeeply`` past ``MAX_NESTING``."""
+    kind = type(value)
+    if kind is str:  # the commonest case first, before any set-up
+        return len(value)
+    return _length_of(value, most, {}, 0)
 
 
 def line_count(text: str) -> int:
@@ -116,26 +184,30 @@ def _json_text(text: str, exact: bool) -> int:
     return len(json.dumps(text)) + 5 * sum(map(text.count, _JSON_HTML_UNSAFE))
 
 
-def _json_walk(value: Any, step: int | None, depth: int, most: int, exact: bool) -> int:
+def _json_walk(value: Any, step: int | None, depth: int, most: int, exact: bool,
+               memo: dict[tuple[int, int], int]) -> int:
+    """``json_length`` of ``value`` at ``depth``, a container met again at the same depth
+    counted from ``memo`` (by identity) rather than walked again, until the count passes
+    ``most`` (then a number over it)."""
     if isinstance(value, str):
         return _json_text(value, exact)
     if not isinstance(value, (list, tuple, dict)):
         return text_length(value, most) + 2  # a number, true, null; a key's quotes
-    # ", " between items, or ",\n" and the indent of the level below.
-    per_item = 2 if step is None else 2 + step * (depth + 1)
-    total = 2 if step is None else 3 + step * depth
-    if isinstance(value, dict):
-        for key, item in value.items():
-            total += per_item + 2 + _json_walk(key, step, depth + 1, most - total, exact) + \
-                _json_walk(item, step, depth + 1, most - total, exact)
+
+    def count() -> int:
+        # ", " between items, or ",\n" and the indent of the level below.
+        per_item = 2 if step is None else 2 + step * (depth + 1)
+        total = 2 if step is None else 3 + step * depth
+        pairs = value.items() if isinstance(value, dict) else ((None, item) for item in value)
+        for name, item in pairs:
+            if name is not None:
+                total += 2 + _json_walk(name, step, depth + 1, most, exact, memo)
+            total += per_item + _json_walk(item, step, depth + 1, most, exact, memo)
             if total > most:
                 break
-    else:
-        for item in value:
-            total += per_item + _json_walk(item, step, depth + 1, most - total, exact)
-            if total > most:
-                break
-    return total
+        return total
+
+    return _counted_once(memo, (id(value), depth), depth, most, "written as JSON", count)
 
 
 def json_length(value: Any, indent: Any = None, most: int = MAX_BUILT) -> int:
@@ -145,8 +217,8 @@ def json_length(value: Any, indent: Any = None, most: int = MAX_BUILT) -> int:
     over each (the walk stops once their JSON alone passes ``most``)."""
     step = None if indent is None else (len(indent) if isinstance(indent, str)
                                         else max(number(indent), 0))
-    coarse = _json_walk(value, step, 0, most, exact=False)
-    return coarse if coarse <= most else _json_walk(value, step, 0, most, exact=True)
+    coarse = _json_walk(value, step, 0, most, False, {})
+    return coarse if coarse <= most else _json_walk(value, step, 0, most, True, {})
 
 
 # ---------------------------------------------------------------------------------- pprint
@@ -174,33 +246,41 @@ def _pprint_text(text: str, indent: int, most: int) -> int:
     return quoted + 2 + chunks * (indent + 4)
 
 
-def _pprint_walk(value: Any, indent: int, most: int) -> int:
+def _pprint_walk(value: Any, indent: int, most: int, memo: dict[tuple[int, int], int],
+                 depth: int = 0) -> int:
+    """``pprint_length`` of ``value`` at ``indent``, a container met again at the same indent
+    counted from ``memo`` (by identity), until the count passes ``most`` (then a number over
+    it)."""
     if isinstance(value, str):
         return _pprint_text(value, indent, most)
     if not isinstance(value, (list, tuple, dict)):
         return text_length(value, most)
-    # Each item on a line of its own, one deeper; a dict's value after its key, where its
-    # own lines are indented past the key.
-    total = 2
-    if isinstance(value, dict):
-        for key, item in value.items():
-            # A key is written as its repr, on one line.
-            key_length = _repr_length(key, most) if isinstance(key, str) else \
-                text_length(key, most)
-            total += indent + 3 + key_length + 2 + \
-                _pprint_walk(item, indent + 1 + key_length + 2, most - total)
-            if total > most:
-                break
-    else:
-        for item in value:
-            total += indent + 3 + _pprint_walk(item, indent + 1, most - total)
-            if total > most:
-                break
-    return total
+
+    def count() -> int:
+        # Each item on a line of its own, one deeper; a dict's value after its key, where
+        # its own lines are indented past the key.
+        total = 2
+        if isinstance(value, dict):
+            for name, item in value.items():
+                # A key is written as its repr, on one line.
+                key_length = _repr_length(name, most) if isinstance(name, str) else \
+                    text_length(name, most)
+                total += indent + 3 + key_length + 2 + \
+                    _pprint_walk(item, indent + 1 + key_length + 2, most, memo, depth + 1)
+                if total > most:
+                    break
+        else:
+            for item in value:
+                total += indent + 3 + _pprint_walk(item, indent + 1, most, memo, depth + 1)
+                if total > most:
+                    break
+        return total
+
+    return _counted_once(memo, (id(value), indent), depth, most, "pretty-printed", count)
 
 
 def pprint_length(value: Any, most: int = MAX_BUILT) -> int:
     """At most about how many characters ``pprint`` makes of ``value``, counted until the
     count passes ``most``: every item on a line of its own at the indent pprint gives it, long
     texts cut into quoted chunks a line each."""
-    return _pprint_walk(value, 0, most)
+    return _pprint_walk(value, 0, most, {})

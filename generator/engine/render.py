@@ -80,6 +80,7 @@ from .jinja_output import (
 )
 from .jinja_sandbox import _compile_fingerprint, _StrictSandbox
 from .jinja_sized_filters import sized_filters
+from .jinja_walks import gate_all
 from .memo import InputMemo
 
 #: What other modules import from here: the interface to Jinja, and the names of the jinja_
@@ -306,6 +307,11 @@ def make_environment(project: Project) -> _StrictSandbox:
     env.filters["add_days"] = _add_days
     env.filters["match_lengths"] = match_lengths
     env.filters[MESSAGE_FILTER] = _message_block
+    # Every filter and test sizes what it is handed by its logical size (``jinja_walks``);
+    # the filters whose work in C has an estimate of its own check that first, so that the
+    # error says what they would have built.
+    gate_all("filter", env.filters)
+    gate_all("test", env.tests)
     sized_filters(env.filters)
     return env
 

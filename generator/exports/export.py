@@ -7,6 +7,7 @@ Nothing about any particular tool is written in Python.
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shutil
@@ -21,6 +22,7 @@ from ..core.limits import working_on
 from ..engine.render import Renderer, TemplateOrigin
 from ..formats.release_folders import refuse_writing_inside_release
 from ..release.freezing import TMP_PREFIX
+from ..release.release_atomic import atomic_write_bytes, process_gone
 from ..spec.catalog import yaml_files
 from ..spec.instances import phase_messages
 from ..spec.project import LIBRARY_PREFIX, Project, library_project, library_root
@@ -331,6 +333,7 @@ def write_all(out: Path, files: Mapping[str, bytes]) -> list[Path]:
                                        "and it is a file")
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
+    _finish_interrupted(out)
     staging = out / f"{TMP_PREFIX}export-{os.getpid()}"
     try:
         for relative, data in files.items():
@@ -340,6 +343,9 @@ def write_all(out: Path, files: Mapping[str, bytes]) -> list[Path]:
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
+        # Every file is on disk: from here on, an export killed midway is completed by the
+        # next one (``_finish_interrupted``), never left part old, part new.
+        atomic_write_bytes(staging / _JOURNAL, json.dumps(sorted(files)).encode("utf-8"))
         _move_all(staging, out, sorted(files))
     except BaseException:
         if created:
@@ -348,6 +354,29 @@ def write_all(out: Path, files: Mapping[str, bytes]) -> list[Path]:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return [out / relative for relative in sorted(files)]
+
+
+#: The names an export is moving into place, written once all of them are staged.
+_JOURNAL = ".moving.json"
+
+
+def _finish_interrupted(out: Path) -> None:
+    """Complete the exports into ``out`` that were killed while they moved their files into
+    place (their staging folder, of a process that is gone, holds the journal): the files
+    not moved yet are moved now. One killed before its journal was written had replaced
+    nothing, and its staging folder is only removed."""
+    for stale in sorted(out.glob(f"{glob.escape(TMP_PREFIX)}export-*")):
+        pid = stale.name.rpartition("-")[2]
+        if not (pid.isdigit() and int(pid) != os.getpid() and process_gone(int(pid))):
+            continue
+        journal = stale / _JOURNAL
+        names = json.loads(journal.read_text(encoding="utf-8")) if journal.is_file() else []
+        for relative in names:
+            staged = stale / relative
+            if isinstance(relative, str) and staged.is_file():
+                (out / relative).parent.mkdir(parents=True, exist_ok=True)
+                os.replace(staged, out / relative)
+        shutil.rmtree(stale, ignore_errors=True)
 
 
 def _move_all(staging: Path, out: Path, names: list[str]) -> None:

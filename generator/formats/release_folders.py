@@ -39,7 +39,7 @@ def release_identity(folder: Path) -> tuple[str, str, str] | None:
         return None
     try:
         data = json.loads(manifest)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested too deeply for the parser: not sealed
         return None
     if not isinstance(data, dict):
         return None

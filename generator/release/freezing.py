@@ -40,6 +40,7 @@ from .release_atomic import fsync_dir as _fsync_dir
 from .release_atomic import fsync_tree as _fsync_tree
 from .release_atomic import move_into_place as _move_into_place
 from .release_atomic import refuse_to_replace_foreign as refuse_to_replace_foreign
+from .release_atomic import release_lock
 from .release_atomic import staging_folder as _staging
 from .release_atomic import write_seal as _write_seal
 from .release_families import load_release_families as load_release_families
@@ -68,12 +69,18 @@ def committed_manifest_path(catalog: Catalog, release: ReleaseSpec) -> Path:
     return catalog.project.manifests / f"{release.full_name}.json"
 
 
-def freeze(catalog: Catalog, release: ReleaseSpec, out: Path, *, write_manifest: bool,
-           progress: Progress | None = None, allow_audit_failures: bool = False,
-           workers: int = 1, engine: str = "local", scheduler: str | None = None,
-           source: ChunkSource | None = None,
-           rendered_inputs: Mapping[str, str] | None = None,
-           draft: bool = False) -> BuiltRelease:
+def freeze(catalog: Catalog, release: ReleaseSpec, out: Path, **options: Any) -> BuiltRelease:
+    """``_freeze``, one at a time for a release of this project (``release_lock``)."""
+    with release_lock(release.path, release.full_name, catalog.project.display(release.path)):
+        return _freeze(catalog, release, out, **options)
+
+
+def _freeze(catalog: Catalog, release: ReleaseSpec, out: Path, *, write_manifest: bool,
+            progress: Progress | None = None, allow_audit_failures: bool = False,
+            workers: int = 1, engine: str = "local", scheduler: str | None = None,
+            source: ChunkSource | None = None,
+            rendered_inputs: Mapping[str, str] | None = None,
+            draft: bool = False) -> BuiltRelease:
     """Build ``release`` into ``out/<name>-<version>``.
 
     With a committed manifest, the build must match it (else CheckFailed, nothing written) and

@@ -53,11 +53,14 @@ def staging_folder(out: Path, full_name: str) -> Iterator[Path]:
     lock = os.open(out, os.O_RDONLY)
     try:
         try:
-            # One freeze per output folder at a time: the folder itself is the lock.
+            # One freeze per output folder at a time: the folder itself is the lock, which
+            # readers of its releases share (``reading_release``).
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise SpecError.single(f"another memspec freeze is writing to {out}; try again "
-                                   "when it is done") from None
+            raise SpecError.single(f"another memspec freeze is writing to {out}, or a verify "
+                                   "is reading a release in it; try again when it is done"
+                                   ) from None
+        _WRITING.add(out.resolve())
         for stale in out.glob(f"{TMP_PREFIX}{full_name}-*"):
             shutil.rmtree(stale, ignore_errors=True)  # left by an interrupted freeze
         folder = out / f"{TMP_PREFIX}{full_name}-{os.getpid()}"
@@ -72,6 +75,55 @@ def staging_folder(out: Path, full_name: str) -> Iterator[Path]:
         finally:
             if folder.exists():
                 shutil.rmtree(folder, ignore_errors=True)
+    finally:
+        _WRITING.discard(out.resolve())
+        os.close(lock)
+
+
+#: Output folders whose writer's lock this process holds: what it reads there it wrote.
+_WRITING: set[Path] = set()
+
+
+@contextmanager
+def reading_release(folder: Path) -> Iterator[None]:
+    """Hold off any freeze into the folder that holds the release ``folder`` while it is read,
+    and wait for one under way: a freeze holds that folder's lock, exclusive, from its first
+    write to its last rename, and readers share it, so a release is never read half swapped.
+    A folder that cannot be opened (or one this process is writing) is read as it is."""
+    parent = folder.parent
+    try:
+        if parent.resolve() in _WRITING:
+            yield
+            return
+        lock = os.open(parent, os.O_RDONLY)
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(lock, fcntl.LOCK_SH)  # waits, under the command's budget
+        yield
+    finally:
+        os.close(lock)
+
+
+@contextmanager
+def release_lock(spec_path: Path, full_name: str, display: str) -> Iterator[None]:
+    """One freeze of a release at a time in a project, whatever folder each writes to (both
+    would write its committed manifest): an exclusive lock on the release's own spec file,
+    which the kernel lets go when the process ends, however it ends (a killed freeze leaves
+    no lock behind, and nothing to clean)."""
+    try:
+        lock = os.open(spec_path, os.O_RDONLY)
+    except OSError:  # a release not read from a file (built in memory): nothing to share
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SpecError.single(f"another memspec freeze of {full_name} is running in this "
+                                   "project; try again when it is done", display) from None
+        yield
     finally:
         os.close(lock)
 
@@ -135,7 +187,7 @@ def move_into_place(staged: Path, final: Path, *, sync: bool = True) -> None:
         fsync_dir(final.parent)
 
 
-def _process_gone(pid: int) -> bool:
+def process_gone(pid: int) -> bool:
     """Whether no process has this id (a writer that was killed)."""
     try:
         os.kill(pid, 0)  # signal 0 sends nothing: it only asks whether the process exists
@@ -150,7 +202,7 @@ def _remove_stale_siblings(path: Path) -> None:
     """Remove the temporary siblings of ``path`` that killed writers left behind."""
     for stale in path.parent.glob(f"{glob.escape(TMP_PREFIX + path.name)}-*"):
         pid = stale.name.rpartition("-")[2]
-        if pid.isdigit() and int(pid) != os.getpid() and _process_gone(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and process_gone(int(pid)):
             stale.unlink(missing_ok=True)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 import orjson
 
 from ..core.errors import CheckFailed, SpecError
+from ..core.json_files import read_json_file
 from ..formats.manifest import MANIFEST_FILE
 from ..spec.catalog import Catalog
 from ..spec.instances import family_sources
@@ -74,19 +74,15 @@ def release_sources(folder: Path, catalog: Catalog | None = None, check: bool = 
         if not report.ok:  # a tampered release is a failed check, as `memspec verify` says
             raise CheckFailed(report.problems)
     manifest_path = folder / MANIFEST_FILE
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise SpecError.single(f"cannot read the release manifest: {exc}",
-                               str(manifest_path)) from None
+    manifest = read_json_file(manifest_path)
     return manifest, family_sources(folder, sorted(manifest["files"]), validate=anchor is None)
 
 
 def _committed(folder: Path, catalog: Catalog) -> bool:
     """Whether the project holds a committed manifest for the release in ``folder``."""
     try:
-        manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
+        manifest = read_json_file(folder / MANIFEST_FILE)
         name = f"{manifest['release']}-{manifest['version']}"
-    except (OSError, ValueError, KeyError, TypeError):
+    except (SpecError, KeyError, TypeError):
         return True  # let verification report the broken manifest
     return (catalog.project.manifests / f"{name}.json").is_file()

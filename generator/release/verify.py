@@ -4,13 +4,13 @@ optionally a rebuild from the specs compared byte for byte."""
 from __future__ import annotations
 
 import hashlib
-import json
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import MemspecError, Problem, SpecError
+from ..core.json_files import MAX_JSON_FILE_BYTES, read_json_file
 from ..engine.parallel import available_cores
 from ..formats.manifest import (
     MANIFEST_FILE,
@@ -27,6 +27,7 @@ from ..formats.manifest import (
 from ..formats.parquet_export import content_sha256, file_writer
 from ..spec.catalog import Catalog
 from ..spec.schemas import schema_errors
+from .release_atomic import reading_release
 
 
 @dataclass
@@ -64,9 +65,9 @@ def _recorded(folder: Path, key: str) -> dict[str, Any]:
     """What manifest.json records of each file under ``key`` (``sha256``, ``bytes``,
     ``writer``) where it records it, or nothing if the manifest cannot be read."""
     try:
-        manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
+        manifest = read_json_file(folder / MANIFEST_FILE)
         return {name: info[key] for name, info in manifest["files"].items() if key in info}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (SpecError, KeyError, TypeError, AttributeError):
         return {}
 
 
@@ -94,8 +95,8 @@ def _anchor_sha256(folder: Path, catalog: Catalog | None, trusted: Path | None) 
     if catalog is None:
         return None
     try:
-        manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        manifest = read_json_file(folder / MANIFEST_FILE)
+    except SpecError:
         return None
     path = _committed_path(manifest, catalog)
     return sha256_file(path) if path is not None and path.is_file() else None
@@ -119,8 +120,15 @@ def check_trusted_manifest(path: Path) -> None:
     load_manifest(path)
 
 
-def verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool = False,
-                   trusted: Path | None = None, accept_draft: bool = True) -> VerifyReport:
+def verify_release(folder: Path, catalog: Catalog | None, **options: Any) -> VerifyReport:
+    """``_verify_release``, never while a freeze writes into the folder holding ``folder``
+    (``reading_release``): a release swapped in midway would be read half old, half new."""
+    with reading_release(folder):
+        return _verify_release(folder, catalog, **options)
+
+
+def _verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool = False,
+                    trusted: Path | None = None, accept_draft: bool = True) -> VerifyReport:
     """Verify the release in ``folder``; every problem names the file concerned.
 
     The release's own SHA256SUMS and manifest.json prove it is whole; only a manifest from
@@ -135,6 +143,10 @@ def verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool = 
         return report
     if not sums_path.is_file():
         report.fail("SHA256SUMS is missing", str(sums_path))
+        return report
+    if sums_path.stat().st_size > MAX_JSON_FILE_BYTES:  # a sparse terabyte: never read
+        report.fail(f"file of {sums_path.stat().st_size:,} bytes is over the "
+                    f"{MAX_JSON_FILE_BYTES:,}-byte limit (refused before reading it)", SUMS_FILE)
         return report
     try:
         # Bytes as they are: reading text would turn \r\n or \r into \n, and coreutils
@@ -177,6 +189,10 @@ def verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool = 
             report.fail(f"file is {path.stat().st_size:,} bytes; manifest.json says "
                         f"{sizes[name]:,}, and another writer's copy of the same rows takes "
                         f"at most {other_writer_bytes(sizes[name]):,} (file changed)", name)
+        elif name == MANIFEST_FILE and path.stat().st_size > MAX_JSON_FILE_BYTES:
+            # No manifest pins its own size: one past what a manifest may be is not hashed,
+            # and refused where it is read, below.
+            pass
         elif sizes and name != MANIFEST_FILE and name not in sizes:
             report.fail("listed in SHA256SUMS but not in manifest.json (added?)", name)
         else:
@@ -200,9 +216,9 @@ def verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool = 
         report.fail("manifest.json is missing", MANIFEST_FILE)
         return report
     try:
-        manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        report.fail(f"manifest.json is not valid JSON: {exc}", MANIFEST_FILE)
+        manifest = read_json_file(folder / MANIFEST_FILE, MANIFEST_FILE)
+    except SpecError as exc:
+        report.problems += exc.problems
         return report
     errors = schema_errors("manifest", manifest)
     if errors:
@@ -271,8 +287,8 @@ def _compare_committed(folder: Path, manifest: dict, catalog: Catalog,
         return
     if committed_path.read_bytes() != (folder / MANIFEST_FILE).read_bytes():
         try:
-            committed = json.loads(committed_path.read_text(encoding="utf-8"))
-        except ValueError:
+            committed = read_json_file(committed_path)
+        except SpecError:
             committed = {}
         if not isinstance(committed, dict):
             committed = {}

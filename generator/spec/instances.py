@@ -52,6 +52,9 @@ def _standard_loads(raw: bytes, path: Path, number: int) -> Any:
     except UnicodeDecodeError as exc:
         raise SpecError.single(f"not UTF-8: {exc.reason}", str(path), number,
                                exc.start + 1) from None
+    except RecursionError:
+        raise SpecError.single("not readable JSON: nested too deeply", str(path),
+                               number, 1) from None
     except ValueError as exc:
         column = getattr(exc, "colno", 1)
         raise SpecError.single(f"not valid JSON: {getattr(exc, 'msg', exc)}",

@@ -1,0 +1,56 @@
+"""JSON documents read from files memspec may not have written (a downloaded release's
+``manifest.json``, a trusted manifest, a scores file): every way such a file can be wrong is
+an error naming it, and the line and column where there is one. A file larger than any such
+document may be is refused by its size before a byte of it is read (a sparse terabyte takes
+no room on disk and hours to read); one nested deeper than Python's parser can follow is
+refused as such, where it would otherwise end in an error that names no file."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from .errors import SpecError
+
+#: The largest JSON document read whole: a manifest of a hundred thousand files is a few
+#: tens of megabytes.
+MAX_JSON_FILE_BYTES = 256 * 1024 * 1024
+
+
+def json_value(text: str | bytes, shown: str, first_line: int = 1) -> Any:
+    """The JSON value ``text`` holds (the text of ``shown``, from its line ``first_line``),
+    or a SpecError at the line and column where it stops being JSON."""
+    try:
+        if isinstance(text, bytes):
+            text = text.decode("utf-8")
+        return json.loads(text)
+    except UnicodeDecodeError as exc:
+        raw = exc.object
+        line = first_line + raw.count(b"\n", 0, exc.start)
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise SpecError.single(f"not UTF-8: byte 0x{raw[exc.start]:02x} ({exc.reason})", shown,
+                               line, column) from None
+    except json.JSONDecodeError as exc:
+        raise SpecError.single(f"not valid JSON: {exc.msg}", shown,
+                               first_line + exc.lineno - 1, exc.colno) from None
+    except RecursionError:
+        raise SpecError.single("not readable JSON: nested too deeply", shown,
+                               first_line, 1) from None
+
+
+def read_json_file(path: Path, shown: str | None = None,
+                   most: int = MAX_JSON_FILE_BYTES) -> Any:
+    """The JSON value in ``path`` (named ``shown`` in errors), read whole once its size is
+    known to be at most ``most``; every failure a located SpecError."""
+    name = shown if shown is not None else str(path)
+    try:
+        size = os.stat(path).st_size
+        if size > most:
+            raise SpecError.single(f"file of {size:,} bytes is over the {most:,}-byte limit of "
+                                   "a JSON document (refused before reading it)", name)
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise SpecError.single(f"cannot read: {exc.strerror or exc}", name) from None
+    return json_value(raw, name)
