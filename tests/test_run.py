@@ -202,8 +202,12 @@ def test_a_native_tool_call_is_offered_recorded_and_scored(example: Path,
             node = ast.parse(json.loads(sample["metadata"]["answer"])["example"],
                              mode="eval").body
             values = [a.value for a in node.args][::-1 if swap else 1]
-            output = ModelOutput.for_tool_call("mockllm/model", ast.unparse(node.func), {
-                f"arg{i}": v for i, v in enumerate(values, start=1)})
+            # The tool's parameters are the taught signature's names; the model gives its
+            # arguments by name, here in the reverse of their declared order.
+            names = json.loads(sample["metadata"]["tools"])[0]["parameters"]
+            arguments = dict(reversed(list(zip(names, values, strict=True))))
+            output = ModelOutput.for_tool_call("mockllm/model", ast.unparse(node.func),
+                                               arguments)
             output.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
             return output
 
@@ -218,6 +222,12 @@ def test_a_native_tool_call_is_offered_recorded_and_scored(example: Path,
         report = _json(run_cli("score", str(example), log.location, "--format", "json"))
         accuracy[name] = report["overall"]["accuracy"]
     assert offered and all(names == ["copy_file"] for names in offered)
+    # Where the answer declares the signature taught in the conversation, the tool's
+    # parameters carry its names, not placeholders.
+    assert {json.loads(s["metadata"]["answer"])["reading"]["signature"]
+            for s in calls.values()} == {"copy_file(destination, source)"}
+    assert all(json.loads(s["metadata"]["tools"])[0]["parameters"] == ["destination", "source"]
+               for s in calls.values())
     # The reversed copy's memory is the argument order: the call as remembered is right,
     # the habitual order wrong.
     assert accuracy == {"right": 1.0, "swapped": 0.0}

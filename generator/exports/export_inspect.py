@@ -3,8 +3,9 @@ that run without memspec.
 
 Writes ``samples.jsonl`` (one sample per instance: ``id``, ``input`` the message list,
 ``target`` the gold, flat ``metadata``), ``task.py`` (the tasks, from ``inspect_task.py``),
-``memspec_scoring.py`` (memspec's own scoring module, its one import of memspec replaced by
-the standard library's ``re``, so the two cannot drift apart), ``memspec_memory.py`` (the
+``memspec_scoring.py`` (memspec's own scoring modules, the reading stage with them, carried
+whole with the standard library's ``re`` for memspec's regex engine, so the two cannot drift
+apart: ``scoring_bundle``), ``memspec_memory.py`` (the
 memory systems, from ``inspect_memory.py``), ``memspec_tools.py`` (the tools offered where
 an answer is a call, from ``inspect_tools.py``) and ``design.json`` (the
 release's axes, splits and contrasts, which the task's metrics follow). The task needs
@@ -15,19 +16,19 @@ from __future__ import annotations
 
 import ast
 import json
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..analysis import contrasts as contrast_rules
+from ..analysis.reading_calls import parse_signature
 from ..analysis.score_grouping import key_value
 from ..analysis.scoring import first_call, first_mode
 from ..core.canonical import dump_bytes
-from ..core.errors import SpecError
 from ..core.limits import working_on
 from ..formats.parquet_export import split_of
 from .export import write_all
+from .scoring_bundle import scoring_source
 
 SAMPLES_FILE = "samples.jsonl"
 TASK_FILE = "task.py"
@@ -39,31 +40,6 @@ DESIGN_FILE = "design.json"
 #: template, each written only where the release has such items).
 _SECTIONS = {"programmatic task": False, "judged task": True}
 
-#: What stands in for memspec's time-limited regular expressions in the exported scoring: the
-#: standard library's ``re`` (the same syntax: memspec compiles patterns as ``re`` reads them),
-#: without the time limit.
-_STDLIB_REGEX = '''\
-import re as _re
-import types as _types
-
-
-def _pattern_error(pattern):
-    try:
-        _re.compile(pattern)
-    except (_re.error, ValueError, OverflowError, RecursionError) as exc:
-        return str(exc)
-    return None
-
-
-# memspec's time-limited regex engine, replaced here by the standard library's re.
-safe_regex = _types.SimpleNamespace(
-    PatternTooSlow=type("PatternTooSlow", (Exception,), {}),
-    pattern_error=_pattern_error,
-    match=lambda pattern, text: _re.match(pattern, text) is not None,
-    search=lambda pattern, text, ignore_case=False: _re.search(
-        pattern, text, _re.IGNORECASE if ignore_case else 0) is not None,
-)'''
-_RELATIVE_IMPORT = re.compile(r"^from \.\.core import safe_regex$", re.M)
 
 
 def _rendering(instances: Sequence[Mapping[str, Any]]) -> set[str]:
@@ -102,8 +78,9 @@ def _text(value: Any) -> Any:
 
 def declared_tools(answer: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The functions an answer that is a call names (in its example, gold, remembered, prior
-    and distractor calls), each with its parameters: as the calls name them, ``argN`` where
-    positional, the longest list any call gives. Empty for an answer that is no call."""
+    and distractor calls), each with its parameters: those of the answer's declared reading
+    signature where it has one, else as the calls name them, ``argN`` where positional, the
+    longest list any call gives. Empty for an answer that is no call."""
     if first_mode(answer) != "call":
         return []
     texts = [answer.get(key) for key in ("example", "remembered", "prior")]
@@ -124,6 +101,12 @@ def declared_tools(answer: Mapping[str, Any]) -> list[dict[str, Any]]:
             name = ast.unparse(node.func)
             if len(names) > len(tools.get(name, [])):
                 tools[name] = names
+    # A declared signature names the function's parameters as the conversation taught them:
+    # the model is offered those names, and its call's values are read back in their order.
+    signature = (answer.get("reading") or {}).get("signature")
+    if signature:
+        name, parameters = parse_signature(signature)
+        tools[name] = list(parameters)
     return [{"name": name, "parameters": names} for name, names in tools.items()]
 
 
@@ -212,17 +195,6 @@ def _task_source(judged: bool, scored: bool) -> str:
         head, _, rest = text.partition(f"# --- {section} ---\n")
         _, _, tail = rest.partition(f"# --- end {section} ---\n")
         text = head + tail
-    return text
-
-
-def scoring_source() -> str:
-    """memspec's scoring module with its one import of memspec replaced by the standard
-    library: the scoring the exported task runs."""
-    text = (Path(__file__).parents[1] / "analysis" / "scoring.py").read_text(encoding="utf-8")
-    text, count = _RELATIVE_IMPORT.subn(_STDLIB_REGEX, text)
-    if count != 1 or re.search(r"^\s*from \.|^\s*(?:from|import) memspec", text, re.M):
-        raise SpecError.single("the scoring module imports more of memspec than the exported "
-                               "task can carry", "generator/analysis/scoring.py")
     return text
 
 
