@@ -57,6 +57,8 @@ def as_instance(row: dict[str, Any]) -> dict[str, Any]:
                 out[key] = json.loads(row[key])
         return out
     answer = {k: v for k, v in row["answer"].items() if v is not None}
+    if "reading" in answer:  # layout 7: the declared reading as JSON text
+        answer["reading"] = json.loads(answer["reading"])
     for key in ("distractors", "policies"):
         if key in answer:
             answer[key] = _named(answer[key])

@@ -80,7 +80,7 @@ def _schema(layout: int = 3) -> Any:
                          ("content", pa.string())])
     phase = pa.struct([("phase", pa.string()), ("messages", pa.list_(message))])
     if release_layout(layout).typed_parquet:
-        return _typed_schema(pa, phase)
+        return _typed_schema(pa, phase, release_layout(layout).parquet_answer_reading)
     return pa.schema([
         ("id", pa.string()), ("family", pa.string()), ("family_version", pa.int64()),
         ("paradigm", pa.string()), ("group", pa.int64()), ("design", pa.string()),
@@ -92,8 +92,9 @@ def _schema(layout: int = 3) -> Any:
     ])
 
 
-def _typed_schema(pa: Any, phase: Any) -> Any:
-    """Layout 4: the varying objects as typed columns, one schema for every family."""
+def _typed_schema(pa: Any, phase: Any, with_reading: bool = False) -> Any:
+    """Layout 4: the varying objects as typed columns, one schema for every family (from
+    layout 7 the answer's declared reading too, as JSON text: its keys vary)."""
     named = pa.list_(pa.struct([("name", pa.string()), ("value", pa.string())]))
     answer = pa.struct([
         *((key, pa.string()) for key in _ANSWER_TEXT),
@@ -102,6 +103,7 @@ def _typed_schema(pa: Any, phase: Any) -> Any:
         *((key, named) for key in _ANSWER_NAMED),
         ("candidates", pa.list_(pa.struct([("value", pa.string()),
                                            ("features", pa.list_(pa.string()))]))),
+        *((("reading", pa.string()),) if with_reading else ()),
     ])
     feedback = pa.list_(pa.struct([("round", pa.int64()), ("session", pa.int64()),
                                    ("action", pa.string()), ("terminated", pa.bool_())]))
@@ -115,10 +117,10 @@ def _typed_schema(pa: Any, phase: Any) -> Any:
 
 
 @cache
-def _answer_keys() -> tuple[str, ...]:
+def _answer_keys(layout: int = TYPED_LAYOUT) -> tuple[str, ...]:
     import pyarrow as pa
 
-    return tuple(field.name for field in _schema(TYPED_LAYOUT).field("answer").type
+    return tuple(field.name for field in _schema(layout).field("answer").type
                  if isinstance(field, pa.Field))
 
 
@@ -138,7 +140,7 @@ def row_of(instance: Mapping[str, Any], layout: int = 3,
     its analysis block as JSON text (``dumps``, or a ``TextMemo`` of it: the block of a
     family repeats, where the other columns differ from instance to instance)."""
     if release_layout(layout).typed_parquet:
-        return _typed_row(instance, analysis_text)
+        return _typed_row(instance, analysis_text, layout)
     answer = instance["answer"]
     return {
         "id": instance["id"], "family": instance["family"],
@@ -156,13 +158,15 @@ def row_of(instance: Mapping[str, Any], layout: int = 3,
     }
 
 
-def _typed_row(instance: Mapping[str, Any], analysis_text: Callable[[Any], str] = dumps
-               ) -> dict[str, Any]:
+def _typed_row(instance: Mapping[str, Any], analysis_text: Callable[[Any], str] = dumps,
+               layout: int = TYPED_LAYOUT) -> dict[str, Any]:
     # Every key of a struct, null where the instance has none: the row as it reads back.
-    answer = {key: instance["answer"].get(key) for key in _answer_keys()}
+    answer = {key: instance["answer"].get(key) for key in _answer_keys(layout)}
     for key in _ANSWER_NAMED:
         if answer[key] is not None:
             answer[key] = named_pairs(answer[key])
+    if answer.get("reading") is not None:
+        answer["reading"] = dumps(answer["reading"])
     return {
         "id": instance["id"], "family": instance["family"],
         "family_version": instance["family_version"], "paradigm": instance["paradigm"],

@@ -1,5 +1,5 @@
 """The release layouts (a manifest's ``manifest_version``) and what each turns on: the one
-place that says how releases of layouts 1 to 6 differ. Code that writes a release asks
+place that says how releases of layouts 1 to 7 differ. Code that writes a release asks
 ``release_layout(number)`` for a named feature instead of comparing layout numbers, so a new
 layout is one more row here. A layout only ever adds: a frozen release keeps its layout, and
 with it its bytes, while a first freeze writes ``LATEST_LAYOUT``."""
@@ -34,6 +34,9 @@ class ReleaseLayout:
     #: The answer's policies and every key of the feedback log (its session) in
     #: croissant.json too.
     croissant_every_field: bool = False
+    #: The answer's declared reading (how a response is read before it is scored) in the
+    #: Parquet answer struct, as JSON text.
+    parquet_answer_reading: bool = False
 
     def features(self) -> tuple[str, ...]:
         """The names of the features this layout turns on, in the table's order."""
@@ -48,11 +51,12 @@ _LAYOUT_4 = replace(_LAYOUT_3, number=4, typed_parquet=True, escapes_markdown=Tr
                     croissant_full_records=True)
 _LAYOUT_5 = replace(_LAYOUT_4, number=5, croissant_nested_analysis=True)
 _LAYOUT_6 = replace(_LAYOUT_5, number=6, croissant_every_field=True)
+_LAYOUT_7 = replace(_LAYOUT_6, number=7, parquet_answer_reading=True)
 
 #: Every layout by its number: each turns on all its predecessor does, and more.
 LAYOUTS: Mapping[int, ReleaseLayout] = {
     layout.number: layout for layout in (_LAYOUT_1, _LAYOUT_2, _LAYOUT_3, _LAYOUT_4, _LAYOUT_5,
-                                        _LAYOUT_6)}
+                                        _LAYOUT_6, _LAYOUT_7)}
 #: The newest release layout (``manifest_version``): what a first freeze writes.
 LATEST_LAYOUT = max(LAYOUTS)
 
