@@ -190,3 +190,18 @@ def test_a_proposal_the_reply_acts_on_is_not_asking_first() -> None:
     assert read(asks, "How about Friday at 12:30?").verdict == "right"
     old = {key: value for key, value in acts.items() if key != "reading"}
     assert is_correct(old, booked) is False  # the frozen reading counted it as asking
+
+
+def test_version_3_reads_a_rejection_word_inside_a_quoted_reply_as_its_wording() -> None:
+    plain = {"scorer": "regex", "first": "call", "gold": r"^send_reply\((?![\s\S]*\bDNS\b)",
+             "reading": {"version": 3}}
+    reply = ('send_reply("The site\'s proof of identity has run out, so browsers can no longer '
+             'vouch for it.")')
+    assert read(plain, reply).verdict == "right", read(plain, reply)
+    # Version 2, which releases frozen with it keep, set the rest of the call aside.
+    assert read({**plain, "reading": {"version": 2}}, reply).verdict == "wrong"
+    # Outside the quotes a cue still rejects what follows it, in version 3 too.
+    rejected = 'Not send_reply("The DNS is propagating."), but send_reply("It takes a day.")'
+    assert read(plain, rejected).verdict == "right", read(plain, rejected)
+    assert read(plain, 'send_reply("The DNS is propagating."), not send_reply("It takes a day.")'
+                ).verdict == "wrong"

@@ -32,7 +32,7 @@ from .score_outcome import DEFAULT_ABSTAIN_PATTERNS
 from .scoring import LIST_MARKER, attempt_is_right, canonical_text, first_mode, gold_as_read
 
 #: The reading versions a spec may declare (1 is the reading without this stage).
-READING_VERSIONS = (2,)
+READING_VERSIONS = (2, 3)
 _QUESTION = alternation(QUESTIONS)
 _HEDGE = alternation(HEDGES)
 
@@ -72,9 +72,15 @@ def _abstains(answer: Mapping[str, Any], body: str, extra: Sequence[str]) -> str
     return None
 
 
+def _rejected(answer: Mapping[str, Any], text: str) -> tuple[str, list[str]]:
+    """Step 4 as the answer's reading version does it (version 3 leaves the wording inside
+    quoted strings and brackets alone)."""
+    return set_aside_rejected(text, inner_cues=answer["reading"]["version"] < 3)
+
+
 def _holds_attempt(answer: Mapping[str, Any], sentence: str) -> bool:
     """Whether a sentence commits to an answer (a choice's letter, a call)."""
-    kept, _ = set_aside_rejected(sentence)
+    kept, _ = _rejected(answer, sentence)
     if answer["scorer"] == "choice":
         # Only a letter named as the answer commits: options named by their text in a
         # sentence ("My note says X, the directory Y.") may still lead to a question.
@@ -150,7 +156,7 @@ def read(answer: Mapping[str, Any], response: str, extra_abstain: Sequence[str] 
     if asked:
         return Reading(tuple(steps), "", "abstain", f"it asks back or hedges before it "
                        f"answers: {asked!r}")
-    kept, rejected = set_aside_rejected(body)
+    kept, rejected = _rejected(answer, body)
     steps.append(("rejected mentions", " | ".join(rejected) or "none"))
     if answer["scorer"] == "choice":
         choice = read_choice(kept, answer["options"])
@@ -188,7 +194,7 @@ def acts_on_distractor(answer: Mapping[str, Any], reading: Reading) -> bool | No
     mine = canonical_text(reading.attempt, unordered)
     for distractor in distractors:
         body, _ = prepared(answer, distractor)
-        theirs, _ = attempt_of(answer, set_aside_rejected(body)[0])
+        theirs, _ = attempt_of(answer, _rejected(answer, body)[0])
         if mine == canonical_text(theirs, unordered):
             return True
     return False

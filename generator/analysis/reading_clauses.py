@@ -98,13 +98,17 @@ def _item_end(text: str, start: int) -> int | None:
     return None
 
 
-def set_aside_rejected(text: str) -> tuple[str, list[str]]:
+def set_aside_rejected(text: str, inner_cues: bool = True) -> tuple[str, list[str]]:
     """``text`` without the mentions it rejects ("not X", "rather than X", "instead of X",
     "Not X, but Y" keeps "Y"), and those mentions. A cue with nothing after it before the
-    clause ends rejects nothing."""
+    clause ends rejects nothing. Without ``inner_cues`` (reading version 3), a cue inside a
+    quoted string or brackets is the answer's own wording ('send_reply("... no longer ...")'),
+    not a rejection."""
+    top = None if inner_cues else {index for index, char, depth in _outside_strings(text, 0)
+                                   if depth == 0 and char not in _PAIRS}
     kept, removed, position = [], [], 0
     for cue in _CUES.finditer(text):
-        if cue.start() < position:
+        if cue.start() < position or (top is not None and cue.start() not in top):
             continue
         end = _item_end(text, cue.end()) or clause_end(text, cue.end())
         if not text[cue.end():end].strip():

@@ -224,6 +224,7 @@ class FamilyLoader:
             located=located,
             path=path,
             slot_origins=origins,
+            streams=data.get("streams", ""),
         )
 
 

@@ -110,6 +110,14 @@ class FamilySpec:
     path: Path
     #: The file each slot the family takes from its paradigm is written in (by slot name).
     slot_origins: Mapping[str, Located] = field(default_factory=dict)
+    #: The id whose random streams the family draws from (``streams``, default its own), so
+    #: a new version of a family under a new id can draw exactly what the old one drew.
+    streams: str = ""
+
+    @property
+    def stream_id(self) -> str:
+        """The id every random stream of the family is keyed by."""
+        return self.streams or self.family_id
 
     @property
     def raw(self) -> Mapping[str, Any]:
