@@ -45,8 +45,8 @@ class InstanceRendering(AnswerRendering):
         """What a transform's random stream is keyed by: the group, or the values of the slots
         it is shared by (so groups sharing a corpus share its counterfeits too)."""
         if ref.shared_by is None:
-            return (self.family.family_id, group)
-        return (self.family.family_id, "shared",
+            return (self.family.draw_key, group)
+        return (self.family.draw_key, "shared",
                 *(dumps(context[name]) for name in ref.shared_by))
 
     def _variant_context(self, slots: dict[str, Any], variant: Variant, group: int

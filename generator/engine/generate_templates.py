@@ -64,7 +64,7 @@ class SpecTemplates:
         count = len(self._phase_templates[name])
         if count == 1:
             return 0
-        return balanced_at(range(count), self.seed, (self.family.family_id, "phrasing", name),
+        return balanced_at(range(count), self.seed, (self.family.draw_key, "phrasing", name),
                            group)
 
     def _render_phase(self, name: str, context: dict[str, Any]) -> list[Message]:

@@ -129,7 +129,7 @@ class _Sampler:
 
     def stream_path(self, name: str, slot: Mapping[str, Any]) -> tuple[str | int, ...]:
         """The random path of a slot: its group, or the values of the slots it is shared by."""
-        family_id = self.family.family_id
+        family_id = self.family.draw_key
         if "shared_by" in slot:
             return (family_id, "shared", name,
                     *(dumps(self.values[other]) for other in slot["shared_by"]))
@@ -147,7 +147,7 @@ class _Sampler:
         if self._group_key is None:
             key_of = self._cache.get(("group key",))
             if key_of is None:
-                key_of = self._cache["group key",] = number_keys((self.family.family_id,),
+                key_of = self._cache["group key",] = number_keys((self.family.draw_key,),
                                                                  ("slot",))
             self._group_key = key_of(self.group)
         return self._group_key
@@ -173,13 +173,13 @@ class _Sampler:
             value = slot["value"]
             return lambda sampler: value
         if "crossed" in slot:
-            cells, path = self.crossed_cells(name, slot), (self.family.family_id, "balanced", name)
+            cells, path = self.crossed_cells(name, slot), (self.family.draw_key, "balanced", name)
             return lambda sampler: balanced_at(cells, sampler.seed, path, sampler.group)
         if "from" not in slot or "shared_by" in slot or not slot.get("distinct", True):
             return lambda sampler: sampler.slot(name, slot)
         items = self.family.pools[name].items
         if slot.get("balanced") is True and "distinct_from" not in slot and items:
-            path = (self.family.family_id, "balanced", name)
+            path = (self.family.draw_key, "balanced", name)
             return lambda sampler: balanced_at(items, sampler.seed, path, sampler.group)
         if "balanced" in slot:
             return lambda sampler: sampler.slot(name, slot)
@@ -284,17 +284,17 @@ class _Sampler:
             if slot.get("balanced") is True:
                 if not items:
                     raise self.error(f"slot {name!r} has nothing to balance over", where)
-                return balanced_value(items, self.seed, self.family.family_id, name, self.group)
+                return balanced_value(items, self.seed, self.family.draw_key, name, self.group)
             return self.draw(name, slot, items, self.stream(name, slot), where)
         if "range" in slot:
             low, high = slot["range"]
             if slot.get("balanced") is True:
                 return balanced_value(list(range(low, high + 1)), self.seed,
-                                      self.family.family_id, name, self.group)
+                                      self.family.draw_key, name, self.group)
             return self.stream(name, slot).randint(low, high)
         if "choice" in slot:
             return self.stream(name, slot).choice(slot["choice"])
-        return balanced_value(list(slot["balanced"]), self.seed, self.family.family_id, name,
+        return balanced_value(list(slot["balanced"]), self.seed, self.family.draw_key, name,
                               self.group)
 
     def draw(self, name: str, spec: Mapping[str, Any], items: list[Any], rng: KeyedRandom,

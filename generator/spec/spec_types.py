@@ -120,6 +120,12 @@ class FamilySpec:
     def file(self) -> str:
         return self.located.file
 
+    @property
+    def draw_key(self) -> str:
+        """What the family's random streams are keyed by: its id, or the id its ``draws_as``
+        names, so that a new version of a family (a new id) draws what the old one drew."""
+        return str(self.raw.get("draws_as", self.family_id))
+
     def located_at(self, where: tuple) -> Located:
         """The file that holds the value at ``where``: the paradigm's for a slot the family
         takes from it, else the family's."""
