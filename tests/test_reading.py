@@ -190,3 +190,26 @@ def test_a_proposal_the_reply_acts_on_is_not_asking_first() -> None:
     assert read(asks, "How about Friday at 12:30?").verdict == "right"
     old = {key: value for key, value in acts.items() if key != "reading"}
     assert is_correct(old, booked) is False  # the frozen reading counted it as asking
+
+
+def test_a_family_that_measures_the_opening_label_keeps_it() -> None:
+    # "In short:" is an opener the reading sets aside; a family whose preference is that
+    # very label declares keep_openers, and the label stays for its gold to see.
+    label = {"scorer": "regex", "first": "whole", "gold": r"(?i)^(?:in short|tl;dr)\s*:",
+             "reading": {"version": 2}}
+    assert read(label, "In short: it bends light.").verdict == "wrong"
+    kept = {**label, "reading": {"version": 2, "keep_openers": True}}
+    assert read(kept, "In short: it bends light.").verdict == "right"
+    assert read(kept, "It bends light. Hope this helps!").verdict == "wrong"
+    assert read(kept, "In short: it bends light.\n\nHope this helps!").attempt == \
+        "In short: it bends light."
+
+
+def test_a_family_whose_replies_quote_not_keeps_rejected_mentions() -> None:
+    # The quoted clause's own "not" is no rejection: set aside, it would cut the quotation.
+    quote = {"scorer": "regex", "first": "whole",
+             "gold": r'^"The Tenant shall not keep any animal', "reading": {"version": 2}}
+    reply = '"The Tenant shall not keep any animal on the Premises." So no pets.'
+    assert read(quote, reply).verdict == "wrong"
+    kept = {**quote, "reading": {"version": 2, "keep_rejected": True}}
+    assert read(kept, reply).verdict == "right"

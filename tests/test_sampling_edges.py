@@ -5,6 +5,7 @@ a one-item pool, repeats allowed, a choice of one, and shuffles of fewer than tw
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -243,3 +244,21 @@ def test_a_slot_shared_by_another_draws_one_value_for_each_of_its_values(
     assert all(len(colours) == 1 for colours in by_side.values())
     assert all(colour in COLOURS for colours in by_side.values() for colour in colours)
 
+
+
+def test_a_family_that_draws_as_another_draws_what_it_drew() -> None:
+    # feedback-v5's families copy feedback-v4's under new ids and declare draws_as the old
+    # ids: every group draws the same values; without draws_as a new id draws others.
+    catalog = Catalog.load(Project(Path(__file__).resolve().parent.parent))
+    renderer = Renderer(catalog.project)
+    old = catalog.family("feedback.declarative.clause_pack")
+    new = catalog.family("feedback.v5.declarative.clause_pack")
+    assert new.draw_key == old.family_id != new.family_id
+    before, after = FamilyGenerator(old, renderer, 5151), FamilyGenerator(new, renderer, 5151)
+    numbers = [before.slots(group)["number"] for group in range(12)]
+    assert numbers == [after.slots(group)["number"] for group in range(12)]
+    own = replace(new, located=replace(new.located, data={
+        k: v for k, v in new.raw.items() if k != "draws_as"}))
+    assert own.draw_key == own.family_id
+    assert numbers != [FamilyGenerator(own, renderer, 5151).slots(g)["number"]
+                       for g in range(12)]
