@@ -60,7 +60,7 @@ def test_choice_releases_agree_with_the_labels(scored: list[dict], release: str)
 #: Releases whose newer version fixes golds in its specs (and reads with the stage it
 #: declares): the records written for the older one are scored on the newer one by family,
 #: group and variant, as ``scripts/answer_corpus.py --map OLD=dist/NEW`` does.
-MAPPED_RELEASES = {"implicitmem-v4": "implicitmem-v5"}
+MAPPED_RELEASES = {"implicitmem-v4": "implicitmem-v5", "feedback-v4": "feedback-v5"}
 
 
 @pytest.fixture(scope="module")

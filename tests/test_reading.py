@@ -205,3 +205,26 @@ def test_version_3_reads_a_rejection_word_inside_a_quoted_reply_as_its_wording()
     assert read(plain, rejected).verdict == "right", read(plain, rejected)
     assert read(plain, 'send_reply("The DNS is propagating."), not send_reply("It takes a day.")'
                 ).verdict == "wrong"
+
+
+def test_a_family_that_measures_the_opening_label_keeps_it() -> None:
+    # "In short:" is an opener the reading sets aside; a family whose preference is that
+    # very label declares keep_openers, and the label stays for its gold to see.
+    label = {"scorer": "regex", "first": "whole", "gold": r"(?i)^(?:in short|tl;dr)\s*:",
+             "reading": {"version": 2}}
+    assert read(label, "In short: it bends light.").verdict == "wrong"
+    kept = {**label, "reading": {"version": 2, "keep_openers": True}}
+    assert read(kept, "In short: it bends light.").verdict == "right"
+    assert read(kept, "It bends light. Hope this helps!").verdict == "wrong"
+    assert read(kept, "In short: it bends light.\n\nHope this helps!").attempt == \
+        "In short: it bends light."
+
+
+def test_a_family_whose_replies_quote_not_keeps_rejected_mentions() -> None:
+    # The quoted clause's own "not" is no rejection: set aside, it would cut the quotation.
+    quote = {"scorer": "regex", "first": "whole",
+             "gold": r'^"The Tenant shall not keep any animal', "reading": {"version": 2}}
+    reply = '"The Tenant shall not keep any animal on the Premises." So no pets.'
+    assert read(quote, reply).verdict == "wrong"
+    kept = {**quote, "reading": {"version": 2, "keep_rejected": True}}
+    assert read(kept, reply).verdict == "right"

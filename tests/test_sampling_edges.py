@@ -242,4 +242,3 @@ def test_a_slot_shared_by_another_draws_one_value_for_each_of_its_values(
     assert sorted(by_side) == ["left", "right", "up"]
     assert all(len(colours) == 1 for colours in by_side.values())
     assert all(colour in COLOURS for colours in by_side.values() for colour in colours)
-

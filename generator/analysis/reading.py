@@ -140,7 +140,9 @@ def prepared(answer: Mapping[str, Any], response: str) -> tuple[str, list[tuple[
     """Steps 1 and 2: the response with markdown and courtesies set aside."""
     config = answer["reading"]
     text = set_aside(response, keep_lists=bool(config.get("keep_lists")))
-    body, courtesies = set_aside_courtesies(text, config.get("openers", ()))
+    # keep_openers: the lead-in a reply opens with ("In short:") is what the family measures.
+    body, courtesies = set_aside_courtesies(text, config.get("openers", ()),
+                                            openers=not config.get("keep_openers"))
     return body, [("markdown set aside", text or "(empty)"),
                   ("openers and sign-offs set aside", " | ".join(courtesies) or "none")]
 
@@ -156,7 +158,9 @@ def read(answer: Mapping[str, Any], response: str, extra_abstain: Sequence[str] 
     if asked:
         return Reading(tuple(steps), "", "abstain", f"it asks back or hedges before it "
                        f"answers: {asked!r}")
-    kept, rejected = _rejected(answer, body)
+    # keep_rejected: the replies quote text whose "not" belongs to the quotation.
+    kept, rejected = ((body, []) if answer["reading"].get("keep_rejected")
+                      else _rejected(answer, body))
     steps.append(("rejected mentions", " | ".join(rejected) or "none"))
     if answer["scorer"] == "choice":
         choice = read_choice(kept, answer["options"])

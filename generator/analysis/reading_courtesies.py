@@ -28,11 +28,12 @@ def _declared_opener(text: str, declared: Sequence[str]) -> int:
     return 0
 
 
-def set_aside_courtesies(text: str, declared: Sequence[str] = ()) -> tuple[str, list[str]]:
-    """``text`` without its openers (one after another: "Sure! Here's the call:") and its
-    closing courtesy, and what was set aside."""
+def set_aside_courtesies(text: str, declared: Sequence[str] = (), openers: bool = True
+                         ) -> tuple[str, list[str]]:
+    """``text`` without its openers (one after another: "Sure! Here's the call:"; kept when
+    ``openers`` is false) and its closing courtesy, and what was set aside."""
     removed = []
-    while True:
+    while openers:
         found = _OPENER.match(text)
         end = found.end() if found is not None else _declared_opener(text, declared)
         if not end or not text[end:].strip():
