@@ -112,8 +112,8 @@ def _id_parts(instance_id: str | None, group: int, variant: str | None
     found = re.fullmatch(r".+-(\d{5})-([^-]+)", instance_id)
     if found is None:
         raise SpecError.single(f"--id {instance_id!r} is not an instance id "
-                               "(FAMILY-GROUP-VARIANT, e.g. example.choice.meeting_room-"
-                               "00000-main.stale.r0)")
+                               "(FAMILY-GROUP-VARIANT, e.g. my.bench.family-00000-"
+                               "main.stale.r0)")
     return int(found.group(1)), found.group(2)
 
 
