@@ -107,7 +107,8 @@ def test_shell_completion_offers_commands_choices_releases_and_families() -> Non
     assert "complete -o default -F _memspec_completion memspec" in script.stdout
     assert _complete("memspec bu") == ["build"]
     assert _complete("memspec score --format ") == ["table", "json", "csv", "html"]
-    assert _complete("memspec freeze example-v") == ["example-v1", "example-v2", "example-v3"]
+    assert _complete("memspec freeze example-v") == ["example-v1", "example-v2", "example-v3",
+                                                         "example-v4"]
     assert _complete("memspec show example.choice.") == ["example.choice.meeting_room"]
 
 

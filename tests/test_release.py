@@ -143,7 +143,7 @@ def test_freeze_writes_manifest_for_a_new_release(project_copy: Path) -> None:
     # Parquet copies and the Croissant description (3), Markdown in descriptions escaped (4),
     # the analysis entries that are lists of objects described in the Croissant file (5).
     data = json.loads(manifest.read_text())
-    assert data["manifest_version"] == LATEST_LAYOUT == 6 and data["audit"]["summary"]
+    assert data["manifest_version"] == LATEST_LAYOUT == 7 and data["audit"]["summary"]
     card = (project_copy / "dist" / "example-v8" / "README.md").read_text()
     assert "copy\\_file takes the destination first" in card
     assert any(name.startswith("plots/") for name in data["files"])
@@ -194,8 +194,8 @@ def test_build_takes_the_newest_version_of_each_release(project_copy: Path) -> N
     out = project_copy / "out"
     result = run_cli("build", "--out", str(out), root=project_copy)
     assert result.returncode == 0, result.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["example-v3"]
-    assert "example-v3" in result.stdout and "example-v1" not in result.stdout
+    assert sorted(p.name for p in out.iterdir()) == ["example-v4"]
+    assert "example-v4" in result.stdout and "example-v1" not in result.stdout
     both = run_cli("build", "--all", "example-v1", "--out", str(out), root=project_copy)
     assert both.returncode == 2 and "--all" in both.stderr
 

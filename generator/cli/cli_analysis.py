@@ -176,7 +176,7 @@ def score(
     release_dir: Annotated[Path, typer.Argument(help="A built release folder.")],
     responses_files: Annotated[list[Path], typer.Argument(
         help="JSONL of {id, response}, or inspect eval logs (.eval, .json, or folders of "
-             "them) of one or more models.", metavar="RESPONSES...")],
+             "them) of one or more models.")],
     by: Annotated[str | None, typer.Option(
         help="Group by these keys (comma-separated): family, paradigm, design, variant, "
              "group, any axis or field.")] = None,

@@ -39,7 +39,7 @@ def run(
     memory: Annotated[list[str] | None, typer.Option(
         help="Memory systems to compare (repeatable, or comma-separated): full (the whole "
              "history in context), none (the probe alone), bm25 (BM25 over earlier turns), "
-             "or PATH.py:CLASS.")] = None,
+             "or FILE.py:CLASS (a memory system of your own).")] = None,
     memory_k: Annotated[int, typer.Option(
         min=1, max=1000, help="Passages a retrieval memory (bm25) places before the probe.")]
     = 5,
