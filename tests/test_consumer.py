@@ -68,11 +68,14 @@ def test_a_consumer_without_memspec_gets_every_release_whole(
 
 def test_a_consumer_without_memspec_gets_a_typed_release_whole(
         clean_python: Path, tmp_path: Path) -> None:
-    folder, args = _prepared(freeze_mix(tmp_path), tmp_path)
+    release = freeze_mix(tmp_path)
+    rows = sum(len(path.read_text(encoding="utf-8").splitlines())
+               for path in (release / "data").glob("*.jsonl"))
+    folder, args = _prepared(release, tmp_path)
     checked = _consumer(clean_python, folder, *args)
     assert checked.returncode == 0, (checked.stdout + checked.stderr)[-4000:]
     assert "ok datasets" in checked.stdout and "ok croissant" in checked.stdout
-    assert "ok polars: 244 rows equal to the JSONL" in checked.stdout
+    assert rows > 200 and f"ok polars: {rows} rows equal to the JSONL" in checked.stdout
 
 
 def test_the_clean_environment_cannot_import_memspec(clean_python: Path,

@@ -181,16 +181,20 @@ def test_a_panel_anchored_on_an_unknown_condition_is_located(project_copy: Path)
 
 
 def test_an_audit_chance_of_one_marks_a_positive_control() -> None:
+    from memspec.audit.audit_rules import running_by
     from memspec.audit.run import _choice_chance
 
     def item(chance: float | None) -> dict:
         audit = {} if chance is None else {"chance": chance}
         return {"answer": {"options": ["x", "y"]}, "analysis": {"audit": audit}}
 
-    assert _choice_chance([item(None)] * 4, 0.5) == 0.5
-    assert _choice_chance([item(1)] * 4, 0.5) == 1.0
-    # Pooled with as many symmetric probes, the bar is the mean of the two.
-    assert _choice_chance([item(1)] * 4 + [item(None)] * 4, 0.5) == 0.75
+    # The audit's rules 1, which releases frozen before rules 2 are audited by again: the
+    # declared chance is taken as it is (rules 2 check it: tests/test_audit_chance.py).
+    with running_by(1):
+        assert _choice_chance([item(None)] * 4, 0.5) == 0.5
+        assert _choice_chance([item(1)] * 4, 0.5) == 1.0
+        # Pooled with as many symmetric probes, the bar is the mean of the two.
+        assert _choice_chance([item(1)] * 4 + [item(None)] * 4, 0.5) == 0.75
 
 
 def test_a_budget_running_out_on_a_judgment_names_its_line_and_instances(
