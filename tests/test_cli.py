@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from test_spec_language import tree  # noqa: F401
 
-from conftest import REPO, run_cli, scaffold_groups
+from conftest import REPO, UNSCAFFOLDED_PARADIGMS, run_cli, scaffold_groups
 from memspec.cli.commands import app
 from memspec.spec.catalog import Catalog
 from memspec.spec.project import Project
@@ -118,7 +118,20 @@ def test_validate_all_bundled_specs() -> None:
     assert result.stdout.startswith("ok: ")
 
 
-PARADIGMS = sorted(Catalog.load(Project(REPO)).paradigms)
+PARADIGMS = sorted(name for name in Catalog.load(Project(REPO)).paradigms
+                   if name not in UNSCAFFOLDED_PARADIGMS)
+
+
+@pytest.mark.parametrize("paradigm", UNSCAFFOLDED_PARADIGMS)
+def test_new_refuses_a_paradigm_whose_styles_need_its_families_values(
+        project_copy: Path, paradigm: str) -> None:
+    before = sorted(p.relative_to(project_copy).as_posix() for p in project_copy.rglob("*"))
+    result = run_cli("new", "mybench.trial.first_family", "--paradigm", paradigm,
+                     root=project_copy)
+    assert result.returncode == 2 and "nothing written" in result.stderr
+    assert "answer style" in result.stderr
+    assert sorted(p.relative_to(project_copy).as_posix()
+                  for p in project_copy.rglob("*")) == before
 
 
 @pytest.mark.parametrize("paradigm", PARADIGMS)
