@@ -52,14 +52,11 @@ def staging_folder(out: Path, full_name: str) -> Iterator[Path]:
     out.mkdir(parents=True, exist_ok=True)
     lock = os.open(out, os.O_RDONLY)
     try:
-        try:
-            # One freeze per output folder at a time: the folder itself is the lock, which
-            # readers of its releases share (``reading_release``).
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise SpecError.single(f"another memspec freeze is writing to {out}, or a verify "
-                                   "is reading a release in it; try again when it is done"
-                                   ) from None
+        # One writer per output folder at a time: the folder itself is the lock, which readers
+        # of its releases share (``reading_release``). A freeze waits for the verifies reading
+        # there and for another freeze writing there (under the command's budget); two freezes
+        # of one release refuse each other by the release's own lock, taken before this.
+        fcntl.flock(lock, fcntl.LOCK_EX)
         _WRITING.add(out.resolve())
         for stale in out.glob(f"{TMP_PREFIX}{full_name}-*"):
             shutil.rmtree(stale, ignore_errors=True)  # left by an interrupted freeze
