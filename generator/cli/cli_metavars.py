@@ -33,6 +33,8 @@ METAVARS: dict[str, str] = {
     "workers": "N",
     "start": "INDEX",
     "group": "INDEX",
+    "per_family": "N",
+    "only": "FAMILY",
     "variant": "VARIANT",
     "shard": "I/N",
     "scheduler": "ADDRESS",

@@ -157,22 +157,61 @@ def _remove(written: list[Path], folders: set[Path]) -> None:
             parent = parent.parent
 
 
-@app.command(short_help="One group of a family, for a person to read.")
+@app.command(short_help="One group of a family, or groups of every family of a release, "
+                        "for a person to read.")
 def show(
-    family: Annotated[str, typer.Argument(help="Family id (or path to its YAML file).",
-                                          autocompletion=_complete_families)],
+    family: Annotated[str, typer.Argument(
+        help="Family id (or path to its YAML file), or a built release folder.",
+        autocompletion=_complete_families)],
     seed: Annotated[int | None, typer.Option(
         help="Seed (default: that of the release holding the family, else 0).")] = None,
     group: Annotated[int, typer.Option(min=0, help="Group index.")] = 0,
+    per_family: Annotated[int | None, typer.Option(
+        help="With a release folder: groups shown of every family (default 1), spread "
+             "evenly over its groups.")] = None,
+    only: Annotated[list[str] | None, typer.Option(
+        "--family", help="With a release folder: show only this family (repeatable).")] = None,
+    whole: Annotated[bool, typer.Option(
+        help="Print every variant whole (default for a release folder: the first variant "
+             "whole, the others only where they differ from it).")] = False,
 ) -> None:
-    """Render one group for a person to read: every variant, phase by phase."""
+    """Render one group for a person to read: every variant, phase by phase. Given a built
+    release folder, the reading check: N groups (--per-family) of every family of the release (the
+    groups at evenly spread positions, the same every time), every variant of each, after
+    verifying the release."""
     from .show import format_group
 
     def action() -> None:
+        folder = Path(family)
+        if folder.is_dir():
+            _show_release(folder, 1 if per_family is None else per_family, only or [], whole)
+            return
+        if per_family is not None or only:
+            raise SpecError.single("--per-family and --family read a built release folder; "
+                                   f"{family!r} is not a folder")
         generator = _shown_generator(family, seed)
-        out.print(format_group(generator.group(group)), markup=False)
+        out.print(format_group(generator.group(group), differences=False), markup=False)
 
     _run(action)
+
+
+def _show_release(folder: Path, per_family: int, families: list[str], whole: bool) -> None:
+    """Print the reading check of the release in ``folder``: a heading per family naming
+    the groups shown, then each group's variants."""
+    from ..core.limits import CommandBudget
+    from ..report.reading_check import reading_sample
+    from .cli_common import _catalog_if_any
+    from .show import format_group
+
+    with CommandBudget("show", str(folder)):
+        samples = reading_sample(folder, per_family, _catalog_if_any(), families)
+    for sample in samples:
+        groups = ", ".join(str(g) for g in sample.chosen)
+        variants = sum(len(v) for v in sample.chosen.values())
+        out.print(f"### {sample.family}: group{'s' if len(sample.chosen) > 1 else ''} "
+                  f"{groups} of {sample.groups} ({variants} instances)", markup=False)
+        for instances in sample.chosen.values():
+            out.print(format_group(instances, differences=not whole), markup=False)
 
 
 @app.command(short_help="An HTML page of a family's first groups.")
