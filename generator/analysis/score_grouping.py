@@ -50,11 +50,37 @@ def check_keys(outcomes: Sequence[Outcome], by: Sequence[str], cluster: str | No
                                    "a cluster bootstrap needs at least two")
 
 
+#: The analysis role of a family never pooled into the overall row (see ``overall_indices``).
+POSITIVE_CONTROL = "positive_control"
+
+
+def kept_out_of_overall(instance: Mapping[str, Any]) -> bool:
+    """Whether ``instance``'s family declares the analysis role of a positive control
+    (``analysis.role``), which keeps it out of the overall row. (The chance tests of a row
+    already set apart every family declaring ``audit.chance: 1``, frozen ones included, see
+    ``group_tests``; the overall row's metrics need the role, a new declaration, so that
+    frozen releases keep their scores.)"""
+    analysis = instance.get("analysis")
+    return isinstance(analysis, Mapping) and analysis.get("role") == POSITIVE_CONTROL
+
+
+def overall_indices(instances: Sequence[Mapping[str, Any]]) -> list[int]:
+    """The indices of the instances the overall row pools: all but those of positive
+    controls, which a memoryless system is meant to pass and which would lift every system's
+    pooled score by the same amount; all of them where nothing else is scored (a report of
+    the control alone). Only families that declare the role are left out: releases frozen
+    before the role existed score as they did."""
+    kept = [i for i, instance in enumerate(instances) if not kept_out_of_overall(instance)]
+    return kept or list(range(len(instances)))
+
+
 def report_rows(instances: Sequence[Mapping[str, Any]], by: Sequence[str]
                 ) -> list[tuple[dict[str, str], list[int]]]:
-    """The rows of a report: ``({}, every index)`` first, then one per combination of the
-    ``by`` keys' values, in sorted order, with the indices of its instances."""
-    rows: list[tuple[dict[str, str], list[int]]] = [({}, list(range(len(instances))))]
+    """The rows of a report: the overall row first (``{}`` and ``overall_indices``), then
+    one per combination of the ``by`` keys' values, in sorted order, with the indices of its
+    instances (positive controls included: ``--by family`` shows them in rows of their
+    own)."""
+    rows: list[tuple[dict[str, str], list[int]]] = [({}, overall_indices(instances))]
     if by:
         buckets: dict[tuple[str, ...], list[int]] = defaultdict(list)
         for index, instance in enumerate(instances):
