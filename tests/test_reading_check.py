@@ -77,6 +77,12 @@ def test_bad_reading_check_options_are_refused(example_release: Path, args: tupl
     assert refused.stdout == ""
 
 
+def test_a_folder_that_is_no_release_is_bad_input() -> None:
+    refused = run_cli("show", "specs/families", "--per-family", "1")
+    assert refused.returncode == 2 and "not a built release" in refused.stderr, refused.stderr
+    assert refused.stdout == ""
+
+
 def test_per_family_needs_a_release_folder() -> None:
     refused = run_cli("show", "example.choice4.meeting_room", "--per-family", "2")
     assert refused.returncode == 2

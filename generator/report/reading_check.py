@@ -44,11 +44,16 @@ def reading_sample(folder: Path, per_family: int, catalog: Catalog | None = None
     ``families`` among them), every variant of each: the groups at evenly spread positions
     of the family's groups in index order. The release is verified first, as ``score`` does,
     so that what a person reads is what the manifest pins."""
+    from ..formats.release_folders import release_identity
     from ..release.release_data import release_sources
 
     if not 1 <= per_family <= MOST_PER_FAMILY:
         raise SpecError.single(f"--per-family must be between 1 and {MOST_PER_FAMILY}, "
                                f"not {per_family}")
+    if release_identity(folder) is None:
+        raise SpecError.single("not a built release: no manifest.json naming its release and "
+                               "version, listed in a SHA256SUMS (build one with `memspec "
+                               "build`)", str(folder))
     _, sources = release_sources(folder, catalog)
     if families:
         unknown = [f for f in families if f not in sources]
