@@ -11,7 +11,6 @@ import itertools
 import json
 import re
 from functools import cache
-from pathlib import Path
 
 import pytest
 import yaml
