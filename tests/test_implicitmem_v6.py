@@ -242,3 +242,19 @@ def test_a_control_note_that_carries_its_theme_is_caught() -> None:
     failures = [describe_failure(f) for f in audit_instances(items).failures()]
     assert any("control arm" in f for f in failures), failures
     assert not audit_instances(_family("implicitmem.priming6.poem")).failures()
+
+
+# --- version 5's readings, kept ---------------------------------------------------------
+
+def test_the_jargon_and_schedule_fixes_of_version_5_hold_in_version_6() -> None:
+    """Ordinary words are not jargon (version 4 counted "load" and "layout"), and a proposal
+    the reply then books is a booking, not a question (version 4 read it as asking)."""
+    for item in _family("implicitmem.conditioning6.jargon")[:6]:
+        plain = 'send_reply("Your pages will load and the layout looks just as before.")'
+        assert is_correct(item["answer"], plain) is (item["axes"]["arm"] == "cue"), item["id"]
+    items = _family("implicitmem.conditioning6.schedule")
+    for cue in (i for i in items if i["axes"]["arm"] == "cue"):
+        control = next(i for i in items if i["group"] == cue["group"] and i is not cue)
+        event = re.match(r"schedule\('(.+?)',", cue["answer"]["example"]).group(1)
+        booked = f"Sure! How about Friday at 12:30? schedule('{event}', 'Friday', '12:30')"
+        assert is_correct(cue["answer"], booked) and not is_correct(control["answer"], booked)
