@@ -93,6 +93,8 @@ def test_each_priming_item_shows_one_whole_passage_in_the_order_written(family: 
         assert _sentences(text)[-len(_sentences(matches[0][field])):] == \
             _sentences(matches[0][field])
         assert item["fields"]["theme"] == matches[0]["theme"]
+        # The family is a probe category (the export's test_probe.category), not a theme.
+        assert item["fields"]["probe_category"] == family.rsplit(".", 1)[1]
         if arm == "experimental":
             shown.append(matches[0]["key"])
     # Twenty groups, twenty passages: each passage once in the family.
