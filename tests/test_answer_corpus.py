@@ -20,10 +20,20 @@ import answer_corpus  # noqa: E402
 CHOICE_RELEASES = ("trustgap-v4", "memorychecks-v4")
 
 
+#: example: the records written for example-v4's instances are scored on example-v5 (which
+#: draws what v4 drew), and those written for example-v3's are read with the reading blocks
+#: example-v5's families declare (the same instances, read as the newest version reads).
+EXAMPLE_MAP = {"example-v4": "example-v5"}
+EXAMPLE_READING_OF = {"example-v3": "example-v5"}
+
+
 @pytest.fixture(scope="module")
 def scored(built_dist: Path) -> list[dict]:
     records = answer_corpus.load_corpus()
-    return answer_corpus.score_corpus(records, built_dist, {}, answer_corpus.READING)
+    return answer_corpus.score_corpus(
+        records, built_dist, {old: built_dist / new for old, new in EXAMPLE_MAP.items()},
+        answer_corpus.READING,
+        {old: built_dist / new for old, new in EXAMPLE_READING_OF.items()})
 
 
 def _counted(rows: list[dict]) -> list[dict]:
@@ -55,6 +65,25 @@ def test_choice_releases_agree_with_the_labels(scored: list[dict], release: str)
     assert len(counted) >= 90
     assert agree / len(counted) >= 0.99, [
         (r["where"], r["label"], r["scored"]) for r in counted if r["scored"] != r["label"]]
+
+
+def test_example_agrees_with_the_labels_as_its_newest_version_reads(
+        scored: list[dict]) -> None:
+    counted = _counted([r for r in scored if r["release"].startswith("example-")])
+    agree = sum(r["scored"] == r["label"] for r in counted)
+    assert len(counted) >= 110
+    assert agree / len(counted) >= 0.99, [
+        (r["where"], r["label"], r["scored"]) for r in counted if r["scored"] != r["label"]]
+
+
+def test_either_replies_are_read_by_what_follows_the_pair(scored: list[dict]) -> None:
+    """A real hedge ("It's either A or B") abstains; a decision after a neutral either
+    ("You could book either X or Y, but the directory says X") is read."""
+    either = [r for r in _counted(scored) if r["release"] == "example-v4"
+              and "either" in r["response"].lower()]
+    assert {r["label"] for r in either} == {"right", "wrong", "abstain"}
+    assert len(either) >= 10
+    assert [(r["where"], r["scored"]) for r in either if r["scored"] != r["label"]] == []
 
 
 #: Releases whose newer version fixes golds in its specs (and reads with the stage it

@@ -108,7 +108,7 @@ def test_shell_completion_offers_commands_choices_releases_and_families() -> Non
     assert _complete("memspec bu") == ["build"]
     assert _complete("memspec score --format ") == ["table", "json", "csv", "html"]
     assert _complete("memspec freeze example-v") == ["example-v1", "example-v2", "example-v3",
-                                                         "example-v4"]
+                                                         "example-v4", "example-v5"]
     assert _complete("memspec show example.choice.") == ["example.choice.meeting_room"]
 
 
