@@ -4,7 +4,7 @@ report how often its verdict agrees with the labels.
     python scripts/answer_corpus.py                       # every corpus file, releases in dist/
     python scripts/answer_corpus.py --dist /tmp/dist      # releases built somewhere else
     python scripts/answer_corpus.py --map trustgap-v4=dist/trustgap-v5   # onto a later version
-    python scripts/answer_corpus.py --reading-of example-v3=dist/example-v5
+    python scripts/answer_corpus.py --reading-of example-v3=example-v5
                                        # read each family as its later version declares
     python scripts/answer_corpus.py --format json         # the same numbers as JSON
     python scripts/answer_corpus.py --format markdown     # the per-family table of
@@ -281,13 +281,14 @@ def disagreements(scored: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]
             and r["scored"] != r["label"]]
 
 
-def _mapping(pairs: Iterable[str]) -> dict[str, Path]:
+def _mapping(pairs: Iterable[str], dist: Path) -> dict[str, Path]:
+    """RELEASE=FOLDER pairs; a FOLDER without a slash is a release name in ``dist``."""
     mapping = {}
     for pair in pairs:
         name, sep, folder = pair.partition("=")
         if not sep or not name or not folder:
             raise CorpusError(f"--map and --reading-of want RELEASE=FOLDER, not {pair!r}")
-        mapping[name] = Path(folder)
+        mapping[name] = Path(folder) if "/" in folder else dist / folder
     return mapping
 
 
@@ -313,11 +314,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         records = load_corpus(args.corpus)
-        scored = score_corpus(records, args.dist, _mapping(args.map),
+        scored = score_corpus(records, args.dist, _mapping(args.map, args.dist),
                               READING if args.reading else None,
-                              _mapping(args.reading_of))
+                              _mapping(args.reading_of, args.dist))
         if args.format == "markdown":
-            before = score_corpus(records, args.dist, _mapping(args.map), UNREAD)
+            # Before: every record on its own release, scored without the reading stage.
+            before = score_corpus(records, args.dist, {}, UNREAD)
             print(as_markdown(before, scored))
             return 0
     except CorpusError as exc:

@@ -6,6 +6,8 @@ reading agrees with the labels on 99% of the unambiguous ones."""
 
 from __future__ import annotations
 
+import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -109,3 +111,21 @@ def test_newer_versions_agree_with_the_labels_written_for_the_older(
         (r["where"], r["label"], r["scored"]) for r in counted if r["scored"] != r["label"]]
     assert not [r["where"] for r in counted
                 if r["label"] == "abstain" and r["scored"] == "right"]
+
+
+_TABLE = re.compile(r"```sh\n(?P<command>python scripts/answer_corpus\.py --format markdown "
+                    r"[^\n]*)\n```\n\n<!-- answer-corpus-family-table[^\n]*-->\n"
+                    r"(?P<table>.*?)\n<!-- /answer-corpus-family-table -->", re.S)
+
+
+def test_the_per_family_table_of_the_scoring_page_is_the_scripts_output(
+        built_dist: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/scoring.md's per-family agreement table equals what the command above it prints
+    on the built releases, so it cannot go stale."""
+    found = _TABLE.search((REPO / "docs" / "scoring.md").read_text(encoding="utf-8"))
+    assert found, "docs/scoring.md has no per-family table under its command"
+    args = shlex.split(found["command"])[2:]
+    assert answer_corpus.main([*args, "--dist", str(built_dist)]) == 0
+    printed = capsys.readouterr().out.rstrip("\n")
+    assert printed == found["table"]
+    assert printed.splitlines()[-1].startswith("| all | ")
