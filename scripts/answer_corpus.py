@@ -154,11 +154,13 @@ def verdict(instance: Mapping[str, Any], response: str,
 
 def score_corpus(records: Iterable[Mapping[str, Any]], dist: Path,
                  mapping: Mapping[str, Path], reading: Mapping[str, Any] | None = None,
-                 reading_of: Mapping[str, Path] | None = None) -> list[dict[str, Any]]:
+                 reading_of: Mapping[str, Path] | None = None,
+                 version: int | None = None) -> list[dict[str, Any]]:
     """Each record with the scorer's verdict added (``scored``); a record whose instance is
     not in its release is an error. ``reading_of`` names, per release, a later built
     version whose families' declared reading blocks replace the instances' own (the same
-    replies on the same instances, read as the later version reads them)."""
+    replies on the same instances, read as the later version reads them); ``version``
+    replaces the reading version of every block (what a newer reading makes of them)."""
     indexes: dict[Path, ReleaseIndex] = {}
 
     def index(folder: Path) -> ReleaseIndex:
@@ -179,6 +181,11 @@ def score_corpus(records: Iterable[Mapping[str, Any]], dist: Path,
                     if reading_of and release in reading_of else None)
         if declared is not None and reading is not UNREAD:
             instance = {**instance, "answer": {**instance["answer"], "reading": declared}}
+        if version is not None and "reading" in instance["answer"] and reading is not UNREAD:
+            # What a later reading version makes of the same declaration.
+            answer = instance["answer"]
+            instance = {**instance, "answer": {**answer, "reading": {**answer["reading"],
+                                                                      "version": version}}}
         scored.append({**record, "scored": verdict(instance, record["response"], reading)})
     return scored
 
@@ -307,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
                         metavar="RELEASE=FOLDER",
                         help="read a release's records with the reading blocks its families "
                              "declare in a later built version")
+    parser.add_argument("--reading-version", type=int, metavar="N",
+                        help="read every declared reading block with reading version N")
     parser.add_argument("--format", choices=("table", "json", "markdown"), default="table",
                         help="markdown: the per-family table of docs/scoring.md (before: no "
                              "reading stage; after: as the other options say)")
@@ -316,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         records = load_corpus(args.corpus)
         scored = score_corpus(records, args.dist, _mapping(args.map, args.dist),
                               READING if args.reading else None,
-                              _mapping(args.reading_of, args.dist))
+                              _mapping(args.reading_of, args.dist), args.reading_version)
         if args.format == "markdown":
             # Before: every record on its own release, scored without the reading stage.
             before = score_corpus(records, args.dist, {}, UNREAD)

@@ -78,3 +78,18 @@ def test_frozen_versions_still_read_every_either_pair_as_a_hedge(version: int) -
                 "Terrace Room.")
     assert read(answer, response).verdict == "abstain"
     assert read(CHOICE, response).verdict == "right"
+
+
+def test_options_that_are_sentences_are_read_whole_inside_a_pair() -> None:
+    """An option's own full stops end no sentence: a hedge between two diary lines quoted
+    whole abstains; a decision after them is read."""
+    lines = ["Lunch with Tonya at 13:20. We talked about wax.",
+             "Lunch with Tonya at 02:20. We talked about wax."]
+    answer = {"scorer": "choice", "options": lines, "gold": lines[0], "gold_index": 0,
+              "distractors": {"night": lines[1]}, "reading": {"version": 4}}
+    assert read(answer, f"It's either {lines[0]} or {lines[1]}.").verdict == "abstain"
+    decided = read(answer, f"It's either {lines[1]} or {lines[0]}, but the diary has the "
+                           f"lunch hour.\n\nANSWER: A")
+    assert decided.verdict == "right"
+    assert read({**answer, "reading": {"version": 2}},
+                f"It's either {lines[0]} or {lines[1]}.").verdict == "right"

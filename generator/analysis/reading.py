@@ -168,7 +168,8 @@ def read(answer: Mapping[str, Any], response: str, extra_abstain: Sequence[str] 
         return Reading(tuple(steps), "", "abstain", declined)
     if answer["reading"]["version"] >= 4:
         # Version 4: "either X or Y" hedges only where no decision follows it.
-        body, pairs, open_pair = set_aside_either(body, lambda after: _decides(answer, after))
+        body, pairs, open_pair = set_aside_either(body, lambda after: _decides(answer, after),
+                                                  answer.get("options") or ())
         if open_pair:
             return Reading(tuple(steps), "", "abstain", f"it leaves the answer open between "
                            f"two: {open_pair!r}")

@@ -10,7 +10,7 @@ choice). "Either way, the answer is B" has no pair at all. Versions 2 and 3 read
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from .reading_clauses import clause_end, outside_strings
 
@@ -30,11 +30,17 @@ def _sentence_start(text: str, index: int) -> int:
     return starts[-1] if starts else 0
 
 
-def _pair_end(text: str, start: int) -> int | None:
+def _pair_end(text: str, start: int, opaque: Sequence[str] = ()) -> int | None:
     """Where the "or" of a pair opened before ``start`` ends: the first "or" outside strings
-    and brackets before the sentence ends (a call's dots and commas end nothing); None."""
+    and brackets before the sentence ends (a call's dots and commas end nothing, nor do the
+    words of an option's text, ``opaque``, which may be sentences of their own); None."""
+    folded, skip_to = text.casefold(), start
     for index, char, depth in outside_strings(text, start):
-        if depth:
+        if depth or index < skip_to:
+            continue
+        whole = next((o for o in opaque if o and folded.startswith(o, index)), None)
+        if whole is not None:
+            skip_to = index + len(whole)
             continue
         if char == "\n" or (char in ".!?" and text[index + 1:index + 2] in ("", " ")):
             return None
@@ -44,20 +50,30 @@ def _pair_end(text: str, start: int) -> int | None:
     return None
 
 
-def set_aside_either(text: str, decides: Callable[[str], bool]
+def _past_option(text: str, start: int, opaque: Sequence[str]) -> int:
+    """Past the option text that follows the pair's "or" at ``start`` (its own dots end no
+    clause), or ``start`` where none does."""
+    lead = len(text) - len(text[start:].lstrip())
+    folded = text.casefold()
+    whole = next((o for o in opaque if o and folded.startswith(o, lead)), None)
+    return lead + len(whole) if whole is not None else start
+
+
+def set_aside_either(text: str, decides: Callable[[str], bool], opaque: Sequence[str] = ()
                      ) -> tuple[str, list[str], str | None]:
     """``text`` without the neutral "either X or Y" pairs a decision follows, those pairs,
     and the first pair no decision follows (a hedge: None where every pair is followed by
     one): each pair is set aside with its sentence's lead-in. ``decides`` says whether a
-    piece of reply places an answer."""
+    piece of reply places an answer; ``opaque`` the options' texts, read whole."""
+    opaque = sorted({o.casefold().strip() for o in opaque}, key=len, reverse=True)
     kept, removed, position = [], [], 0
     for either in _EITHER.finditer(text):
         if either.start() < position:
             continue
-        pair = _pair_end(text, either.end())
+        pair = _pair_end(text, either.end(), opaque)
         if pair is None:
             continue
-        end = clause_end(text, pair)
+        end = clause_end(text, _past_option(text, pair, opaque))
         after = text[end:]
         if not decides(after):
             return text, removed, text[either.start():end].strip()
