@@ -4,7 +4,11 @@ report how often its verdict agrees with the labels.
     python scripts/answer_corpus.py                       # every corpus file, releases in dist/
     python scripts/answer_corpus.py --dist /tmp/dist      # releases built somewhere else
     python scripts/answer_corpus.py --map trustgap-v4=dist/trustgap-v5   # onto a later version
+    python scripts/answer_corpus.py --reading-of example-v3=example-v5
+                                       # read each family as its later version declares
     python scripts/answer_corpus.py --format json         # the same numbers as JSON
+    python scripts/answer_corpus.py --format markdown     # the per-family table of
+                                                          # docs/scoring.md
     python scripts/answer_corpus.py --show-disagreements  # each response the scorer reads
                                                           # otherwise than its label
 
@@ -97,11 +101,15 @@ class ReleaseIndex:
         self.folder = folder
         self.by_id: dict[str, Mapping[str, Any]] = {}
         self.by_place: dict[tuple[str, int, str], Mapping[str, Any]] = {}
+        #: Each family's (versions aside) declared reading block, from its first instance.
+        self.readings: dict[str, Mapping[str, Any]] = {}
         for read in sources.values():
             for instance in read():
                 self.by_id[instance["id"]] = instance
                 place = (family_key(instance["family"]), instance["group"], instance["variant"])
                 self.by_place.setdefault(place, instance)
+                if "reading" in instance["answer"]:
+                    self.readings.setdefault(place[0], instance["answer"]["reading"])
 
     def find(self, record: Mapping[str, Any]) -> Mapping[str, Any] | None:
         """The record's instance: same id, else same family (versions aside), group and
@@ -118,12 +126,20 @@ class ReleaseIndex:
 READING = {"version": 2}
 
 
+#: ``reading`` that scores every answer without the reading stage (main's old scorer).
+UNREAD: Mapping[str, Any] = {}
+
+
 def verdict(instance: Mapping[str, Any], response: str,
             reading: Mapping[str, Any] | None = None) -> str:
     """What ``memspec score`` makes of ``response``: abstain, right, wrong, unscorable (the
     reading stage could not place it) or judge. With ``reading``, a programmatic answer
-    without a reading block is read with that one."""
+    without a reading block is read with that one; with ``UNREAD``, every answer is scored
+    without the stage, its own reading block set aside."""
     answer = instance["answer"]
+    if reading is UNREAD:
+        instance = {**instance, "answer": {k: v for k, v in answer.items() if k != "reading"}}
+        reading = None
     if reading is not None and answer["scorer"] != "judge" and "reading" not in answer:
         instance = {**instance, "answer": {**answer, "reading": dict(reading)}}
     scored = outcome(instance, response)
@@ -137,21 +153,39 @@ def verdict(instance: Mapping[str, Any], response: str,
 
 
 def score_corpus(records: Iterable[Mapping[str, Any]], dist: Path,
-                 mapping: Mapping[str, Path], reading: Mapping[str, Any] | None = None
-                 ) -> list[dict[str, Any]]:
+                 mapping: Mapping[str, Path], reading: Mapping[str, Any] | None = None,
+                 reading_of: Mapping[str, Path] | None = None,
+                 version: int | None = None) -> list[dict[str, Any]]:
     """Each record with the scorer's verdict added (``scored``); a record whose instance is
-    not in its release is an error."""
-    indexes: dict[str, ReleaseIndex] = {}
+    not in its release is an error. ``reading_of`` names, per release, a later built
+    version whose families' declared reading blocks replace the instances' own (the same
+    replies on the same instances, read as the later version reads them); ``version``
+    replaces the reading version of every block (what a newer reading makes of them)."""
+    indexes: dict[Path, ReleaseIndex] = {}
+
+    def index(folder: Path) -> ReleaseIndex:
+        if folder not in indexes:
+            indexes[folder] = ReleaseIndex(folder)
+        return indexes[folder]
+
     scored = []
     for record in records:
         release = record["release"]
-        if release not in indexes:
-            indexes[release] = ReleaseIndex(mapping.get(release, dist / release))
-        instance = indexes[release].find(record)
+        found = index(mapping.get(release, dist / release))
+        instance = found.find(record)
         if instance is None:
             raise CorpusError(f"{record['where']}: no instance {record['id']} (or "
                               f"{record['family']} group {record['group']} variant "
-                              f"{record['variant']}) in {indexes[release].folder}")
+                              f"{record['variant']}) in {found.folder}")
+        declared = (index(reading_of[release]).readings.get(family_key(record["family"]))
+                    if reading_of and release in reading_of else None)
+        if declared is not None and reading is not UNREAD:
+            instance = {**instance, "answer": {**instance["answer"], "reading": declared}}
+        if version is not None and "reading" in instance["answer"] and reading is not UNREAD:
+            # What a later reading version makes of the same declaration.
+            answer = instance["answer"]
+            instance = {**instance, "answer": {**answer, "reading": {**answer["reading"],
+                                                                      "version": version}}}
         scored.append({**record, "scored": verdict(instance, record["response"], reading)})
     return scored
 
@@ -223,19 +257,45 @@ def as_text(report: Mapping[str, Any]) -> str:
                         _table("family", report["family"])])
 
 
+def as_markdown(before: list[Mapping[str, Any]], after: list[Mapping[str, Any]]) -> str:
+    """The per-family agreement table of docs/scoring.md: unambiguous programmatic labels
+    counted, agreement scored without the reading stage and with it."""
+    def by_family(rows: list[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+        return agreement_report(rows)["family"]
+
+    old, new = by_family(before), by_family(after)
+
+    def cell(counts: Mapping[str, Any]) -> str:
+        if not counts["counted"]:
+            return "-"
+        return f"{100 * counts['agree'] / counts['counted']:.1f}% ({counts['agree']})"
+
+    lines = ["| family | counted | before reading | after reading |",
+             "|---|---:|---:|---:|"]
+    for family, counts in new.items():
+        if not counts["counted"]:
+            continue  # a family only a judge scores: no offline agreement to give
+        lines.append(f"| `{family}` | {counts['counted']} | {cell(old[family])} | "
+                     f"{cell(counts)} |")
+    total_old, total_new = _counts(list(before)), _counts(list(after))
+    lines.append(f"| all | {total_new['counted']} | {cell(total_old)} | {cell(total_new)} |")
+    return "\n".join(lines)
+
+
 def disagreements(scored: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """Unambiguous programmatic records the scorer reads otherwise than their label."""
     return [r for r in scored if r["label"] != "judge" and not r.get("ambiguous")
             and r["scored"] != r["label"]]
 
 
-def _mapping(pairs: Iterable[str]) -> dict[str, Path]:
+def _mapping(pairs: Iterable[str], dist: Path) -> dict[str, Path]:
+    """RELEASE=FOLDER pairs; a FOLDER without a slash is a release name in ``dist``."""
     mapping = {}
     for pair in pairs:
         name, sep, folder = pair.partition("=")
         if not sep or not name or not folder:
-            raise CorpusError(f"--map wants RELEASE=FOLDER, not {pair!r}")
-        mapping[name] = Path(folder)
+            raise CorpusError(f"--map and --reading-of want RELEASE=FOLDER, not {pair!r}")
+        mapping[name] = Path(folder) if "/" in folder else dist / folder
     return mapping
 
 
@@ -250,12 +310,27 @@ def main(argv: list[str] | None = None) -> int:
                              "(reading: {version: 2}), as the releases that declare it do")
     parser.add_argument("--map", action="append", default=[], metavar="RELEASE=FOLDER",
                         help="score a release's records on another built release folder")
-    parser.add_argument("--format", choices=("table", "json"), default="table")
+    parser.add_argument("--reading-of", action="append", default=[],
+                        metavar="RELEASE=FOLDER",
+                        help="read a release's records with the reading blocks its families "
+                             "declare in a later built version")
+    parser.add_argument("--reading-version", type=int, metavar="N",
+                        help="read every declared reading block with reading version N")
+    parser.add_argument("--format", choices=("table", "json", "markdown"), default="table",
+                        help="markdown: the per-family table of docs/scoring.md (before: no "
+                             "reading stage; after: as the other options say)")
     parser.add_argument("--show-disagreements", action="store_true")
     args = parser.parse_args(argv)
     try:
-        scored = score_corpus(load_corpus(args.corpus), args.dist, _mapping(args.map),
-                              READING if args.reading else None)
+        records = load_corpus(args.corpus)
+        scored = score_corpus(records, args.dist, _mapping(args.map, args.dist),
+                              READING if args.reading else None,
+                              _mapping(args.reading_of, args.dist), args.reading_version)
+        if args.format == "markdown":
+            # Before: every record on its own release, scored without the reading stage.
+            before = score_corpus(records, args.dist, {}, UNREAD)
+            print(as_markdown(before, scored))
+            return 0
     except CorpusError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

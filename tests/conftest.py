@@ -201,11 +201,3 @@ def scaffold_groups(paradigm: str) -> int | None:
     spec = Catalog.load(project).paradigms[paradigm]
     return chosen_scaffold(spec, scaffold_for(project, paradigm))[0].get("groups")
 
-
-#: Bundled paradigms `memspec new` does not scaffold: their declared answer styles are written
-#: in their own families' values, which a placeholder family lacks, so `new` refuses them and
-#: writes nothing (an author scaffolds from the version before reading instead).
-UNSCAFFOLDED_PARADIGMS = ("example.choice4", "feedback.v5.logs", "feedback.v6.logs",
-                          "implicitmem.conditioning5",
-                          "implicitmem.procedural5", "memorychecks.v5.document_probe",
-                          "memorychecks.v5.life_document")

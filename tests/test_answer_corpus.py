@@ -6,6 +6,8 @@ reading agrees with the labels on 99% of the unambiguous ones."""
 
 from __future__ import annotations
 
+import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -20,14 +22,60 @@ import answer_corpus  # noqa: E402
 CHOICE_RELEASES = ("trustgap-v4", "memorychecks-v4")
 
 
+#: example: the records written for example-v4's instances are scored on example-v5 (which
+#: draws what v4 drew), and those written for example-v3's are read with the reading blocks
+#: example-v5's families declare (the same instances, read as the newest version reads).
+EXAMPLE_MAP = {"example-v4": "example-v5"}
+EXAMPLE_READING_OF = {"example-v3": "example-v5"}
+
+
+#: Releases whose records were written for their own (newest) instances, tested apart below.
+OWN_RELEASES = ("trustgap-v5", "memorychecks-v5")
+
+
 @pytest.fixture(scope="module")
 def scored(built_dist: Path) -> list[dict]:
-    records = answer_corpus.load_corpus()
-    return answer_corpus.score_corpus(records, built_dist, {}, answer_corpus.READING)
+    records = [r for r in answer_corpus.load_corpus() if r["release"] not in OWN_RELEASES]
+    return answer_corpus.score_corpus(
+        records, built_dist, {old: built_dist / new for old, new in EXAMPLE_MAP.items()},
+        answer_corpus.READING,
+        {old: built_dist / new for old, new in EXAMPLE_READING_OF.items()})
 
 
 def _counted(rows: list[dict]) -> list[dict]:
     return [r for r in rows if r["label"] != "judge" and not r.get("ambiguous")]
+
+
+@pytest.fixture(scope="module")
+def own(built_dist: Path) -> dict[str, list[dict]]:
+    """The records written for trustgap-v5's and memorychecks-v5's own instances, scored as
+    the releases were frozen (reading version 2) and as reading version 4 reads the same
+    declarations."""
+    records = [r for r in answer_corpus.load_corpus() if r["release"] in OWN_RELEASES]
+    return {"frozen": answer_corpus.score_corpus(records, built_dist, {}),
+            "version 4": answer_corpus.score_corpus(records, built_dist, {}, version=4)}
+
+
+@pytest.mark.parametrize("release", OWN_RELEASES)
+def test_the_newest_choice_releases_agree_on_replies_written_for_their_own_instances(
+        own: dict[str, list[dict]], built_dist: Path, release: str) -> None:
+    """Six styles over every family. As frozen, the only disagreements are replies with
+    "either" (a decision after a neutral pair abstains; a hedge between two options that are
+    sentences is read as its first), the class reading version 4 fixes: over the rest they
+    agree on 99%, and read with version 4 on 99% of all, no abstention scored right."""
+    frozen = _counted([r for r in own["frozen"] if r["release"] == release])
+    families = {r["family"] for r in own["frozen"] if r["release"] == release}
+    assert len(frozen) >= 140
+    assert families == {p.stem for p in (built_dist / release / "data").glob("*.jsonl")}
+    assert {r["style"] for r in frozen} == set(answer_corpus.STYLES)
+    missed = [r for r in frozen if r["scored"] != r["label"]]
+    assert all("either" in r["response"].lower() for r in missed), missed
+    rest = [r for r in frozen if "either" not in r["response"].lower()]
+    assert sum(r["scored"] == r["label"] for r in rest) / len(rest) >= 0.99
+    four = _counted([r for r in own["version 4"] if r["release"] == release])
+    assert sum(r["scored"] == r["label"] for r in four) / len(four) >= 0.99, [
+        (r["where"], r["label"], r["scored"]) for r in four if r["scored"] != r["label"]]
+    assert not [r for r in four if r["label"] == "abstain" and r["scored"] == "right"]
 
 
 def test_the_corpus_is_large_and_covers_every_style(scored: list[dict]) -> None:
@@ -57,6 +105,25 @@ def test_choice_releases_agree_with_the_labels(scored: list[dict], release: str)
         (r["where"], r["label"], r["scored"]) for r in counted if r["scored"] != r["label"]]
 
 
+def test_example_agrees_with_the_labels_as_its_newest_version_reads(
+        scored: list[dict]) -> None:
+    counted = _counted([r for r in scored if r["release"].startswith("example-")])
+    agree = sum(r["scored"] == r["label"] for r in counted)
+    assert len(counted) >= 110
+    assert agree / len(counted) >= 0.99, [
+        (r["where"], r["label"], r["scored"]) for r in counted if r["scored"] != r["label"]]
+
+
+def test_either_replies_are_read_by_what_follows_the_pair(scored: list[dict]) -> None:
+    """A real hedge ("It's either A or B") abstains; a decision after a neutral either
+    ("You could book either X or Y, but the directory says X") is read."""
+    either = [r for r in _counted(scored) if r["release"] == "example-v4"
+              and "either" in r["response"].lower()]
+    assert {r["label"] for r in either} == {"right", "wrong", "abstain"}
+    assert len(either) >= 10
+    assert [(r["where"], r["scored"]) for r in either if r["scored"] != r["label"]] == []
+
+
 #: Releases whose newer version fixes golds in its specs (and reads with the stage it
 #: declares): the records written for the older one are scored on the newer one by family,
 #: group and variant, as ``scripts/answer_corpus.py --map OLD=dist/NEW`` does.
@@ -80,3 +147,21 @@ def test_newer_versions_agree_with_the_labels_written_for_the_older(
         (r["where"], r["label"], r["scored"]) for r in counted if r["scored"] != r["label"]]
     assert not [r["where"] for r in counted
                 if r["label"] == "abstain" and r["scored"] == "right"]
+
+
+_TABLE = re.compile(r"```sh\n(?P<command>python scripts/answer_corpus\.py --format markdown "
+                    r"[^\n]*)\n```\n\n<!-- answer-corpus-family-table[^\n]*-->\n"
+                    r"(?P<table>.*?)\n<!-- /answer-corpus-family-table -->", re.S)
+
+
+def test_the_per_family_table_of_the_scoring_page_is_the_scripts_output(
+        built_dist: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/scoring.md's per-family agreement table equals what the command above it prints
+    on the built releases, so it cannot go stale."""
+    found = _TABLE.search((REPO / "docs" / "scoring.md").read_text(encoding="utf-8"))
+    assert found, "docs/scoring.md has no per-family table under its command"
+    args = shlex.split(found["command"])[2:]
+    assert answer_corpus.main([*args, "--dist", str(built_dist)]) == 0
+    printed = capsys.readouterr().out.rstrip("\n")
+    assert printed == found["table"]
+    assert printed.splitlines()[-1].startswith("| all | ")

@@ -92,3 +92,40 @@ def test_check_answer_takes_an_instance_id_and_a_response_file(tmp_path: Path) -
     assert bad.returncode == 2 and "is not an instance id" in bad.stderr
     both = run_cli("check-answer", family, "A", "--response-file", str(reply))
     assert both.returncode == 2 and "not both or neither" in both.stderr
+
+
+_SIX_MORE = """    - {style: other_words, response: "That would be {{ current }}.", expect: right}
+    - style: habitual
+      response: "{{ 'ABC'[(cell.position + 1) % 3] }}"
+      expect: wrong
+"""
+
+
+def test_reading_version_4_wants_a_style_of_each_of_six_kinds(project_copy: Path) -> None:
+    """A family read with version 4 that lacks other words and the habitual answer is refused
+    where its styles are written, naming both; with them it validates. Version 2 (frozen
+    releases) is not held to the six."""
+    four = _STYLES.replace("    version: 2\n", "    version: 4\n")
+    crossed_project(project_copy, _VALUES, _family(four))
+    refused = run_cli("validate", root=project_copy)
+    wanted = (rf"crossed_room\.yaml:{_line_of(project_copy, '  styles:')}:\d+: "
+              r"lab\.crossed_room is read with reading version 4, .* it declares none of: "
+              r"other words, the habitual answer \(")
+    assert (refused.returncode, bool(re.search(wanted, refused.stderr))) == (2, True), \
+        refused.stderr
+    crossed_project(project_copy, _VALUES, _family(four + _SIX_MORE))
+    whole = run_cli("validate", root=project_copy)
+    assert whole.returncode == 0, whole.stderr
+
+
+def test_a_paradigm_reading_version_4_without_six_kinds_is_located_in_it(
+        project_copy: Path) -> None:
+    paradigm = project_copy / "specs/paradigms/example/v5/choice.yaml"
+    text = paradigm.read_text()
+    start = text.index("    - style: habitual")
+    paradigm.write_text(text[:start] + text[text.index("    - style: hedge"):])
+    result = run_cli("validate", root=project_copy)
+    assert result.returncode == 2, result.stderr
+    assert re.search(r"specs/paradigms/example/v5/choice\.yaml:\d+:\d+: "
+                     r"example\.choice5\.meeting_room is read with reading version 4, .* "
+                     r"none of: the habitual answer", result.stderr), result.stderr

@@ -41,8 +41,10 @@ LANGUAGES = {"sh", "python", "yaml", "jinja", "text", "json"}
 #: environment where memspec is installed from its wheel), the ρ* example of the trustgap-v4
 #: notes by test_trustgap_v4 (which also checks what it prints and writes; it scores the
 #: whole release three times, too long to do twice), the README's local-server line by
-#: test_run (which starts a server at the address it names).
+#: test_run (which starts a server at the address it names), the labelled corpus's per-family
+#: table of scoring.md by test_answer_corpus (which checks the table equals its output).
 RUN_ELSEWHERE = ("pip install -e . && memspec build", "pip install .\n",
+                 "python scripts/answer_corpus.py --format markdown ",
                  # The local-server line, by test_run (which serves on that address).
                  "LOCAL_API_KEY=none memspec run ",
                  "memspec respond dist/trustgap-v4 --policy memoryless --out small.jsonl\n")

@@ -194,8 +194,8 @@ def test_build_takes_the_newest_version_of_each_release(project_copy: Path) -> N
     out = project_copy / "out"
     result = run_cli("build", "--out", str(out), root=project_copy)
     assert result.returncode == 0, result.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["example-v4"]
-    assert "example-v4" in result.stdout and "example-v1" not in result.stdout
+    assert sorted(p.name for p in out.iterdir()) == ["example-v5"]
+    assert "example-v5" in result.stdout and "example-v1" not in result.stdout
     both = run_cli("build", "--all", "example-v1", "--out", str(out), root=project_copy)
     assert both.returncode == 2 and "--all" in both.stderr
 

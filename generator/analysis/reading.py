@@ -17,6 +17,7 @@ into each instance's answer); an instance without it is scored as before, by
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,13 +27,14 @@ from .reading_calls import calls
 from .reading_choices import read_choice
 from .reading_clauses import sentences, set_aside_rejected
 from .reading_courtesies import set_aside_courtesies
+from .reading_either import set_aside_either
 from .reading_markdown import set_aside
 from .reading_phrases import HEDGES, QUESTIONS, alternation
 from .score_outcome import DEFAULT_ABSTAIN_PATTERNS
 from .scoring import LIST_MARKER, attempt_is_right, canonical_text, first_mode, gold_as_read
 
 #: The reading versions a spec may declare (1 is the reading without this stage).
-READING_VERSIONS = (2, 3)
+READING_VERSIONS = (2, 3, 4)
 _QUESTION = alternation(QUESTIONS)
 _HEDGE = alternation(HEDGES)
 
@@ -108,6 +110,16 @@ def _asks_or_hedges(answer: Mapping[str, Any], body: str) -> str | None:
     return None
 
 
+def _decides(answer: Mapping[str, Any], after: str) -> bool:
+    """Whether the reply after a neutral "either X or Y" places an answer of its own: one
+    option (a choice), a call, or words on the rest of its line (a line or a whole reply)."""
+    if answer["scorer"] == "choice":
+        return read_choice(_rejected(answer, after)[0], answer["options"]).chosen is not None
+    if first_mode(answer) == "call":
+        return bool(calls(after))
+    return bool(re.search(r"\w", after.split("\n", 1)[0]))
+
+
 def _line(text: str) -> str:
     first = text.splitlines()[0] if text.strip() else ""
     return LIST_MARKER.sub("", first).strip()
@@ -154,6 +166,14 @@ def read(answer: Mapping[str, Any], response: str, extra_abstain: Sequence[str] 
     declined = _abstains(answer, body, extra_abstain)
     if declined:
         return Reading(tuple(steps), "", "abstain", declined)
+    if answer["reading"]["version"] >= 4:
+        # Version 4: "either X or Y" hedges only where no decision follows it.
+        body, pairs, open_pair = set_aside_either(body, lambda after: _decides(answer, after),
+                                                  answer.get("options") or ())
+        if open_pair:
+            return Reading(tuple(steps), "", "abstain", f"it leaves the answer open between "
+                           f"two: {open_pair!r}")
+        steps.append(("neutral either ... or set aside", " | ".join(pairs) or "none"))
     asked = _asks_or_hedges(answer, body)
     if asked:
         return Reading(tuple(steps), "", "abstain", f"it asks back or hedges before it "

@@ -36,7 +36,7 @@ def _skip_quoted(text: str, index: int) -> int:
     return index + 1
 
 
-def _outside_strings(text: str, start: int) -> Iterator[tuple[int, str, int]]:
+def outside_strings(text: str, start: int) -> Iterator[tuple[int, str, int]]:
     """Each character from ``start`` that is outside quoted strings, with the bracket depth
     around it (an opening bracket at the depth before it, a closing one at the depth after
     it: -1 for one that closes nothing)."""
@@ -58,7 +58,7 @@ def clause_end(text: str, start: int) -> int:
     """Where the clause that begins at ``start`` ends: at a comma, semicolon, colon, sentence
     end or line break outside brackets and strings, or before a linking word ("but",
     "because")."""
-    for index, char, depth in _outside_strings(text, start):
+    for index, char, depth in outside_strings(text, start):
         if depth < 0:
             return index
         if depth or char in _PAIRS:
@@ -79,7 +79,7 @@ _CALL_HEAD = re.compile(r"[A-Za-z_][\w.]*\(")
 def balanced_end(text: str, start: int) -> int | None:
     """Where the bracket opened at ``start`` closes (past it), strings read whole; None
     where it never closes."""
-    for index, char, depth in _outside_strings(text, start):
+    for index, char, depth in outside_strings(text, start):
         if char in ")]}" and depth == 0:
             return index + 1
     return None
@@ -104,7 +104,7 @@ def set_aside_rejected(text: str, inner_cues: bool = True) -> tuple[str, list[st
     clause ends rejects nothing. Without ``inner_cues`` (reading version 3), a cue inside a
     quoted string or brackets is the answer's own wording ('send_reply("... no longer ...")'),
     not a rejection."""
-    top = None if inner_cues else {index for index, char, depth in _outside_strings(text, 0)
+    top = None if inner_cues else {index for index, char, depth in outside_strings(text, 0)
                                    if depth == 0 and char not in _PAIRS}
     kept, removed, position = [], [], 0
     for cue in _CUES.finditer(text):
@@ -124,7 +124,7 @@ def sentences(text: str) -> list[str]:
     """The sentences of ``text`` in order (a line break ends one too), strings and brackets
     read whole: the dot of ``'a.txt'`` or of ``copy_file('x. y')`` ends none."""
     found, start = [], 0
-    for index, char, depth in _outside_strings(text, 0):
+    for index, char, depth in outside_strings(text, 0):
         if index < start or depth or char in _PAIRS:
             continue
         end = _SENTENCE_END.match(text, index)

@@ -50,6 +50,31 @@ def declared_styles(paradigm: Located, family: Located) -> list[Style]:
     return [*inherited, *own]
 
 
+#: The six kinds of reply every family read with reading version 4 or later declares a style
+#: of (docs/spec-language.md), each with the style names that stand for it; a name may add a
+#: suffix of its own ("other_words_hash").
+STYLE_KINDS = (
+    ("terse", ("terse",)),
+    ("a preamble with markdown", ("preamble_markdown", "markdown_preamble")),
+    ("other words", ("other_words",)),
+    ("the habitual answer", ("habitual",)),
+    ("a hedge or a question", ("hedge", "clarifying_question")),
+    ("a rejected mention then the answer", ("rejected_then_answer",)),
+)
+#: The first reading version that holds a family to all six (frozen releases read with an
+#: older version keep verifying with the styles they declared).
+SIX_STYLES_FROM = 4
+
+
+def missing_kinds(styles: list[Style]) -> list[str]:
+    """The kinds of ``STYLE_KINDS`` that no style in ``styles`` stands for, in order."""
+    def stands_for(name: str, names: tuple[str, ...]) -> bool:
+        return any(name == n or name.startswith(f"{n}_") for n in names)
+
+    return [kind for kind, names in STYLE_KINDS
+            if not any(stands_for(style.name, names) for style in styles)]
+
+
 def verdict_of(answer: Mapping[str, Any], response: str) -> tuple[str, str, str]:
     """How ``response`` scores: right, wrong, abstain or unscorable, with what was taken
     and why (the declared reading where the answer has one, else the first-attempt

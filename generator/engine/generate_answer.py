@@ -204,6 +204,7 @@ class AnswerRendering(SpecTemplates):
         from .answer_styles import style_problem  # only families with styles
         from .answer_tests import applies
 
+        self._check_style_kinds(answer)
         for style in self._styles:
             if not applies(style.when, context["variant"]):
                 continue
@@ -216,6 +217,34 @@ class AnswerRendering(SpecTemplates):
                     f"answer style fails in group {context['group']}, variant "
                     f"{context['design']}/{'.'.join(context['variant'].values()) or 'base'} "
                     f"of {self.family.family_id}: {problem}", style.where)
+
+    def _check_style_kinds(self, answer: Mapping[str, Any]) -> None:
+        """A family read with reading version 4 or later declares a style of each of the six
+        kinds (``STYLE_KINDS``), else an error where its styles (or its reading) are
+        written, naming the kinds it lacks."""
+        from .answer_styles import SIX_STYLES_FROM, missing_kinds
+
+        reading = answer.get("reading")
+        if not reading or reading["version"] < SIX_STYLES_FROM or \
+                getattr(self, "_kinds_checked", False):
+            return
+        self._kinds_checked = True
+        missing = missing_kinds(self._styles)
+        if not missing:
+            return
+        family, paradigm = self.family.located, self.family.paradigm.located
+        answer_spec = family.data.get("answer", {})
+        if "styles" in answer_spec:
+            located, where = family, ("answer", "styles")
+        elif "version" in answer_spec.get("reading", {}):
+            located, where = family, ("answer", "reading", "version")
+        else:
+            located, where = paradigm, ("reading", "version")
+        raise located.error(
+            f"{self.family.family_id} is read with reading version {reading['version']}, "
+            f"which wants a declared answer style of each of six kinds; it declares none of: "
+            f"{', '.join(missing)} (styles named terse, preamble_markdown, other_words, "
+            f"habitual, hedge or clarifying_question, rejected_then_answer)", where)
 
     def _refuse_contradicted_chance(self, answer: Mapping[str, Any]) -> None:
         """Refuse a declared chance or expected score the item's own data contradicts
