@@ -215,6 +215,36 @@ def test_croissant_describes_distractors_feedback_and_analysis(typed_release: Pa
     assert all(seen.values()), seen
 
 
+def test_croissant_reads_every_message_as_the_jsonl_has_it(typed_release: Path) -> None:
+    """Layout 8: mlcroissant's records of each family's ``<family>_messages`` record set are
+    the JSONL's messages, value for value and in conversation order, each placed by its
+    instance id, phase index and name, and its index in the phase; nothing more."""
+    manifest = json.loads((typed_release / "manifest.json").read_text())
+    assert manifest["manifest_version"] >= 8
+    result = subprocess.run([sys.executable, "-c", _CROISSANT, "croissant.json"],
+                            cwd=typed_release, capture_output=True, text=True, timeout=900,
+                            stdin=subprocess.DEVNULL, env={**os.environ})
+    assert result.returncode == 0, result.stderr[-3000:]
+    records = json.loads(result.stdout.strip().splitlines()[-1])
+    expected: dict[str, list[dict[str, Any]]] = {}
+    for instance in release_instances(typed_release):
+        for phase_index, phase in enumerate(instance["phases"]):
+            for index, message in enumerate(phase["messages"]):
+                expected.setdefault(f"{instance['family']}_messages", []).append(
+                    {"id": instance["id"], "phase_index": phase_index, "phase": phase["phase"],
+                     "index": index, **message})
+    read = {name: [_present(record) for record in rows]
+            for name, rows in records.items() if name.endswith("_messages")}
+    assert read == expected
+    # Every kind of message is there: tool results (with their name), users, assistants.
+    roles = {m["role"] for rows in read.values() for m in rows}
+    assert {"user", "assistant", "tool"} <= roles, roles
+    assert any("name" in m for rows in read.values() for m in rows)
+    # The flattened files are pinned by the manifest as the data files are.
+    assert {f"messages/{name.removesuffix('_messages')}.jsonl" for name in read} <= \
+        set(manifest["files"])
+
+
 def _present(record: dict[str, Any]) -> dict[str, Any]:
     """A Croissant record without the keys it reads as empty (a key the JSONL object lacks)."""
     return {k: v for k, v in record.items() if v is not None}
