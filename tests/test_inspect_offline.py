@@ -13,19 +13,6 @@ from pathlib import Path
 
 from conftest import REPO, release_instances, run_cli
 
-#: A small release of every scorer kind the example families have (a call, a choice, a
-#: judged pair), frozen in a copy of the project.
-TINY = """\
-name: tiny
-version: v1
-seed: 11
-description: three small families for the offline inspect run
-license: CC-BY-4.0
-families:
-  - {family: example.procedural4.reversed_copy, groups: 2}
-  - {family: example.priming.harbour_fog, groups: 2}
-  - {family: example.choice4.meeting_room, groups: 2}
-"""
 #: Where no network is: every proxy variable at a port nothing listens on.
 NOWHERE = "http://127.0.0.1:9"
 
@@ -41,22 +28,18 @@ def _documented_lines() -> tuple[str, str]:
 
 
 def test_the_documented_inspect_line_scores_every_sample_offline_without_memspec(
-        project_copy: Path, clean_python: Path, tmp_path: Path) -> None:
-    (project_copy / "specs" / "releases" / "tiny-v1.yaml").write_text(TINY)
-    frozen = run_cli("freeze", "tiny-v1", "--allow-audit-failures", root=project_copy)
-    assert frozen.returncode == 0, frozen.stderr
+        typed_release: Path, clean_python: Path, tmp_path: Path) -> None:
+    # The session's release of families of every kind (choices, calls, feedback logs with
+    # splits, judged pairs), exported by the documented line (whose release is a bundled one)
+    # in the user's own folder, outside any project.
     export_line, eval_line = _documented_lines()
-    # The documented export, of this release (the page's names a bundled one).
     release_path = re.search(r"memspec export (\S+)", export_line).group(1)
-    export = run_cli(*export_line.replace(release_path, "dist/tiny-v1").split()[1:],
-                     cwd=project_copy)
-    assert export.returncode == 0, export.stderr
-    exported = project_copy / "inspect"
-    assert (exported / "task.py").is_file()
-    # The user's own folder: the export alone, no project, no memspec.
     user = tmp_path / "user"
     user.mkdir()
-    os.replace(exported, user / "inspect")
+    export = run_cli(*export_line.replace(release_path, str(typed_release)).split()[1:],
+                     cwd=user)
+    assert export.returncode == 0, export.stderr
+    assert (user / "inspect" / "task.py").is_file()
     # `inspect` as its console script runs it, by an interpreter that cannot import memspec.
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -84,12 +67,13 @@ def test_the_documented_inspect_line_scores_every_sample_offline_without_memspec
 
     log = read_eval_log(str(logs[0]))
     assert log.status == "success", log.error
-    scored = [i["id"] for i in release_instances(project_copy / "dist" / "tiny-v1")
-              if i["answer"]["scorer"] != "judge"]
+    # memspec_release: the programmatically scored items of the test split (the default).
+    scored = [i["id"] for i in release_instances(typed_release)
+              if i["answer"]["scorer"] != "judge" and i["fields"].get("split", "test") == "test"]
     assert sorted(str(s.id) for s in log.samples) == sorted(scored)
     assert all(s.scores and next(iter(s.scores.values())).value is not None
                for s in log.samples)
     assert log.results.total_samples == log.results.completed_samples == len(scored)
     # tiktoken read the encoding the export carries (nothing was fetched).
-    assert json.loads((user / "inspect" / "design.json").read_text())["release"] == "tiny-v1"
+    assert json.loads((user / "inspect" / "design.json").read_text())["release"] == "mix-v1"
     assert list((user / "inspect" / "tiktoken").iterdir())
