@@ -8,7 +8,7 @@ import shutil
 import site
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -135,24 +135,88 @@ def make_gold_first_release(project: Path, name: str = "flawed") -> Path:
     return release
 
 
+def made_once(tmp_path_factory: pytest.TempPathFactory, name: str,
+              make: Callable[[Path], str]) -> Path:
+    """The folder ``name`` that ``make(folder)`` fills once per test run, whichever worker
+    asks first (the others wait for it: under pytest-xdist every worker has its own session,
+    but they share the parent of their temporary folders); what ``make`` returns is kept in
+    ``<name>.ok`` beside it. Tests only read the folder (copy it to change it)."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    out, done = shared / name, shared / f"{name}.ok"
+    with FileLock(str(shared / f"{name}.lock")):
+        if not done.exists():
+            shutil.rmtree(out, ignore_errors=True)
+            done.write_text(make(out))
+    return out
+
+
+def _build_all(out: Path) -> str:
+    # Two worker processes: the other test workers mostly wait for this build.
+    result = run_cli("build", "--all", "--out", str(out), "--workers",
+                     str(min(2, os.cpu_count() or 1)), timeout=1800)
+    assert result.returncode == 0, result.stderr
+    return result.stdout  # the table of releases build verified
+
+
 @pytest.fixture(scope="session")
 def built_dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Every bundled release, every version, built and verified byte for byte against its
-    committed manifest once per test run with ``memspec build --all``: the first
-    worker to get here builds, the others wait for it (under pytest-xdist every worker has
-    its own session, but they share the parent of their temporary folders)."""
-    base = tmp_path_factory.getbasetemp()
-    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    out, done = shared / "built-dist", shared / "built-dist.ok"
-    with FileLock(str(shared / "built-dist.lock")):
-        if not done.exists():
-            shutil.rmtree(out, ignore_errors=True)
-            # Two worker processes: the other test workers mostly wait for this build.
-            result = run_cli("build", "--all", "--out", str(out), "--workers",
-                             str(min(2, os.cpu_count() or 1)), timeout=1800)
-            assert result.returncode == 0, result.stderr
-            done.write_text(result.stdout)  # the table of releases build verified
-    return out
+    committed manifest once per test run with ``memspec build --all``."""
+    return made_once(tmp_path_factory, "built-dist", _build_all)
+
+
+#: A release of families of every kind (a procedural rule, a paired priming design, option
+#: rotations, feedback logs with splits, distractors), frozen now: so in the newest layout.
+TYPED_MIX = """\
+name: mix
+version: v1
+seed: 7
+published: "2026-12-01"
+description: families of every kind, in the newest layout
+license: CC-BY-4.0
+subsets: [domain]
+families:
+  - {family: example.procedural.reversed_copy, groups: 4, fields: {domain: none}}
+  - {family: example.priming.harbour_fog, groups: 4, fields: {domain: none}}
+  - {family: example.choice.meeting_room, groups: 4, fields: {domain: none}}
+  - family: feedback.declarative.trip_plan
+    groups: 8
+    splits: {train: 6, test: 2}
+    disjoint: [task]
+    fields: {domain: open_domain, format: LiLo}
+  - family: feedback.procedural.yes_no_first
+    groups: 8
+    splits: {train: 6, test: 2}
+    disjoint: [task]
+    fields: {domain: legal, format: SiSo}
+  - {family: trustgap.memory_trust.airline, groups: 4, fields: {domain: none}}
+  - {family: memorychecks.binding.topic_partner, groups: 4, fields: {domain: none}}
+  - {family: feedback.declarative.clause_pack, groups: 4, splits: {train: 3, test: 1},
+     fields: {domain: legal}}
+"""
+
+
+def freeze_mix(base: Path) -> Path:
+    """TYPED_MIX frozen now (so in the newest layout) in a copy of the project under
+    ``base``; the release folder."""
+    project = base / "project"
+    for name in ("specs", "templates", "manifests"):
+        shutil.copytree(REPO / name, project / name)
+    (project / "specs" / "releases" / "mix-v1.yaml").write_text(TYPED_MIX)
+    result = run_cli("freeze", "mix-v1", "--out", str(base / "out"),
+                     "--allow-audit-failures", root=project)
+    assert result.returncode == 0, result.stderr
+    release = base / "out" / "mix-v1"
+    assert json.loads((release / "manifest.json").read_text())["manifest_version"] >= 4
+    return release
+
+
+@pytest.fixture(scope="session")
+def typed_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """TYPED_MIX frozen once per test run (read only: copy it to change it)."""
+    return made_once(tmp_path_factory, "typed-mix", lambda out: str(freeze_mix(out))) \
+        / "out" / "mix-v1"
 
 
 def bundled_release(built_dist: Path, name: str) -> Path:

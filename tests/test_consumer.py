@@ -19,7 +19,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_typed_tables import freeze_mix
 
 from conftest import LATEST_RELEASES, run_clean, run_cli
 
@@ -67,14 +66,16 @@ def test_a_consumer_without_memspec_gets_every_release_whole(
 
 
 def test_a_consumer_without_memspec_gets_a_typed_release_whole(
-        clean_python: Path, tmp_path: Path) -> None:
-    release = freeze_mix(tmp_path)
+        clean_python: Path, typed_release: Path, tmp_path: Path) -> None:
+    release = typed_release  # the session's one freeze of the mix (copied below)
     rows = sum(len(path.read_text(encoding="utf-8").splitlines())
                for path in (release / "data").glob("*.jsonl"))
     folder, args = _prepared(release, tmp_path)
     checked = _consumer(clean_python, folder, *args)
     assert checked.returncode == 0, (checked.stdout + checked.stderr)[-4000:]
     assert "ok datasets" in checked.stdout and "ok croissant" in checked.stdout
+    # Newest layout: every message a record of its family's <family>_messages record set.
+    assert "ok croissant: " in checked.stdout and " (0 messages)" not in checked.stdout
     assert rows > 200 and f"ok polars: {rows} rows equal to the JSONL" in checked.stdout
 
 

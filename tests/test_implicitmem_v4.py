@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, run_cli
+from conftest import REPO, bundled_release, run_cli
 from memspec.engine.checks import approx_tokens
 from memspec.spec.instances import phase_messages
 
@@ -25,12 +25,10 @@ _WORD = re.compile(r"\w+")
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The release, built once for this module (and verified against its manifest)."""
-    out = tmp_path_factory.mktemp("implicitmem-v4")
-    result = run_cli("build", RELEASE, "--out", str(out))
-    assert result.returncode == 0, result.stdout + result.stderr
-    return out / RELEASE
+def built(built_dist: Path) -> Path:
+    """The release from the session's one build of every bundled release (verified byte for
+    byte against its committed manifest), not built a second time here."""
+    return bundled_release(built_dist, RELEASE)
 
 
 @pytest.fixture(scope="module")

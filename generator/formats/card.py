@@ -162,6 +162,7 @@ def _files_section(charts: Sequence[str], parquet: bool, layout: int = 1) -> lis
            "- `croissant.json`: the release described in Croissant 1.0 "
            "(the JSONL files with their SHA-256, one record set per family)."]
           if parquet else []),
+        *([_MESSAGES_FILES] if release_layout(layout).croissant_messages else []),
     ]
 
 
@@ -183,6 +184,12 @@ _PARQUET_FILES = (
     "family (the\n  conversation nested, varying objects as JSON text), for dataset loaders. "
     "pyarrow writes its\n  version into each file, so the manifest pins these bytes with the "
     "pyarrow that wrote them and,\n  for any other pyarrow, the rows (`content_sha256`).")
+
+
+_MESSAGES_FILES = (
+    "- `messages/<family>.jsonl`: the messages again, one line per message in conversation "
+    "order\n  (`id`, `phase_index`, `phase`, `index`, then the message's `role`, `content` and "
+    "`name`),\n  canonical JSON: the record set `<family>_messages` of `croissant.json`.")
 
 
 _TYPED_PARQUET_FILES = (

@@ -4,8 +4,9 @@ It describes the canonical JSONL data files, whose SHA-256 the manifest pins, so
 description is pinned with them (the Parquet copies' bytes depend on the pyarrow that wrote
 them; see ``parquet_export``). One record set per family gives the typed columns a loader
 filters on: the ids, the variant's axes, the fields, the answer and the names of the phases.
-Croissant loaders read nested lists one level deep, so the messages themselves are left to
-the JSONL lines and the Parquet files, which keep the whole conversation.
+Croissant loaders read nested lists one level deep, so up to layout 7 the messages themselves
+are left to the JSONL lines and the Parquet files, which keep the whole conversation; layout 8
+describes a flattened copy of them, one record per message (``croissant_messages``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from ..core.canonical import json_key
 from ..spec.spec import PublishedDesign, ReleaseSpec
+from .croissant_messages import messages_distribution, messages_record_set
 from .release_layouts import LATEST_LAYOUT, first_layout_with, release_layout
 
 CONFORMS_TO = "http://mlcommons.org/croissant/1.0"
@@ -375,19 +377,26 @@ def design_citation(design: PublishedDesign) -> str:
 def croissant_document(release: ReleaseSpec, root_sha256: str,
                        data_files: Mapping[str, Mapping[str, Any]],
                        shapes: Mapping[str, FamilyShape],
-                       descriptions: Mapping[str, str], layout: int = 3) -> dict[str, Any]:
+                       descriptions: Mapping[str, str], layout: int = 3,
+                       message_files: Mapping[str, Mapping[str, Any]] | None = None,
+                       message_keys: Mapping[str, set[str]] | None = None) -> dict[str, Any]:
     """The Croissant description of a release: ``data_files`` maps each family's JSONL path
-    (``data/<family>.jsonl``) to what the manifest records of it."""
+    (``data/<family>.jsonl``) to what the manifest records of it; layout 8 adds the flattened
+    ``message_files`` (``messages/<family>.jsonl``), with the message keys each family uses."""
     distribution = [
         {"@type": "cr:FileObject", "@id": name, "name": name, "contentUrl": name,
          "encodingFormat": "application/jsonlines", "sha256": info["sha256"],
          "contentSize": f"{info['bytes']} B"}
         for name, info in sorted(data_files.items())]
+    distribution += [messages_distribution(name, info)
+                     for name, info in sorted((message_files or {}).items())]
     record_sets = []
     for name in sorted(data_files):
         family = name.removeprefix("data/").removesuffix(".jsonl")
         record_sets.append(_record_set(family, name, shapes[family], descriptions[family],
                                        layout))
+        if message_keys and family in message_keys:
+            record_sets.append(messages_record_set(family, message_keys[family]))
     document: dict[str, Any] = {
         "@context": CONTEXT,
         "@type": "sc:Dataset",

@@ -9,8 +9,10 @@ from typing import Any
 
 from ..spec.spec import FamilySpec, ReleaseSpec
 from .croissant import FamilyShape, croissant_document
+from .croissant_messages import MESSAGES_DIR, MessagesWriter
 from .dataset_configs import Config, ParquetPart, loader_configs, split_order
 from .parquet_export import DEFAULT_SPLIT, ParquetShards, split_of
+from .release_layouts import release_layout
 
 
 class LoaderExports:
@@ -27,6 +29,10 @@ class LoaderExports:
         self._family: FamilySpec | None = None
         self._shards: ParquetShards | None = None
         self._keys: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {}
+        # Layout 8: each family's flattened messages, and the message keys each one uses.
+        self._flatten = release_layout(layout).croissant_messages
+        self._messages: MessagesWriter | None = None
+        self.message_keys: dict[str, set[str]] = {}
 
     def start(self, family: FamilySpec) -> None:
         self._family = family
@@ -34,6 +40,8 @@ class LoaderExports:
                                      family.file, self.layout)
         self._keys = {}
         self.shapes[family.family_id] = FamilyShape(self.layout)
+        if self._flatten:
+            self._messages = MessagesWriter(self.folder, family.family_id)
 
     def add(self, instance: dict[str, Any]) -> None:
         assert self._shards is not None and self._family is not None
@@ -42,11 +50,17 @@ class LoaderExports:
             self._keys[name] = (split_of(instance), tuple(
                 (field, instance["fields"][field]) for field in self.release.subsets))
         self.shapes[self._family.family_id].observe(instance)
+        if self._messages is not None:
+            self._messages.add(instance)
 
     def finish(self) -> None:
         assert self._shards is not None and self._family is not None
         family = self._family
         self.files.update(self._shards.close())
+        if self._messages is not None:
+            self.files[self._messages.name] = self._messages.close()
+            self.message_keys[family.family_id] = self._messages.keys
+            self._messages = None
         for name, (split, subsets) in sorted(self._keys.items()):
             self.parts.append(ParquetPart(name, family.family_id, family.paradigm.paradigm_id,
                                           split, subsets))
@@ -61,5 +75,7 @@ class LoaderExports:
     def croissant(self, root_sha256: str, data_files: Mapping[str, Mapping[str, Any]],
                   descriptions: Mapping[str, str]) -> dict[str, Any]:
         """The Croissant description of the release's data files."""
+        messages = {name: self.files[name] for name in self.files
+                    if name.startswith(f"{MESSAGES_DIR}/")}
         return croissant_document(self.release, root_sha256, data_files, self.shapes,
-                                  descriptions, self.layout)
+                                  descriptions, self.layout, messages, self.message_keys)

