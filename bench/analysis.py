@@ -17,6 +17,8 @@ score      `memspec score` of the random policy's responses (target <= 2 s, <= 2
 abstain    `memspec score` of random letters with "I don't know." on about half the items
            that show memory, seeded (target < 5 s; <= 2 s and <= 200 MB whatever the
            abstention pattern)
+audit      `memspec audit` with the project's specs at hand, as a freeze runs it (target
+           <= 6 s, <= 250 MB)
 report     `memspec report` (target <= 4 s)
 startup    `memspec --version` and `memspec --help` (target <= 0.12 s each)
 validate   `memspec validate` of one family file (target <= 0.5 s)
@@ -24,7 +26,7 @@ linear     score and report of a release frozen with twice the groups of each fa
            against the release itself (target: <= 2.2x the CPU); freezing it takes a
            minute or two, into the temporary folder
 
-The release is the project's dist/trustgap-v4 when it is built there (`memspec build`), else
+The release is the project's dist/trustgap-v5 when it is built there (`memspec build`), else
 it is frozen into the temporary folder first. Results go to bench/results.json under
 "analysis", with the machine, the commit and the load average when each ran.
 """
@@ -47,11 +49,11 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-RELEASE = "trustgap-v4"
+RELEASE = "trustgap-v5"
 #: A family file of that release, for `validate` of one family.
-FAMILY_FILE = "specs/families/trustgap/v4/airline.yaml"
+FAMILY_FILE = "specs/families/trustgap/v5/airline.yaml"
 ABSTAIN = "I don't know."
-MEASUREMENTS = ("score", "abstain", "report", "startup", "validate", "linear")
+MEASUREMENTS = ("score", "abstain", "audit", "report", "startup", "validate", "linear")
 
 
 def run_measured(args: list[str], cwd: Path = REPO) -> tuple[float, float]:
@@ -141,7 +143,7 @@ def respond(release: Path, out: Path) -> None:
 
 
 def the_release(tmp: Path) -> Path:
-    """dist/trustgap-v4 when built, else the release frozen into ``tmp``."""
+    """dist/trustgap-v5 when built, else the release frozen into ``tmp``."""
     built = REPO / "dist" / RELEASE
     if (built / "manifest.json").is_file():
         return built
@@ -159,7 +161,8 @@ def doubled_release(tmp: Path) -> Path:
     shutil.copy(REPO / "memspec.yaml", project / "memspec.yaml")
     text = (REPO / "specs" / "releases" / f"{RELEASE}.yaml").read_text(encoding="utf-8")
     text = re.sub(r"(?m)^(\s*groups: )(\d+)$", lambda m: f"{m[1]}{2 * int(m[2])}", text)
-    text = re.sub(r"(?m)^version: v4$", "version: v904", text, count=1)
+    version = RELEASE.rsplit("-", 1)[1]
+    text = re.sub(rf"(?m)^version: {version}$", "version: v904", text, count=1)
     (project / "specs" / "releases" / "trustgap-v904.yaml").write_text(text, encoding="utf-8")
     subprocess.run(memspec("--root", str(project), "freeze", "trustgap-v904", "--draft",
                            "--allow-audit-failures", "--out", str(tmp / "doubled")),
@@ -191,6 +194,10 @@ def bench(only: set[str], runs: int, linear_commands: list[str]) -> dict[str, An
                            reading, runs),
                 "abstentions": count,
                 "target": "< 5 s CPU (issue 47); <= 2 s and <= 200 MiB (issue 51)"}
+        if "audit" in only:
+            results["audit"] = {**in_turns(memspec("audit", str(release), "--format", "json"),
+                                           reading, runs),
+                                "target": "<= 6 s CPU and <= 250 MiB"}
         if "report" in only:
             results["report"] = {**in_turns(memspec("report", str(release), "--out",
                                                     str(tmp / "report.html")), reading, runs),

@@ -138,6 +138,28 @@ def test_declared_abstain_and_opener_forms_are_read() -> None:
     assert read(declared, "Let me check the file first.").verdict == "abstain"
 
 
+def test_one_reply_read_against_many_answers_is_read_by_each_answer_s_own_settings() -> None:
+    # What a reply is made into is kept between readings (the audit reads one reply against
+    # many items' answers): each answer still gets its own gold, options, openers, abstention
+    # patterns and version, and its own list of steps.
+    reply = "Per the memo, Clause 4 (not Clause 5)."
+    plain = read(LINE, reply)
+    declared = {**LINE, "reading": {"version": 2, "openers": [r"per the memo[,:]"]}}
+    assert [read(declared, reply).verdict, plain.verdict, read(declared, reply).verdict] == [
+        "right", "wrong", "right"]
+    assert read({**LINE, "gold": r"^Clause 5\b"}, "Clause 4 (not Clause 5).").verdict == "wrong"
+    assert read({**LINE, "gold": r"^Clause 5\b"}, "Clause 5.").verdict == "right"
+    refusing = {**LINE, "reading": {"version": 2, "abstain": [r"^clause"]}}
+    assert read(refusing, "Clause 4.").verdict == "abstain"
+    assert read(LINE, "Clause 4.").verdict == "right"
+    first, second = read(CHOICE, "**A**"), read(CHOICE, "**A**")
+    assert first.steps == second.steps and len(first.steps) == 4
+    other = {**CHOICE, "options": list(reversed(OPTIONS)), "gold_index": 2}
+    assert read(other, "Garden Room").verdict == "wrong"
+    assert read(CHOICE, "Garden Room").verdict == "wrong"
+    assert read(other, "Terrace Room").verdict == "right"
+
+
 def test_the_gold_must_be_right_under_the_reading() -> None:
     broken = {**CHOICE, "distractors": {"same": "Terrace Room"}}
     assert answer_problems(broken)

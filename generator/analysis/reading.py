@@ -20,11 +20,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from ..core import safe_regex
 from .reading_calls import calls
-from .reading_choices import read_choice
+from .reading_choices import ChoiceReading, read_choice
 from .reading_clauses import sentences, set_aside_rejected
 from .reading_courtesies import set_aside_courtesies
 from .reading_either import set_aside_either
@@ -37,6 +38,11 @@ from .scoring import LIST_MARKER, attempt_is_right, canonical_text, first_mode, 
 READING_VERSIONS = (2, 3, 4)
 _QUESTION = alternation(QUESTIONS)
 _HEDGE = alternation(HEDGES)
+#: How many texts each step keeps what it made of (its own answer, by the text and the
+#: settings it reads): the audit reads one response against the answers of many items, and
+#: a score reads the same few replies (a policy's constant answer) again and again. Each
+#: step is a function of its text and settings alone, so a kept result is the result.
+_KEPT = 1024
 
 
 @dataclass(frozen=True)
@@ -66,8 +72,14 @@ def _abstains(answer: Mapping[str, Any], body: str, extra: Sequence[str]) -> str
     head = body.splitlines()[0] if body.strip() else ""
     if not head:
         return "nothing is left once markdown and courtesies are set aside"
-    patterns = (*DEFAULT_ABSTAIN_PATTERNS, *answer.get("abstain", ()),
-                *config.get("abstain", ()), *extra)
+    return _declines(head, (*DEFAULT_ABSTAIN_PATTERNS, *answer.get("abstain", ()),
+                            *config.get("abstain", ()), *extra))
+
+
+@lru_cache(maxsize=_KEPT)
+def _declines(head: str, patterns: tuple[str, ...]) -> str | None:
+    """Why a first line declines to answer by the first of ``patterns`` it matches, or
+    None."""
     for pattern in patterns:
         if safe_regex.search(pattern, head, ignore_case=True):
             return f"its first line declines to answer ({pattern!r})"
@@ -77,7 +89,24 @@ def _abstains(answer: Mapping[str, Any], body: str, extra: Sequence[str]) -> str
 def _rejected(answer: Mapping[str, Any], text: str) -> tuple[str, list[str]]:
     """Step 4 as the answer's reading version does it (version 3 leaves the wording inside
     quoted strings and brackets alone)."""
-    return set_aside_rejected(text, inner_cues=answer["reading"]["version"] < 3)
+    kept, removed = _set_aside_rejected(text, answer["reading"]["version"] < 3)
+    return kept, list(removed)
+
+
+@lru_cache(maxsize=_KEPT)
+def _set_aside_rejected(text: str, inner_cues: bool) -> tuple[str, tuple[str, ...]]:
+    kept, removed = set_aside_rejected(text, inner_cues=inner_cues)
+    return kept, tuple(removed)
+
+
+@lru_cache(maxsize=_KEPT)
+def _sentences(text: str) -> tuple[str, ...]:
+    return tuple(sentences(text))
+
+
+@lru_cache(maxsize=_KEPT)
+def _choice(text: str, options: tuple[str, ...]) -> ChoiceReading:
+    return read_choice(text, list(options))
 
 
 def _holds_attempt(answer: Mapping[str, Any], sentence: str) -> bool:
@@ -86,7 +115,7 @@ def _holds_attempt(answer: Mapping[str, Any], sentence: str) -> bool:
     if answer["scorer"] == "choice":
         # Only a letter named as the answer commits: options named by their text in a
         # sentence ("My note says X, the directory Y.") may still lead to a question.
-        return bool(read_choice(kept, answer["options"]).labelled)
+        return bool(_choice(kept, tuple(answer["options"])).labelled)
     return bool(calls(kept))
 
 
@@ -97,12 +126,12 @@ def _asks_or_hedges(answer: Mapping[str, Any], body: str) -> str | None:
     if answer["reading"].get("questions") == "answer":
         return None  # asking is an answer of its own in this paradigm
     if answer["scorer"] != "choice" and first_mode(answer) != "call":
-        first_line = sentences(body.splitlines()[0])
+        first_line = _sentences(body.splitlines()[0])
         for index, sentence in enumerate(first_line):
             if _QUESTION.search(sentence) or (index == 0 and _HEDGE.search(sentence)):
                 return sentence
         return None
-    for sentence in sentences(body):
+    for sentence in _sentences(body):
         if _QUESTION.search(sentence) or _HEDGE.search(sentence):
             return sentence
         if _holds_attempt(answer, sentence):
@@ -151,12 +180,19 @@ def _gold_call(answer: Mapping[str, Any]) -> str:
 def prepared(answer: Mapping[str, Any], response: str) -> tuple[str, list[tuple[str, str]]]:
     """Steps 1 and 2: the response with markdown and courtesies set aside."""
     config = answer["reading"]
-    text = set_aside(response, keep_lists=bool(config.get("keep_lists")))
+    body, steps = _prepared(response, bool(config.get("keep_lists")),
+                            tuple(config.get("openers", ())), not config.get("keep_openers"))
+    return body, list(steps)
+
+
+@lru_cache(maxsize=_KEPT)
+def _prepared(response: str, keep_lists: bool, declared: tuple[str, ...], openers: bool
+              ) -> tuple[str, tuple[tuple[str, str], ...]]:
+    text = set_aside(response, keep_lists=keep_lists)
     # keep_openers: the lead-in a reply opens with ("In short:") is what the family measures.
-    body, courtesies = set_aside_courtesies(text, config.get("openers", ()),
-                                            openers=not config.get("keep_openers"))
-    return body, [("markdown set aside", text or "(empty)"),
-                  ("openers and sign-offs set aside", " | ".join(courtesies) or "none")]
+    body, courtesies = set_aside_courtesies(text, declared, openers=openers)
+    return body, (("markdown set aside", text or "(empty)"),
+                  ("openers and sign-offs set aside", " | ".join(courtesies) or "none"))
 
 
 def read(answer: Mapping[str, Any], response: str, extra_abstain: Sequence[str] = ()
@@ -183,7 +219,7 @@ def read(answer: Mapping[str, Any], response: str, extra_abstain: Sequence[str] 
                       else _rejected(answer, body))
     steps.append(("rejected mentions", " | ".join(rejected) or "none"))
     if answer["scorer"] == "choice":
-        choice = read_choice(kept, answer["options"])
+        choice = _choice(kept, tuple(answer["options"]))
         steps.append(("options labelled", ", ".join(chr(65 + i) for i in choice.labelled)
                       or "none"))
         if choice.chosen is None:

@@ -1,7 +1,8 @@
 """Audits that read the specs a release was built from.
 
-Each group is rendered again from the specs (the same seed gives the same slot values), and
-every check the family and its paradigm declare is run on the instances that were shipped,
+Each group's slot values are drawn again from the specs (the same seed gives the same values;
+the messages and answers, which these audits do not read, are not rendered again), and every
+check the family and its paradigm declare is run on the instances that were shipped,
 with those slot values: balance, forbidden lexicon, arms identical where they must be. The
 variants the designs declare are compared with the ones shipped, and every counterfeit memory
 is measured against the record it forges: its length, and the named entities it must not
@@ -195,7 +196,7 @@ def _by_group(items: Iterable[Item]) -> Iterator[tuple[int, dict[str, Item]]]:
 def _family_findings(family: FamilySpec, renderer: Renderer, seed: int, groups: int,
                      items: Iterable[Item], count: int) -> list[Finding]:
     """The spec audits of one family over its ``count`` shipped instances, which come in
-    order of their group: each group is rendered again and compared with what was shipped
+    order of their group: each group is drawn again and compared with what was shipped
     of it, then let go."""
     generator = FamilyGenerator(family, renderer, seed)
     areas = sorted({_AREAS.get(c[0]["kind"], _OTHER_AREA) for c in family.checks})
@@ -217,7 +218,7 @@ def _family_findings(family: FamilySpec, renderer: Renderer, seed: int, groups: 
         if waiting is not None and waiting[0] == group:
             batch, waiting = waiting[1], next(batches, None)
         shipped += len(batch)
-        slots, rendered = generator.render_group(group)
+        slots, rendered = generator.group_scopes(group)
         ids = {r.instance["id"] for r in rendered}
         declared += len(ids)
         missing += ids - set(batch)

@@ -12,7 +12,7 @@ from contextlib import AbstractContextManager
 from functools import partial
 from typing import Any, TypeVar
 
-from ..core.canonical import CanonicalJSONError, PlainCopies, TextMemo
+from ..core.canonical import CanonicalJSONError, PlainCopies, TextMemo, normalize
 from ..core.errors import SpecError
 from ..core.limits import Budget, BudgetExceeded, group_megabytes, group_seconds
 from ..spec.spec import FamilySpec
@@ -64,6 +64,22 @@ class FamilyGenerator(InstanceRendering):
         rendered from them, unchecked, within the group's budget: what an audit needs to
         re-run the checks on instances that were shipped."""
         return self.within_budget(group, lambda: self._render_group(group))
+
+    def group_scopes(self, group: int) -> tuple[dict[str, Any], list[RenderedVariant]]:
+        """The slot values of one group and the render scope of each of its variants, each
+        with only what names its instance (id, design, variant), within the group's budget:
+        what an audit needs to re-run the checks on the instances that were shipped (the
+        checks read the shipped instance and the scope it was rendered from), without
+        rendering the messages and answers again, which it never reads."""
+        def scopes() -> tuple[dict[str, Any], list[RenderedVariant]]:
+            slots = self._slots(group)
+            return slots, self._canonical_values(group, lambda: [
+                RenderedVariant({"id": normalize(instance_id(self.family.family_id, group,
+                                                           v.name)),
+                                 "design": v.design, "variant": v.name},
+                                self._variant_context(slots, v, group))
+                for v in self.variants if self._design_applies(v.design, slots, group)])
+        return self.within_budget(group, scopes)
 
     def _render_group(self, group: int) -> tuple[dict[str, Any], list[RenderedVariant]]:
         slots = self._slots(group)
