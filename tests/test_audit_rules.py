@@ -106,3 +106,23 @@ def test_the_convention_baseline_is_one_where_every_item_wants_one_answer() -> N
     assert convention_baselines(constant + varied) == {"lab.form": 1.0, "lab.varied": 0.0}
     assert [n.split(":")[0] for n in convention_notes(constant + varied)] == [
         "convention baseline of lab.form"]
+
+
+def test_the_rules_are_a_table_each_version_keeping_what_the_one_before_turned_on() -> None:
+    """Rules 1 turn nothing on; each later version keeps every feature of the one before;
+    a version the table lacks is refused by name."""
+    from dataclasses import fields
+
+    import pytest
+
+    from memspec.audit.audit_rules import FIRST_RULES, RULE_VERSIONS
+
+    names = [f.name for f in fields(RULE_VERSIONS[FIRST_RULES]) if f.name != "version"]
+    assert not any(getattr(RULE_VERSIONS[FIRST_RULES], name) for name in names)
+    for version in range(FIRST_RULES + 1, CURRENT_RULES + 1):
+        before, now = RULE_VERSIONS[version - 1], RULE_VERSIONS[version]
+        assert all(getattr(now, name) for name in names if getattr(before, name))
+        assert any(getattr(now, name) != getattr(before, name) for name in names)
+    with pytest.raises(ValueError, match=f"no audit rules {CURRENT_RULES + 1} "), \
+            running_by(CURRENT_RULES + 1):
+        pass
