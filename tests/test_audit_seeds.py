@@ -16,7 +16,9 @@ from conftest import REPO, bundled_release
 
 SEEDS = 20
 STABLE = 19
-#: Families of each release audited here; the bench script audits them all.
+#: Families of each release audited here; the bench script audits them all. Measured at 20
+#: seeds (CPU s): example-v4 3.4, feedback-v5 51, implicitmem-v5 9.7, memorychecks-v5 304,
+#: trustgap-v5 96; every sampled family passed 20 of 20.
 SAMPLE = 2
 
 
