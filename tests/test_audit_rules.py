@@ -6,11 +6,15 @@ prints under its first table."""
 from __future__ import annotations
 
 import copy
+import json
+from dataclasses import fields
 
+import pytest
 from test_audit_corpus import GROUPS, _choice, _options, _user
 from test_audit_corpus_declared import declared_chance_hides_echo
 
-from memspec.audit.audit_rules import CURRENT_RULES, running_by
+from conftest import run_cli
+from memspec.audit.audit_rules import CURRENT_RULES, FIRST_RULES, RULE_VERSIONS, running_by
 from memspec.audit.audit_view import item_view, visible_phases
 from memspec.audit.run import audit_instances, predictors
 from memspec.audit.score_notes import (
@@ -106,3 +110,47 @@ def test_the_convention_baseline_is_one_where_every_item_wants_one_answer() -> N
     assert convention_baselines(constant + varied) == {"lab.form": 1.0, "lab.varied": 0.0}
     assert [n.split(":")[0] for n in convention_notes(constant + varied)] == [
         "convention baseline of lab.form"]
+
+
+def test_the_rules_are_a_table_each_version_keeping_what_the_one_before_turned_on() -> None:
+    """Rules 1 turn nothing on; each later version keeps every feature of the one before;
+    a version the table lacks is refused by name."""
+    names = [f.name for f in fields(RULE_VERSIONS[FIRST_RULES]) if f.name != "version"]
+    assert not any(getattr(RULE_VERSIONS[FIRST_RULES], name) for name in names)
+    for version in range(FIRST_RULES + 1, CURRENT_RULES + 1):
+        before, now = RULE_VERSIONS[version - 1], RULE_VERSIONS[version]
+        assert all(getattr(now, name) for name in names if getattr(before, name))
+        assert any(getattr(now, name) != getattr(before, name) for name in names)
+    with pytest.raises(ValueError, match=f"no audit rules {CURRENT_RULES + 1} "), \
+            running_by(CURRENT_RULES + 1):
+        pass
+
+
+#: Verdict columns of a frozen audit's summary: whether the family passed, and each area.
+VERDICT_KEYS = ("passed", "balance", "leakage", "counterfeit", "declared", "coverage")
+
+
+def test_as_frozen_gives_an_older_release_the_verdicts_recorded_at_its_freeze(
+        tmp_path) -> None:
+    """example-v3, frozen before the manifest recorded the audit's rules, is rebuilt byte
+    for byte from its committed manifest and audited as frozen: by rules 1, it passes as it
+    passed, every family with the verdict of every area its manifest records. A plain audit
+    runs today's rules and lists what changed."""
+    built = run_cli("freeze", "example-v3", "--out", str(tmp_path))
+    assert built.returncode == 0, built.stderr
+    release = tmp_path / "example-v3"
+    manifest = json.loads((release / "manifest.json").read_text())
+    assert "rules" not in manifest["audit"]
+    as_frozen = run_cli("audit", str(release), "--as-frozen", "--format", "json")
+    assert as_frozen.returncode == 0, as_frozen.stderr
+    report = json.loads(as_frozen.stdout)
+    assert report["rules"] == FIRST_RULES and report["rules_changes"] == []
+    assert report["ok"] is (not manifest["audit"]["failures"])
+    assert report["specs_skipped"] is None and report["unavailable"] == []
+    # Compared with the summary frozen into the manifest, no verdict differs (the
+    # adversaries' description may: the audit of that day ran no open-item policies).
+    differing = {d.split(": ")[1].split(" ")[0] for d in report["frozen_differences"]}
+    assert not differing & set(VERDICT_KEYS), report["frozen_differences"]
+    today = run_cli("audit", str(release), "--format", "json")
+    assert json.loads(today.stdout)["rules"] == CURRENT_RULES
+    assert json.loads(today.stdout)["rules_changes"], today.stdout

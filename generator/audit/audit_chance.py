@@ -134,7 +134,7 @@ def declared_chance_findings(sampled: Mapping[str, Sequence[Item]],
             f"{first.trials} (p {p_open:.3g}"
             f" against the {OPEN_CHANCE} of an open answer), and no policy reading no memory "
             f"reaches it: declare the chance such a policy reaches, or a memoryless policy "
-            f"with its expected score ({first.cue})"))
+            f"with its expected score ({first.cue})", tuple(key.split("."))))
     return findings
 
 
@@ -171,5 +171,6 @@ def positive_control_findings(sampled: Mapping[str, Sequence[Item]],
             "declared: positive control", family, False, measured,
             f"audit.chance 1 declares a positive control, but {measured.lower()} beats the "
             f"design's chance of {design:.3g} on it: declare the memoryless policy that "
-            "passes it (reading only what the items show), or do not declare chance 1"))
+            "passes it (reading only what the items show), or do not declare chance 1",
+            ("audit", "chance")))
     return findings

@@ -14,52 +14,47 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
-
-#: The rules an audit runs by today.
-CURRENT_RULES = 2
-#: The rules of a release frozen before its manifest recorded them.
-FIRST_RULES = 1
 
 
 @dataclass(frozen=True)
 class AuditRules:
-    """What differs between the versions of the audit's rules.
+    """What one version of the audit's rules turns on beyond rules 1 (a row of
+    ``RULE_VERSIONS``). Code asks ``rules()`` for a named feature rather than comparing
+    version numbers, so a new version of the rules is one more row.
 
     Rules 1: every tool result of a memory phase is shown; a declared chance is the null of
     every adversary; evidence counts as shown where its value is written; one instance is
     drawn per group with no regard to arm or variant; no open-item policy reads the tool
     results the view shows.
-
-    Rules 2: a tool result a memory phase returns to the remembered session's own call is
-    memory (only the lookups handed in before its first assistant turn are shown); the
-    design's chance (options, arms) holds every built-in adversary, a declared
-    chance above it on open items must be reached by a policy reading no memory, and a
-    positive control must be shown to be one; evidence must give the right answer through
-    the family's scorer; the draw is balanced over each family's strata (arms, else
-    variants), every stratum is tested on its own; a policy answers with the tool results
-    the view shows, an arm classifier reads the view, and a word only one arm's items say is
-    looked for.
     """
 
     version: int
+    #: A tool result a memory phase returns to the remembered session's own call is memory
+    #: (only the lookups handed in before its first assistant turn are shown).
+    remembered_calls_hidden: bool = False
+    #: The design's chance (options, arms) holds every built-in adversary; a declared chance
+    #: above it on open items must be reached by a policy reading no memory, and a positive
+    #: control must be shown to be one.
+    design_chance: bool = False
+    #: Evidence must give the right answer through the family's scorer.
+    evidence_gives_gold: bool = False
+    #: The draw is balanced over each family's strata (arms, else variants), every stratum is
+    #: tested on its own; a policy answers with the tool results the view shows, an arm
+    #: classifier reads the view, and a word only one arm's items say is looked for.
+    stratified: bool = False
 
-    @property
-    def remembered_calls_hidden(self) -> bool:
-        return self.version >= 2
 
-    @property
-    def design_chance(self) -> bool:
-        return self.version >= 2
-
-    @property
-    def evidence_gives_gold(self) -> bool:
-        return self.version >= 2
-
-    @property
-    def stratified(self) -> bool:
-        return self.version >= 2
+_RULES_1 = AuditRules(1)
+_RULES_2 = replace(_RULES_1, version=2, remembered_calls_hidden=True, design_chance=True,
+                   evidence_gives_gold=True, stratified=True)
+#: Every version of the rules by its number: each turns on all its predecessor does, and more.
+RULE_VERSIONS: Mapping[int, AuditRules] = {r.version: r for r in (_RULES_1, _RULES_2)}
+#: The rules an audit runs by today.
+CURRENT_RULES = max(RULE_VERSIONS)
+#: The rules of a release frozen before its manifest recorded them.
+FIRST_RULES = min(RULE_VERSIONS)
 
 
 _RULES: ContextVar[AuditRules | None] = ContextVar("audit_rules", default=None)
@@ -67,16 +62,16 @@ _RULES: ContextVar[AuditRules | None] = ContextVar("audit_rules", default=None)
 
 def rules() -> AuditRules:
     """The rules of the audit now running (today's outside any audit)."""
-    return _RULES.get() or AuditRules(CURRENT_RULES)
+    return _RULES.get() or RULE_VERSIONS[CURRENT_RULES]
 
 
 @contextmanager
 def running_by(version: int) -> Iterator[AuditRules]:
     """Run what is inside by the rules of ``version``."""
-    if not FIRST_RULES <= version <= CURRENT_RULES:
+    if version not in RULE_VERSIONS:
         raise ValueError(f"no audit rules {version} (this memspec knows {FIRST_RULES} to "
                          f"{CURRENT_RULES})")
-    token = _RULES.set(AuditRules(version))
+    token = _RULES.set(RULE_VERSIONS[version])
     try:
         yield rules()
     finally:

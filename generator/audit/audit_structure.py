@@ -52,6 +52,10 @@ class Finding:
     passed: bool
     measured: str  # what was counted, shown whether it passed or not
     detail: str = ""  # why it failed, naming instances
+    #: The spec key whose declaration the check refuses when it fails (``("audit",
+    #: "chance")``), so that a refusal names the file, line and column it is written at;
+    #: empty where the check refuses the data rather than a declaration.
+    declared_at: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"check": self.check, "family": self.family, "passed": self.passed,
@@ -244,7 +248,7 @@ class _EvidenceShown:
                   + (f" and {more} more" if more else "")) if self.unseen_count else ""
         return Finding("leakage: evidence shown", family, not self.unseen_count,
                        f"{self.declared - self.unseen_count} of {self.declared} items show "
-                       "declared evidence that answers them", detail)
+                       "declared evidence that answers them", detail, ("answer", "evidence"))
 
 
 def _stem(word: str) -> str:

@@ -4,11 +4,12 @@ without memory is meant to answer them) with items that need memory, with the ke
 them apart; and each dataset's convention baseline, the score of a system that knows only the
 dataset's answer form.
 
-The convention baseline answers every item of a dataset (a family) as the next item of the
-dataset, in its order, is rightly answered (its gold, or its example right response): a
-system that has seen one item and copies its form. Where every item wants the same form
-(a feedback dataset with one constant answer convention), it scores near 1, and a score that
-high needs none of the user's sessions.
+The convention baseline is the score of a system that has seen one other item of the dataset
+rightly answered and answers each item in its form, reading no memory
+(``audit_convention``): where every item wants the same form (a feedback dataset with one
+constant answer convention), it scores 1, and a score that high needs none of the user's
+sessions. What a system scores up to the baseline the dataset's convention explains; only
+what it scores above it can come from the sessions.
 """
 
 from __future__ import annotations
@@ -17,9 +18,8 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..analysis.policies import oracle
 from ..analysis.score_grouping import key_value, report_rows
-from ..analysis.scoring import is_correct
+from .audit_convention import convention_score
 from .audit_view import evidence_shown, is_memory_item
 
 Item = Mapping[str, Any]
@@ -78,20 +78,14 @@ def pooled_row_notes(instances: Sequence[Item], by: Sequence[str]) -> list[str]:
 
 
 def convention_baselines(instances: Sequence[Item]) -> dict[str, float]:
-    """Per dataset (family) of scorable items, the share a system scores that answers each
-    item as the dataset's next item (in order, the last as the first) is rightly answered."""
+    """Per dataset (family) of scorable items, in order, the share the convention learner
+    answers rightly (``audit_convention.convention_score``)."""
     by_family: dict[str, list[Item]] = defaultdict(list)
     for item in instances:
         if item["answer"]["scorer"] != "judge":
             by_family[item["family"]].append(item)
-    out = {}
-    for family, items in sorted(by_family.items()):
-        if len(items) < 2:
-            continue
-        right = sum(bool(is_correct(item["answer"], oracle(items[(k + 1) % len(items)], 0)))
-                    for k, item in enumerate(items))
-        out[family] = right / len(items)
-    return out
+    return {family: convention_score(items) for family, items in sorted(by_family.items())
+            if len(items) >= 2}
 
 
 #: From this convention baseline on, the score line names the dataset.
@@ -100,8 +94,9 @@ CONVENTION_NOTED = 0.5
 
 def convention_notes(instances: Sequence[Item]) -> list[str]:
     """The datasets whose convention baseline reaches ``CONVENTION_NOTED``, in words."""
-    return [f"convention baseline of {family}: {score:.3f} (a system that answers every item "
-            "as another item of the dataset is answered, knowing its answer form and nothing "
-            "of the user's sessions)"
+    return [f"convention baseline of {family}: {score:.3f} (a system that has seen one other "
+            "item of the dataset answered, and answers in its form, knowing nothing of the "
+            f"user's sessions: a score up to {score:.3f} on this dataset is explained by its "
+            "convention; only what is above it can come from the sessions)"
             for family, score in convention_baselines(instances).items()
             if score >= CONVENTION_NOTED]

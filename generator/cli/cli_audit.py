@@ -9,11 +9,7 @@ from typing import Annotated
 
 import typer
 
-from ..core.errors import (
-    CheckFailed,
-    Problem,
-    printable,
-)
+from ..core.errors import printable
 from .cli_common import (
     AuditFormat,
     _catalog_if_any,
@@ -41,11 +37,11 @@ def audit(
     duplicate may leak; every counterfeit must match its original's length (±5%) and share
     none of its named entities. The spec audits need the project the release was built
     from."""
+    from ..audit.audit_refusal import refusal
     from ..audit.run import (
         CURRENT_RULES,
         FROZEN_AUDIT_NOTE,
         audit_families,
-        describe_failure,
         frozen_rules,
     )
     from ..core.limits import CommandBudget
@@ -83,7 +79,6 @@ def audit(
                 for change in report.rules_changes:
                     err.print(f"note: {change}", markup=False)
         if not report.ok:
-            raise CheckFailed([Problem(describe_failure(f), str(release_dir))
-                               for f in report.failures()])
+            raise refusal(report, catalog, str(release_dir))
 
     _run(action)

@@ -11,10 +11,11 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..audit.run import audit_families, describe_failure
+from ..audit.audit_refusal import refusal
+from ..audit.run import audit_families
 from ..audit.score_notes import convention_baselines
 from ..core.canonical import dump_pretty_bytes
-from ..core.errors import CheckFailed, Problem
+from ..core.errors import CheckFailed
 from ..core.limits import CommandBudget
 from ..core.writeback import StreamedFile
 from ..engine.content_index import ContentIndex, records_from_files, written_content_key
@@ -259,10 +260,9 @@ def _audit(catalog: Catalog, release: ReleaseSpec, folder: Path,
                        for family, score in convention_baselines(list(source())).items()}
     failures = report.failures()
     if failures and refuse_failures:
-        raise CheckFailed([Problem(
-            f"{describe_failure(f)}; a system without memory could pass. Fix the family, "
-            "or freeze with --allow-audit-failures to publish it with the failure recorded",
-            catalog.project.display(release.path)) for f in failures])
+        raise refusal(report, catalog, catalog.project.display(release.path),
+                      "; a system without memory could pass. Fix the family, or freeze with "
+                      "--allow-audit-failures to publish it with the failure recorded")
     return {"failures": failures, **({"summary": report.summary()} if layout.audit_summary else {}),
             # The rules it ran by, so that `memspec audit --as-frozen` can run by them again.
             "rules": report.rules,
