@@ -27,7 +27,7 @@ from ..analysis.scoring import first_call, first_mode
 from ..core.canonical import dump_bytes
 from ..core.limits import working_on
 from ..formats.parquet_export import split_of
-from .export import write_all
+from .export_swap import write_export
 from .scoring_bundle import scoring_source
 
 SAMPLES_FILE = "samples.jsonl"
@@ -219,7 +219,7 @@ def write_inspect(manifest: Mapping[str, Any], instances: Sequence[Mapping[str, 
     scored = any(i["answer"]["scorer"] != "judge" for i in instances)
     design = _design(instances, release)
     design["system_as_user"] = sorted(late)
-    return write_all(out_dir, {
+    return write_export(out_dir, {
         SAMPLES_FILE: b"".join(_samples(instances, release, late)),
         TASK_FILE: _task_source(judged, scored).encode("utf-8"),
         SCORING_FILE: scoring_source().encode("utf-8"),
