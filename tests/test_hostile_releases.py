@@ -224,3 +224,22 @@ def test_holes_are_counted_without_reading(tmp_path: Path) -> None:
         handle.write(b"x" * 4096)
         handle.truncate(TERABYTE)
     assert hole_bytes(sparse, TERABYTE) >= TERABYTE - (1 << 20)
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_a_hostile_file_name_in_a_release_is_named_in_a_short_line(
+        command: str, built_release: tuple[Path, Path], tmp_path: Path) -> None:  # noqa: F811
+    """A file added under fifteen folders of 200-character names, the last with a newline and
+    an escape in its name: the error line names it printably, within 400 characters."""
+    root, release = built_release
+    folder = _copy(release, tmp_path)
+    deep = folder / "data"
+    for level in range(15):
+        deep = deep / (f"{level:02d}" + "x" * 198)
+    deep.mkdir(parents=True)
+    (deep / "evil\n\x1b[31mname.jsonl").write_text("{}\n", encoding="utf-8")
+    extra = [str(tmp_path / a) if a.endswith(".html") else a for a in COMMANDS[command]]
+    result = _memspec(root, command, folder, *extra)
+    _located(result, "data/00xxx", "not listed in SHA256SUMS", 1 if command == "verify" else 2)
+    assert "\x1b" not in result.stderr
+    assert not (tmp_path / "report.html").exists()
