@@ -39,7 +39,7 @@ def test_a_manifest_pointing_at_itself_is_refused(built_example: Path, tmp_path:
     (release / "manifest.json").write_text(json.dumps(manifest))
     _reseal(release)
     result = run_cli("verify", str(release))
-    assert result.returncode == 1 and "manifest.json" in result.stderr
+    assert result.returncode == 2 and "manifest.json" in result.stderr  # not a manifest
 
 
 def test_an_added_file_listed_in_the_sums_is_still_caught(built_example: Path,

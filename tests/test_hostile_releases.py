@@ -1,20 +1,25 @@
 """Downloaded releases forged to fail without saying where (issue 50): a manifest nested too
-deeply for Python's parser, a data line likewise, sparse terabyte files. ``verify``,
-``audit`` and ``report`` each name the file (and its line where it has one), in bounded
-time, as a fresh process run by a user would show it."""
+deeply for Python's parser, a data line likewise, seals that are not UTF-8, not JSON or not a
+manifest, sparse terabyte files. ``verify``, ``audit`` and ``report`` each name the file (and
+its line and column where it has one), in bounded time, with exit status 2 (bad input) and
+nothing written, as a fresh process run by a user would show it. A release whose seal reads
+but whose files disagree with it does not verify: ``verify`` says so with exit status 1, and
+every command that reads the release refuses it as bad input (exit 2)."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from test_hostile import MAX_ERROR_LINE, _memspec, built_release  # noqa: F401 (a fixture)
 
 COMMANDS = {"verify": (), "audit": (), "report": ("--out", "report.html")}
-
+TERABYTE = 1 << 40
 
 def _copy(release: Path, tmp_path: Path) -> Path:
     copy = tmp_path / release.name
@@ -31,9 +36,9 @@ def _reseal(folder: Path, name: str) -> None:
     sums.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def _located(result: object, where: str, fragment: str) -> None:
+def _located(result: object, where: str, fragment: str, code: int = 2) -> None:
     shown = f"exit {result.returncode}\n{result.stderr[:2000]}"  # type: ignore[attr-defined]
-    assert result.returncode in (1, 2), shown  # type: ignore[attr-defined]
+    assert result.returncode == code, shown  # type: ignore[attr-defined]
     assert "Traceback" not in result.stderr, shown  # type: ignore[attr-defined]
     lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]  # type: ignore[attr-defined]
     assert all(len(line) <= MAX_ERROR_LINE for line in lines), shown
@@ -91,3 +96,150 @@ def test_json_files_name_the_line_and_column_of_what_breaks_them(tmp_path: Path)
         with pytest.raises(SpecError) as raised:
             read_json_file(path, path.name)
         assert f"{path.name}{expected}" in str(raised.value)
+
+
+def _write(name: str, data: bytes) -> Callable[[Path], None]:
+    def forge(folder: Path) -> None:
+        (folder / name).write_bytes(data)
+        if name != "SHA256SUMS":
+            _reseal(folder, name)
+    return forge
+
+
+def _renamed(folder: Path) -> None:
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    manifest["release"] = "../../elsewhere"
+    (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    _reseal(folder, "manifest.json")
+
+
+def _sparse(name: str) -> Callable[[Path], None]:
+    def forge(folder: Path) -> None:
+        with (folder / name).open("r+b") as handle:
+            handle.truncate(TERABYTE)  # takes no room on disk, and hours to read
+    return forge
+
+
+#: Every way a release's seal can be unreadable, as a forger would make it: (how, the start
+#: of the error line, a fragment of it). Each is bad input to every command reading it.
+UNREADABLE = {
+    "manifest-not-json": (_write("manifest.json", b'{"release": 1,\n "files": nope}'),
+                          "manifest.json:2:11: ", "not valid JSON"),
+    "manifest-not-utf8": (_write("manifest.json", b'{"release": "\n\xe9"}'),
+                          "manifest.json:2:1: ", "not UTF-8: byte 0xe9"),
+    "manifest-not-a-manifest": (_write("manifest.json", b'{"files": {}}'),
+                                "manifest.json: ", "does not match its schema"),
+    "manifest-terabyte": (_sparse("manifest.json"), "manifest.json: ",
+                          "1,099,511,627,776 bytes is over the"),
+    "sums-not-utf8": (_write("SHA256SUMS", b"\xff" * 64 + b"  manifest.json\n"),
+                      "SHA256SUMS:1:1: ", "not UTF-8: byte 0xff"),
+    "sums-malformed": (_write("SHA256SUMS", b"0123  manifest.json\n"),
+                       "SHA256SUMS:1:1: ", "malformed line"),
+    "sums-terabyte": (_sparse("SHA256SUMS"), "SHA256SUMS: ", "1,099,511,627,776 bytes is over"),
+}
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+@pytest.mark.parametrize("case", sorted(UNREADABLE))
+def test_an_unreadable_seal_is_bad_input_to_every_command(
+        case: str, command: str, built_release: tuple[Path, Path],  # noqa: F811
+        tmp_path: Path) -> None:
+    root, release = built_release
+    folder = _copy(release, tmp_path)
+    forge, where, fragment = UNREADABLE[case]
+    forge(folder)
+    extra = [str(tmp_path / a) if a.endswith(".html") else a for a in COMMANDS[command]]
+    start = time.monotonic()
+    result = _memspec(root, command, folder, *extra)
+    assert time.monotonic() - start < 30
+    _located(result, where, fragment)
+    assert not (tmp_path / "report.html").exists()
+
+
+def test_a_manifest_naming_a_release_outside_the_project_is_bad_input(
+        built_release: tuple[Path, Path], tmp_path: Path) -> None:  # noqa: F811
+    root, release = built_release
+    folder = _copy(release, tmp_path)
+    _renamed(folder)
+    _located(_memspec(root, "verify", folder), "manifest.json: ",
+             "does not match its schema: '../../elsewhere' does not match")
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_a_release_that_does_not_verify_fails_verify_and_is_bad_input_elsewhere(
+        command: str, built_release: tuple[Path, Path], tmp_path: Path) -> None:  # noqa: F811
+    """A sparse terabyte put in place of a data file: its size is not the one pinned, so it
+    is refused before a byte of it is read; ``verify``'s verdict is exit 1, and what reads
+    the release refuses it as bad input."""
+    root, release = built_release
+    folder = _copy(release, tmp_path)
+    data = sorted((folder / "data").iterdir())[0]
+    name = f"data/{data.name}"
+    _sparse(name)(folder)
+    extra = [str(tmp_path / a) if a.endswith(".html") else a for a in COMMANDS[command]]
+    start = time.monotonic()
+    result = _memspec(root, command, folder, *extra)
+    assert time.monotonic() - start < 30
+    _located(result, f"{name}: ", "file is 1,099,511,627,776 bytes; manifest.json says",
+             1 if command == "verify" else 2)
+    assert not (tmp_path / "report.html").exists()
+
+
+def _pinned_terabyte(folder: Path, name: str) -> None:
+    """``name`` made a sparse terabyte and pinned at that size by a forged manifest and sums,
+    as a forger would who computed nothing: the size no longer tells it from the release's."""
+    _sparse(name)(folder)
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    manifest["files"][name].update(bytes=TERABYTE, sha256="0" * 64)
+    (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    _reseal(folder, "manifest.json")
+    sums = folder / "SHA256SUMS"
+    sums.write_text("".join(f"{'0' * 64}  {name}\n" if line.endswith(f"  {name}") else
+                            line + "\n" for line in sums.read_text().splitlines()))
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_a_sparse_terabyte_pinned_by_a_forged_manifest_is_refused_unread(
+        command: str, built_release: tuple[Path, Path], tmp_path: Path) -> None:  # noqa: F811
+    root, release = built_release
+    folder = _copy(release, tmp_path)
+    name = f"data/{sorted((folder / 'data').iterdir())[0].name}"
+    _pinned_terabyte(folder, name)
+    extra = [str(tmp_path / a) if a.endswith(".html") else a for a in COMMANDS[command]]
+    start = time.monotonic()
+    result = _memspec(root, command, folder, *extra)
+    assert time.monotonic() - start < 30, "the terabyte was read"
+    _located(result, f"{name}: ", "file of 1,099,511,627,776 bytes is sparse")
+    assert not (tmp_path / "report.html").exists()
+
+
+def test_holes_are_counted_without_reading(tmp_path: Path) -> None:
+    from memspec.core.json_files import hole_bytes
+
+    dense = tmp_path / "dense"
+    dense.write_bytes(b"x" * 1_000_000)
+    assert hole_bytes(dense, 1_000_000) == 0
+    sparse = tmp_path / "sparse"
+    with sparse.open("wb") as handle:
+        handle.write(b"x" * 4096)
+        handle.truncate(TERABYTE)
+    assert hole_bytes(sparse, TERABYTE) >= TERABYTE - (1 << 20)
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_a_hostile_file_name_in_a_release_is_named_in_a_short_line(
+        command: str, built_release: tuple[Path, Path], tmp_path: Path) -> None:  # noqa: F811
+    """A file added under fifteen folders of 200-character names, the last with a newline and
+    an escape in its name: the error line names it printably, within 400 characters."""
+    root, release = built_release
+    folder = _copy(release, tmp_path)
+    deep = folder / "data"
+    for level in range(15):
+        deep = deep / (f"{level:02d}" + "x" * 198)
+    deep.mkdir(parents=True)
+    (deep / "evil\n\x1b[31mname.jsonl").write_text("{}\n", encoding="utf-8")
+    extra = [str(tmp_path / a) if a.endswith(".html") else a for a in COMMANDS[command]]
+    result = _memspec(root, command, folder, *extra)
+    _located(result, "data/00xxx", "not listed in SHA256SUMS", 1 if command == "verify" else 2)
+    assert "\x1b" not in result.stderr
+    assert not (tmp_path / "report.html").exists()

@@ -304,7 +304,7 @@ def test_score_refuses_a_tampered_release(built_example: Path, tmp_path: Path) -
     data = copy / "data" / f"{CHOICE}.jsonl"
     data.write_text(data.read_text().replace("Room", "Hall", 1))
     result = run_cli("score", str(copy), str(responses))
-    assert result.returncode == 1  # a tampered release is a failed check
+    assert result.returncode == 2  # a release that does not verify is bad input to score
     assert f"data/{CHOICE}.jsonl" in result.stderr
 
 

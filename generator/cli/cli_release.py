@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..core.errors import (
+    EXIT_BAD_INPUT,
     EXIT_CHECK_FAILED,
     MemspecError,
     SpecError,
@@ -269,7 +270,8 @@ def verify(
         if not report.ok:
             err.print(f"{printable(str(release_dir))}: {len(report.problems)} problem(s)",
                       markup=False)
-            raise typer.Exit(EXIT_CHECK_FAILED)
+            # A seal that cannot be read is bad input; one that disagrees, a failed check.
+            raise typer.Exit(EXIT_BAD_INPUT if report.unreadable else EXIT_CHECK_FAILED)
         draft_note = "an unpublished draft, " if report.draft else ""
         out.print(f"ok: {printable(str(release_dir))} ({draft_note}{report.checked_files} files"
                   f"{', byte-identical to a rebuild' if regenerate else ''})", markup=False)

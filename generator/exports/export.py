@@ -20,7 +20,6 @@ from typing import Any
 from ..core.errors import Problem, SpecError
 from ..core.limits import working_on
 from ..engine.render import Renderer, TemplateOrigin
-from ..formats.release_folders import refuse_writing_inside_release
 from ..release.freezing import TMP_PREFIX
 from ..release.release_atomic import atomic_write_bytes, process_gone
 from ..spec.catalog import yaml_files
@@ -28,6 +27,7 @@ from ..spec.instances import phase_messages
 from ..spec.project import LIBRARY_PREFIX, Project, library_project, library_root
 from ..spec.schemas import schema_problems
 from ..spec.yamlsafe import Located, load_yaml_file
+from .export_swap import check_paths, write_export, write_synced
 
 
 @dataclass(frozen=True)
@@ -260,7 +260,7 @@ def export_release(project: Project, fmt: ExportFormat, manifest: Mapping[str, A
             files[relative] = _json_bytes(shaper.build(extra["json"], whole, (*where, "json")))
         else:
             files[relative] = shaper.text(extra["text"], whole, (*where, "text")).encode("utf-8")
-    return write_all(out, files)
+    return write_export(out, files)
 
 
 def _unit_item(unit: Mapping[str, Any]) -> str:
@@ -309,40 +309,20 @@ def _clash(relative: str, files: Mapping[str, bytes]) -> str | None:
 
 
 def write_all(out: Path, files: Mapping[str, bytes]) -> list[Path]:
-    """Write ``files`` (relative paths) under ``out``, all or none: every path is checked to
-    stay inside ``out`` first (no folder it would make may lead through a symlink); the files
-    are then written beside their places, in a hidden folder of ``out``, and only once all are
-    written are they renamed into place, each file they replace set aside first and put back
-    if any rename fails, so a failed export leaves the previous one as it was."""
-    refuse_writing_inside_release(out)
-    if out.exists() and not out.is_dir():
-        raise SpecError.single("is a file; --out names the folder to write into", str(out))
-    base = out.resolve() if out.exists() else None
-    for relative in files:
-        path = out / relative
-        existing = path.parent
-        while not existing.exists() and not existing.is_symlink() and existing != out:
-            existing = existing.parent
-        inside = base is None or existing.resolve().is_relative_to(base)
-        if not inside or path.is_symlink() or (path.exists() and not path.is_file()):
-            raise SpecError.single(f"{relative} would be written outside {out} or over a "
-                                   "folder (a symlink?)")
-        for parent in PurePosixPath(relative).parents:
-            if parent.parts and (out / parent).exists() and not (out / parent).is_dir():
-                raise SpecError.single(f"{relative} needs {parent} in {out} to be a folder, "
-                                       "and it is a file")
+    """Write ``files`` (relative paths) under ``out``, a folder shared with other files (the
+    requests of ``judge-requests`` and their unblinding map), all or none: every path is
+    checked to stay inside ``out`` first; the files are then written in a hidden folder of
+    ``out``, and only once all are written are they renamed into place, each file they replace
+    set aside first and put back if any rename fails, so a failure leaves the previous files
+    as they were; a kill while they move is completed by the next writer there. An export,
+    which owns its folder, is swapped in whole instead (``write_export``)."""
+    check_paths(out, files)
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     _finish_interrupted(out)
     staging = out / f"{TMP_PREFIX}export-{os.getpid()}"
     try:
-        for relative, data in files.items():
-            staged = staging / relative
-            staged.parent.mkdir(parents=True, exist_ok=True)
-            with staged.open("wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
+        write_synced(staging, files)
         # Every file is on disk: from here on, an export killed midway is completed by the
         # next one (``_finish_interrupted``), never left part old, part new.
         atomic_write_bytes(staging / _JOURNAL, json.dumps(sorted(files)).encode("utf-8"))

@@ -29,7 +29,7 @@ from ..core.canonical import dump_bytes
 from ..core.limits import working_on
 from ..formats.parquet_export import split_of
 from ..run.offline import cached_encoding, shipped_encoding
-from .export import write_all
+from .export_swap import write_export
 from .scoring_bundle import scoring_source
 
 SAMPLES_FILE = "samples.jsonl"
@@ -228,7 +228,7 @@ def write_inspect(manifest: Mapping[str, Any], instances: Sequence[Mapping[str, 
     encoding = shipped_encoding()
     carried = {} if encoding is None else {
         f"{TOKENIZER_DIR}/{cached_encoding(Path()).name}": encoding}
-    return write_all(out_dir, {
+    return write_export(out_dir, {
         **carried,
         SAMPLES_FILE: b"".join(_samples(instances, release, late)),
         TASK_FILE: _task_source(judged, scored).encode("utf-8"),

@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from ..core.errors import CheckFailed, SpecError
+from ..core.errors import SpecError
 from ..core.json_files import read_json_file
 from ..formats.manifest import MANIFEST_FILE
 from ..spec.catalog import Catalog
@@ -72,8 +72,8 @@ def release_sources(folder: Path, catalog: Catalog | None = None, check: bool = 
     if check:
         anchor = catalog if catalog is not None and _committed(folder, catalog) else None
         report = verify_release(folder, anchor)
-        if not report.ok:  # a tampered release is a failed check, as `memspec verify` says
-            raise CheckFailed(report.problems)
+        if not report.ok:  # a release that does not verify is bad input to what reads it
+            raise SpecError(report.problems)
     manifest_path = folder / MANIFEST_FILE
     manifest = read_json_file(manifest_path)
     return manifest, family_sources(folder, sorted(manifest["files"]), validate=anchor is None)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.canonical import dump_pretty_bytes
-from ..core.errors import CheckFailed, SpecError
+from ..core.errors import SpecError
 from ..core.writeback import StreamedFile
 from ..engine.parallel import ChunkResult, Executor, add_fetched, shard_groups
 from ..engine.render import Renderer
@@ -141,8 +141,9 @@ class ShardSource:
             except OSError as exc:
                 raise SpecError.single(f"cannot read shard data: {exc}", str(path)) from None
             if digest.hexdigest() != info["sha256"]:
-                raise CheckFailed.single("shard data differs from its shard.json (changed "
-                                         "after it was written?)", str(path))
+                # A shard that does not match its own record is bad input to the merge.
+                raise SpecError.single("shard data differs from its shard.json (changed "
+                                       "after it was written?)", str(path))
             yield info["groups"], ChunkResult.of_lines(lines, tallies)
 
 

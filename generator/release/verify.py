@@ -10,7 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import MemspecError, Problem, SpecError
-from ..core.json_files import MAX_JSON_FILE_BYTES, read_json_file
+from ..core.json_files import (
+    MAX_HOLE_BYTES,
+    MAX_JSON_FILE_BYTES,
+    hole_bytes,
+    read_json_file,
+    utf8_text,
+)
 from ..engine.parallel import available_cores
 from ..formats.manifest import (
     MANIFEST_FILE,
@@ -32,11 +38,17 @@ from .release_atomic import reading_release
 
 @dataclass
 class VerifyReport:
-    """What verification found; ``ok`` when nothing is wrong."""
+    """What verification found; ``ok`` when nothing is wrong.
+
+    Two verdicts: a release whose files disagree with what its seal (or a manifest from
+    outside it) pins does not verify (``memspec verify`` exits 1); one whose seal cannot be
+    read as such at all (SHA256SUMS or manifest.json not UTF-8, not JSON or not a manifest,
+    nested too deeply, too large to be one) is bad input, ``unreadable`` (exit 2)."""
 
     release_dir: Path
     checked_files: int = 0
     problems: list[Problem] = field(default_factory=list)
+    unreadable: bool = False
     anchored: bool = False  # compared with a manifest from outside the release
     draft: bool = False  # an unpublished draft (freeze --draft)
     notes: list[str] = field(default_factory=list)  # nothing wrong, but worth saying
@@ -47,6 +59,11 @@ class VerifyReport:
 
     def fail(self, message: str, file: str | None = None) -> None:
         self.problems.append(Problem(message, file))
+
+    def refuse(self, problems: list[Problem]) -> None:
+        """Record ``problems`` that make the release unreadable (bad input, not a mismatch)."""
+        self.problems += problems
+        self.unreadable = True
 
 
 #: How much larger than the bytes a manifest pins a Parquet file another pyarrow wrote may be
@@ -145,16 +162,17 @@ def _verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool =
         report.fail("SHA256SUMS is missing", str(sums_path))
         return report
     if sums_path.stat().st_size > MAX_JSON_FILE_BYTES:  # a sparse terabyte: never read
-        report.fail(f"file of {sums_path.stat().st_size:,} bytes is over the "
-                    f"{MAX_JSON_FILE_BYTES:,}-byte limit (refused before reading it)", SUMS_FILE)
+        report.refuse([Problem(f"file of {sums_path.stat().st_size:,} bytes is over the "
+                               f"{MAX_JSON_FILE_BYTES:,}-byte limit (refused before reading "
+                               "it)", SUMS_FILE)])
         return report
     try:
         # Bytes as they are: reading text would turn \r\n or \r into \n, and coreutils
         # reads such a file as other names, so it must not pass here either.
-        sums = sums_path.read_bytes().decode("utf-8")
+        sums = utf8_text(sums_path.read_bytes(), SUMS_FILE)
         listed = parse_sums(sums, SUMS_FILE)
-    except (MemspecError, UnicodeDecodeError) as exc:
-        report.fail(f"SHA256SUMS is unreadable: {exc}", SUMS_FILE)
+    except MemspecError as exc:  # located at its line and column
+        report.refuse(exc.problems)
         return report
     if sums_text(listed) != sums:
         report.fail("SHA256SUMS is not in its canonical form (sorted lines, each ending in a "
@@ -189,6 +207,12 @@ def _verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool =
             report.fail(f"file is {path.stat().st_size:,} bytes; manifest.json says "
                         f"{sizes[name]:,}, and another writer's copy of the same rows takes "
                         f"at most {other_writer_bytes(sizes[name]):,} (file changed)", name)
+        elif hole_bytes(path, path.stat().st_size) > MAX_HOLE_BYTES:
+            # A size pinned by a forged manifest: the holes of a sparse file are refused
+            # before hashing reads them (a terabyte of them takes no room, and hours).
+            report.refuse([Problem(f"file of {path.stat().st_size:,} bytes is sparse: "
+                                   f"{hole_bytes(path, path.stat().st_size):,} of them were "
+                                   "never written (refused before reading it)", name)])
         elif name == MANIFEST_FILE and path.stat().st_size > MAX_JSON_FILE_BYTES:
             # No manifest pins its own size: one past what a manifest may be is not hashed,
             # and refused where it is read, below.
@@ -218,12 +242,12 @@ def _verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool =
     try:
         manifest = read_json_file(folder / MANIFEST_FILE, MANIFEST_FILE)
     except SpecError as exc:
-        report.problems += exc.problems
+        report.refuse(exc.problems)
         return report
     errors = schema_errors("manifest", manifest)
     if errors:
-        report.fail(f"manifest.json does not match its schema: {errors[0].message}",
-                    MANIFEST_FILE)
+        report.refuse([Problem(f"manifest.json does not match its schema: "
+                               f"{errors[0].message}", MANIFEST_FILE)])
         return report
     expected = set(manifest["files"]) | {MANIFEST_FILE}
     for name in sorted(set(listed) - expected) if not sizes else ():  # else said above
@@ -278,8 +302,8 @@ def _verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool =
 def _compare_committed(folder: Path, manifest: dict, catalog: Catalog,
                        report: VerifyReport) -> None:
     committed_path = _committed_path(manifest, catalog)
-    if committed_path is None:
-        report.fail("manifest names a release outside manifests/", MANIFEST_FILE)
+    if committed_path is None:  # a name no freeze writes: a forged manifest
+        report.refuse([Problem("manifest names a release outside manifests/", MANIFEST_FILE)])
         return
     display = catalog.project.display(committed_path)
     if not committed_path.is_file():
