@@ -150,13 +150,14 @@ def test_every_conditioning_category_of_the_paper_is_a_family() -> None:
 
 @pytest.mark.parametrize("family", CONDITIONING)
 def test_each_conditioning_family_reads_answers_and_declares_six_styles(family: str) -> None:
-    """The reading stage (version 3) and the six answer styles are the paradigm's, checked
-    on every family by `memspec validate` (each style's expected verdict on rendered items)."""
+    """The reading stage (version 4, where version 5 read with 3) and the six answer styles
+    are the paradigm's, checked on every family by `memspec validate` (each style's expected
+    verdict on rendered items)."""
     item = _family(family)[0]
-    assert item["paradigm"] == "implicitmem.conditioning5"
+    assert item["paradigm"] == "implicitmem.conditioning6"
     paradigm = yaml.safe_load(
-        (REPO / "specs/paradigms/implicitmem/v5/conditioning.yaml").read_text())
-    assert paradigm["reading"]["version"] == 3
+        (REPO / "specs/paradigms/implicitmem/v6/conditioning.yaml").read_text())
+    assert paradigm["reading"]["version"] == 4
     assert [s["style"] for s in paradigm["reading"]["styles"]] == [
         "terse", "preamble_markdown", "habitual", "hedge", "other_words",
         "rejected_then_answer"]
@@ -260,3 +261,43 @@ def test_the_jargon_and_schedule_fixes_of_version_5_hold_in_version_6() -> None:
         event = re.match(r"schedule\('(.+?)',", cue["answer"]["example"]).group(1)
         booked = f"Sure! How about Friday at 12:30? schedule('{event}', 'Friday', '12:30')"
         assert is_correct(cue["answer"], booked) and not is_correct(control["answer"], booked)
+
+
+# --- reading version 4 -------------------------------------------------------------------
+
+PROCEDURAL = sorted(f for f in GROUPS if f.startswith("implicitmem.procedural6."))
+
+
+@pytest.mark.parametrize("family", PROCEDURAL)
+def test_procedural_families_draw_version_5s_items_read_with_reading_version_4(family: str
+                                                                               ) -> None:
+    """Version 6's procedural families draw what version 5's drew (`streams`): every item
+    equals its version 5 twin but for its ids and the answer's reading version (4, where
+    version 5 read with 3)."""
+    twin = family.replace("procedural6", "procedural5")
+    new, old = _family(family), _generate(twin, GROUPS[family])
+
+    def content(item: dict) -> str:
+        answer = {k: v for k, v in item["answer"].items() if k != "reading"}
+        return json.dumps([item["phases"], answer, item["fields"], item["axes"]],
+                          sort_keys=True)
+
+    assert [i["id"].replace(twin, family) for i in old] == [i["id"] for i in new]
+    assert [content(i) for i in old] == [content(i) for i in new]
+    assert len({json.dumps(i["phases"]) for i in new}) > 1
+    assert {i["answer"]["reading"]["version"] for i in old} == {3}
+    assert {i["answer"]["reading"]["version"] for i in new} == {4}
+    assert {i["paradigm"] for i in new} == {"implicitmem.procedural6"}
+
+
+def test_an_either_pair_then_a_decision_is_read_as_the_decision() -> None:
+    """Reading version 4: "either X or Y" followed by a decision is read as the decision
+    (version 3 took any "either ... or" for a hedge); a neutral pair alone still abstains."""
+    item = _family("implicitmem.procedural6.reversed_copy")[0]
+    example, prior = item["answer"]["example"], item["answer"]["prior"]
+    decided = f"You could write either {prior} or {example}, but the tool takes the " \
+              f"destination first, so: {example}"
+    assert is_correct(item["answer"], decided)
+    old = dict(item["answer"], reading={**item["answer"]["reading"], "version": 3})
+    assert not is_correct(old, decided)
+    assert not is_correct(item["answer"], f"It's either {example} or {prior}.")

@@ -1,6 +1,6 @@
 """memorychecks-v6: the positive control declares its analysis role and stays out of the overall
 row; the equivalence bound is stated one way (±1 point on the 0-10 rubric) everywhere; the
-items are version 5's. Frozen releases score as they did."""
+items are version 5's, read with reading version 4. Frozen releases score as they did."""
 
 from __future__ import annotations
 
@@ -54,15 +54,29 @@ def test_the_overall_row_leaves_the_positive_control_out(built: Path, tmp_path: 
 
 
 def test_v6_items_are_v5_items_under_new_ids(built: Path) -> None:
+    """Every item holds its version 5 twin's phases, answer and fields; only the answer's
+    reading block differs: version 6 reads with reading version 4, version 5 with 2 (the
+    judge-scored open requests have no reading block)."""
     def content(instance: dict) -> str:
-        return json.dumps([instance["phases"], instance["answer"], instance["fields"]],
-                          sort_keys=True)
+        answer = {k: v for k, v in instance["answer"].items() if k != "reading"}
+        return json.dumps([instance["phases"], answer, instance["fields"]], sort_keys=True)
 
-    old = {i["id"].replace("memorychecks.v5.", ""): content(i)
-           for i in release_instances(built / "memorychecks-v5")}
-    new = {i["id"].replace("memorychecks.v6.", ""): content(i)
-           for i in release_instances(built / "memorychecks-v6")}
+    v5 = release_instances(built / "memorychecks-v5")
+    v6 = release_instances(built / "memorychecks-v6")
+    old = {i["id"].replace("memorychecks.v5.", ""): content(i) for i in v5}
+    new = {i["id"].replace("memorychecks.v6.", ""): content(i) for i in v6}
     assert new == old and len(new) == 736
+
+    def readings(instances: list[dict]) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for i in instances:
+            key = json.dumps(i["answer"].get("reading"), sort_keys=True)
+            counts[key] = counts.get(key, 0) + 1
+        return counts
+
+    # 112 open requests are judged; the 624 choice probes carry the reading block.
+    assert readings(v5) == {"null": 112, json.dumps({"version": 2}): 624}
+    assert readings(v6) == {"null": 112, json.dumps({"version": 4}): 624}
 
 
 def _instance(family: str, group: int, right: bool, role: str | None) -> dict:
