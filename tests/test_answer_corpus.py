@@ -214,7 +214,8 @@ def test_the_releases_read_with_reading_version_4_agree_with_the_labels(
 #: "Let's check the numbers:" line, a "## Answer" heading, a question restated with its
 #: imperial figure), a markdown table cell or bullet, a neighbouring number set aside in
 #: words the reading does not know ("looks close but isn't it", "is the one before it",
-#: "looks similar, but"), a note whose contraction ("they'd") stops the reading, a roast
+#: "looks similar, but"), a note whose content ("the landlord isn't responsible if ...")
+#: is set aside as a rejected mention, leaving it under the forty words asked for, a roast
 #: chicken told as "the bird", and a clarifying question after "Happy to summarise, but".
 #: implicitmem-v6 misses calls with keyword arguments where the pattern wants the literal
 #: positional value, and a question opening with "Just to check:".
