@@ -112,7 +112,10 @@ def test_inspect_scores_oracle_1_and_wrong_answers_0(built_dist: Path, tmp_path:
         # memspec score reads the log itself: the same items, every one right.
         report = json.loads(run_cli("score", str(built_dist / name), str(tmp_path / "a"),
                                     "--format", "json").stdout)
-        assert report["overall"]["n"] == len(scored) and report["overall"]["missing"] == 0
+        # The overall row pools every scored item but a declared positive control's.
+        pooled = [i for i in scored
+                  if by_id[i].get("analysis", {}).get("role") != "positive_control"] or scored
+        assert report["overall"]["n"] == len(pooled) and report["overall"]["missing"] == 0
         assert report["overall"]["accuracy"] == 1.0
         assert report["run"]["model"] == "mockllm/model"
         assert report["run"]["not_run"] == len(instances) - len(scored)

@@ -33,6 +33,7 @@ RELEASE_FILES = (
     "croissant.json",
     "data/demo.recall.colour.jsonl",
     "manifest.json",
+    "messages/demo.recall.colour.jsonl",
     "parquet/demo.recall.colour/test.parquet",
     "plots/tokens_probe.svg",
     "plots/tokens_setup.svg",

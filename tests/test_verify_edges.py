@@ -213,11 +213,13 @@ def test_regenerate_rebuilds_and_names_what_the_specs_now_make_otherwise(
     # The frozen version's manifest pins the template: the rebuild is refused, naming it
     # and every file it would change.
     assert found[0][1].startswith("demo-v1 differs from its frozen manifest "
-                                  "manifests/demo-v1.json (7 difference(s) below)")
+                                  "manifests/demo-v1.json (8 difference(s) below)")
     assert ("manifests/demo-v1.json", "demo-v1 differs: input templates/demo/setup.j2 "
                                       "differs") in found
     assert ("manifests/demo-v1.json", "demo-v1 differs: file data/demo.recall.colour.jsonl "
                                       "differs") in found
+    assert ("manifests/demo-v1.json", "demo-v1 differs: file "
+                                      "messages/demo.recall.colour.jsonl differs") in found
 
 
 def test_a_release_other_than_its_committed_manifest_is_told_what_differs(
