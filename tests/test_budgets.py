@@ -348,7 +348,7 @@ def test_a_hostile_regex_gold_at_score_time_is_ended(tmp_path: Path) -> None:
            (release / "data" / "test.jsonl").read_text().splitlines()] \
         if (release / "data" / "test.jsonl").exists() else None
     if ids is None:  # the data file's name depends on the layout: find the instances
-        ids = sorted(json.loads(line)["id"] for path in release.rglob("*.jsonl")
+        ids = sorted(json.loads(line)["id"] for path in (release / "data").rglob("*.jsonl")
                      for line in path.read_text().splitlines() if '"id"' in line)
     benign, hostile = tmp_path / "benign.jsonl", tmp_path / "hostile.jsonl"
     benign.write_text("".join(json.dumps({"id": i, "response": "aa"}) + "\n" for i in ids))

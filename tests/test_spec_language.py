@@ -220,15 +220,15 @@ def test_control_arm_leaking_the_theme_is_caught(project_copy: Path) -> None:
 
 def test_duplicate_content_across_a_release_is_refused(project_copy: Path) -> None:
     release = project_copy / "specs/releases/example-v1.yaml"
-    text = release.read_text().replace("version: v1", "version: v5")
+    text = release.read_text().replace("version: v1", "version: v99")
     text = text.replace("groups: 12", "groups: 400")
-    (project_copy / "specs/releases/example-v5.yaml").write_text(text)
-    result = run_cli("freeze", "example-v5", "--out", str(project_copy / "out"),
+    (project_copy / "specs/releases/example-v99.yaml").write_text(text)
+    result = run_cli("freeze", "example-v99", "--out", str(project_copy / "out"),
                      root=project_copy)
     assert result.returncode == 1
     assert "duplicate content: example.priming.harbour_fog-" in result.stderr
-    assert not (project_copy / "manifests/example-v5.json").exists()
-    assert not (project_copy / "out/example-v5").exists()
+    assert not (project_copy / "manifests/example-v99.json").exists()
+    assert not (project_copy / "out/example-v99").exists()
 
 
 def test_tables_and_slots_shared_across_groups(tree: Path) -> None:

@@ -28,8 +28,8 @@ from ..analysis.scoring import first_call, first_mode
 from ..core.canonical import dump_bytes
 from ..core.limits import working_on
 from ..formats.parquet_export import split_of
-from ..run.offline import cached_encoding, shipped_encoding
 from .export_swap import write_export
+from .offline_tokenizer import cached_encoding, shipped_encoding
 from .scoring_bundle import scoring_source
 
 SAMPLES_FILE = "samples.jsonl"

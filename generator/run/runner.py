@@ -15,7 +15,7 @@ from typing import Any
 from ..core.errors import CheckFailed, SpecError
 from ..core.limits import CommandBudget
 from ..exports.export_inspect import TASK_FILE, write_inspect
-from .offline import arrange_tokenizer
+from ..exports.offline_tokenizer import arrange_tokenizer
 
 #: The folder of the log folder the task is exported to (the same for every run, which is
 #: how inspect knows a task it ran before).
