@@ -265,3 +265,20 @@ def scaffold_groups(paradigm: str) -> int | None:
     spec = Catalog.load(project).paradigms[paradigm]
     return chosen_scaffold(spec, scaffold_for(project, paradigm))[0].get("groups")
 
+
+
+def judged_run(release: Path, responses: Path, tmp_path: Path,
+               score_of: Callable[[int], int]) -> tuple[dict[str, int], dict[str, dict], Path]:
+    """Blinded judge requests for ``responses`` (``memspec judge-requests``), judged with
+    ``score_of(index)`` for the index-th request: the scores by request id, the unblinding
+    map, and the judgments file written under ``tmp_path``."""
+    requests_path = tmp_path / "requests.jsonl"
+    made = run_cli("judge-requests", str(release), str(responses), "--out", str(requests_path))
+    assert made.returncode == 0, made.stderr
+    requests = [json.loads(line) for line in requests_path.read_text().splitlines()]
+    unblind = json.loads((tmp_path / "requests.jsonl.unblind.json").read_text())
+    scores = {r["request_id"]: score_of(index) for index, r in enumerate(requests)}
+    judgments = tmp_path / "judgments.jsonl"
+    judgments.write_text("".join(json.dumps({"request_id": k, "score": v}) + "\n"
+                                 for k, v in scores.items()))
+    return scores, unblind, judgments

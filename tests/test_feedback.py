@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from scipy.stats import zscore
 
-from conftest import REPO, run_cli
+from conftest import REPO, judged_run, run_cli
 
 RELEASE = "feedback-v1"
 PARTITIONS = {(d, f) for d in ("open_domain", "academic_knowledge", "legal")
@@ -123,15 +123,8 @@ def test_oracle_beats_memoryless_on_every_procedural_family(release: Path,
 def test_judge_scores_are_normalised_within_each_dataset(release: Path,
                                                          tmp_path: Path) -> None:
     responses = _responses(release, "oracle", tmp_path)
-    requests_path = tmp_path / "requests.jsonl"
-    assert run_cli("judge-requests", str(release), str(responses), "--out",
-                   str(requests_path)).returncode == 0
-    requests = [json.loads(line) for line in requests_path.read_text().splitlines()]
-    unblind = json.loads((tmp_path / "requests.jsonl.unblind.json").read_text())
-    scores = {r["request_id"]: 1 + (index * 7) % 10 for index, r in enumerate(requests)}
-    judgments = tmp_path / "judgments.jsonl"
-    judgments.write_text("".join(json.dumps({"request_id": k, "score": v}) + "\n"
-                                 for k, v in scores.items()))
+    scores, unblind, judgments = judged_run(release, responses, tmp_path,
+                                            lambda index: 1 + (index * 7) % 10)
     result = run_cli("score", str(release), str(responses), "--judgments", str(judgments),
                      "--unblind", str(tmp_path / "requests.jsonl.unblind.json"),
                      "--normalize", "z", "--dataset-key", "family", "--by", "domain,format",

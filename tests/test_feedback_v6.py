@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import release_instances, run_cli
+from conftest import judged_run, release_instances, run_cli
 from memspec.analysis.policies import POLICIES
 from memspec.analysis.scoring import is_correct
 from memspec.audit.run import audit_instances, describe_failure
@@ -244,15 +244,8 @@ def test_judge_scores_normalised_over_the_run_match_a_hand_computation(
     responses = tmp_path / "oracle.jsonl"
     assert run_cli("respond", str(release), "--policy", "oracle", "--out",
                    str(responses)).returncode == 0
-    requests_path = tmp_path / "requests.jsonl"
-    assert run_cli("judge-requests", str(release), str(responses), "--out",
-                   str(requests_path)).returncode == 0
-    requests = [json.loads(line) for line in requests_path.read_text().splitlines()]
-    unblind = json.loads((tmp_path / "requests.jsonl.unblind.json").read_text())
-    scores = {r["request_id"]: 2 + (index * 5) % 7 for index, r in enumerate(requests)}
-    judgments = tmp_path / "judgments.jsonl"
-    judgments.write_text("".join(json.dumps({"request_id": k, "score": v}) + "\n"
-                                 for k, v in scores.items()))
+    scores, unblind, judgments = judged_run(release, responses, tmp_path,
+                                            lambda index: 2 + (index * 5) % 7)
     by_id = {i["id"]: i for i in instances}
     per_family: dict[str, list[tuple[str, float]]] = defaultdict(list)
     for request_id, score in scores.items():
