@@ -24,6 +24,7 @@ from conftest import (
     run_clean,
     run_cli,
 )
+from memspec.spec.instances import all_messages
 
 #: Run by ``clean_python`` in a folder holding a copy of consumer_check.py (memspec-free).
 _CLEAN = """
@@ -196,19 +197,28 @@ def test_mlcroissant_validates_the_description_and_reads_every_record(
     manifest = json.loads((release / "manifest.json").read_text())
     assert document["conformsTo"] == "http://mlcommons.org/croissant/1.0"
     # Every file object is a data file the manifest pins, with the manifest's SHA-256.
+    # (the instances under data/ and, from layout 8, their messages one per line).
     objects = {d["contentUrl"]: d["sha256"] for d in document["distribution"]}
-    data = {n: i["sha256"] for n, i in manifest["files"].items() if n.startswith("data/")}
+    data = {n: i["sha256"] for n, i in manifest["files"].items()
+            if n.startswith(("data/", "messages/"))}
     assert objects == data
 
     records = json.loads(_clean_script(clean_python, _CROISSANT_RECORDS,
                                        [str(release / "croissant.json")], tmp_path))
     instances = release_instances(release)
-    assert sorted(records) == sorted(manifest["counts"]["families"])
-    for family, rows in records.items():
+    families = sorted(manifest["counts"]["families"])
+    assert sorted(records) == sorted(families + [f"{f}_messages" for f in families])
+    for family in families:
         mine = [inst for inst in instances if inst["family"] == family]
+        rows = records[family]
         assert [r["id"] for r in rows] == [inst["id"] for inst in mine]
         assert [r["group"] for r in rows] == [inst["group"] for inst in mine]
         assert [r["variant"] for r in rows] == [inst["variant"] for inst in mine]
+        # Every message of every instance, in order, with its text.
+        said = [(inst["id"], m["role"], m["content"]) for inst in mine
+                for m in all_messages(inst)]
+        assert [(r["id"], r["role"], r["content"]) for r in records[f"{family}_messages"]] \
+            == said
 
 
 @pytest.mark.parametrize("name", LATEST_RELEASES)

@@ -93,3 +93,18 @@ def test_options_that_are_sentences_are_read_whole_inside_a_pair() -> None:
     assert decided.verdict == "right"
     assert read({**answer, "reading": {"version": 2}},
                 f"It's either {lines[0]} or {lines[1]}.").verdict == "right"
+
+
+def test_an_option_that_begins_with_one_opens_a_pair_as_any_other() -> None:
+    """"Either one would do" names no pair, but "either one o'clock ... or ..." does when an
+    option's text is "one o'clock ...": the pair is read by what follows it."""
+    times = ["one o'clock in the afternoon", "quarter to eleven at night",
+             "eight o'clock in the morning"]
+    answer = {"scorer": "choice", "options": times, "gold": times[0], "gold_index": 0,
+              "distractors": {"stale": times[1]}, "reading": {"version": 4}}
+    decided = f"Either {times[0]} or {times[1]} would do; I'd go with {times[0]}."
+    assert read(answer, decided).verdict == "right"
+    assert read(answer, f"Either {times[1]} or {times[0]} would do; I'd go with "
+                        f"{times[1]}.").verdict == "wrong"
+    assert read(answer, f"It's either {times[0]} or {times[1]}.").verdict == "abstain"
+    assert read(answer, f"Either one would do, but I'd go with {times[0]}.").verdict == "right"

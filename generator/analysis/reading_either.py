@@ -14,8 +14,10 @@ from collections.abc import Callable, Sequence
 
 from .reading_clauses import clause_end, outside_strings
 
-#: "either" that opens a pair ("either way", "either one", "either of them" open none).
-_EITHER = re.compile(r"\beither\b(?!\s+(?:way|one|of|side|case)\b)", re.I)
+_EITHER = re.compile(r"\beither\b", re.I)
+#: What follows an "either" that opens no pair ("either way", "either one", "either of
+#: them"), unless an option's own text begins there ("either one o'clock or ...").
+_NO_PAIR = re.compile(r"\s+(?:way|one|of|side|case)\b", re.I)
 _OR = re.compile(r"\bor\b", re.I)
 #: What joins the pair to the decision after it ("... or Y, but I'd go with X").
 _JOIN = re.compile(r"[\s,;:—–-]*(?:(?:but|and|though|although|so)\b[\s,:—–-]*)?", re.I)
@@ -59,6 +61,16 @@ def _past_option(text: str, start: int, opaque: Sequence[str]) -> int:
     return lead + len(whole) if whole is not None else start
 
 
+def _opens_no_pair(text: str, start: int, opaque: Sequence[str]) -> bool:
+    """Whether the "either" ending at ``start`` is "either way", "either one" and the like
+    rather than the head of a pair: the words match and no option's text begins there."""
+    if _NO_PAIR.match(text, start) is None:
+        return False
+    lead = len(text) - len(text[start:].lstrip())
+    folded = text.casefold()
+    return not any(o and folded.startswith(o, lead) for o in opaque)
+
+
 def set_aside_either(text: str, decides: Callable[[str], bool], opaque: Sequence[str] = ()
                      ) -> tuple[str, list[str], str | None]:
     """``text`` without the neutral "either X or Y" pairs a decision follows, those pairs,
@@ -68,7 +80,7 @@ def set_aside_either(text: str, decides: Callable[[str], bool], opaque: Sequence
     opaque = sorted({o.casefold().strip() for o in opaque}, key=len, reverse=True)
     kept, removed, position = [], [], 0
     for either in _EITHER.finditer(text):
-        if either.start() < position:
+        if either.start() < position or _opens_no_pair(text, either.end(), opaque):
             continue
         pair = _pair_end(text, either.end(), opaque)
         if pair is None:
