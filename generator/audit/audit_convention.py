@@ -128,10 +128,14 @@ def convention_answer(seen: Item, item: Item) -> str:
     return word_for_word(item)
 
 
+def convention_hits(items: Sequence[Item]) -> list[bool]:
+    """Whether the convention learner answers each of ``items`` (one dataset, in order)
+    rightly, each learning from the next item (the last from the first)."""
+    return [bool(is_correct(item["answer"], convention_answer(items[(k + 1) % len(items)], item)))
+            for k, item in enumerate(items)]
+
+
 def convention_score(items: Sequence[Item]) -> float:
     """The share of ``items`` (one dataset, in order) the convention learner answers
-    rightly, each learning from the next item (the last from the first)."""
-    right = sum(bool(is_correct(item["answer"],
-                                convention_answer(items[(k + 1) % len(items)], item)))
-                for k, item in enumerate(items))
-    return right / len(items)
+    rightly (``convention_hits``)."""
+    return sum(convention_hits(items)) / len(items)

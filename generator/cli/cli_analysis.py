@@ -162,9 +162,33 @@ def score_notes(release_dir: Path, instances: list[dict[str, Any]],
     from ..audit.score_notes import convention_notes, pooled_row_notes
     from ..release.release_data import load_release_instances
 
-    if any(i["answer"].get("evidence") is not None for i in instances):
+    if any(i["answer"].get("evidence") is not None for i in instances) and \
+            not all("phases" in i for i in instances):
         _, instances = load_release_instances(release_dir, _catalog_if_any())
     return pooled_row_notes(instances, by) + convention_notes(instances)
+
+
+def with_conventions(report: dict[str, Any], release_dir: Path,
+                     instances: list[dict[str, Any]], by: list[str]
+                     ) -> list[dict[str, Any]]:
+    """Each row of a score ``report`` given its convention baseline (``convention``, beside
+    its scores): what a system that knows each dataset's answer form from one other item,
+    and nothing of the user's sessions, scores on the row's items. The learner copies from
+    an item's request only where items declare a default answer, so the release is read
+    again with its messages only then (the instances it read are returned)."""
+    from ..audit.score_notes import convention_rows
+    from ..release.release_data import load_release_instances
+    from ..report.report_format import parts
+
+    if any(i["answer"].get("prior") for i in instances) and \
+            not all("phases" in i for i in instances):
+        _, instances = load_release_instances(release_dir, _catalog_if_any())
+    values = {tuple(sorted(key.items())): value for key, value in convention_rows(instances, by)}
+    for _, part in parts(report):
+        part["overall"]["convention"] = values.get(())
+        for group in part["groups"]:
+            group["metrics"]["convention"] = values.get(tuple(sorted(group["key"].items())))
+    return instances
 
 
 def _split_keys(value: str | None) -> list[str]:
@@ -245,6 +269,7 @@ def score(
             correction, correction_scope, declarations, judgments, unblind, normalize,
             dataset_key, normalize_within_run, allow_missing)
         report = score_runs(read_inputs(responses_files, instances, settings), settings)
+        instances = with_conventions(report, release_dir, instances, _split_keys(by))
         notes = (score_notes(release_dir, instances, _split_keys(by))
                  if output_format == "table" else [])
         print_report(report, output_format,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -37,6 +37,7 @@ def audit(
     duplicate may leak; every counterfeit must match its original's length (±5%) and share
     none of its named entities. The spec audits need the project the release was built
     from."""
+    from ..audit.audit_frozen import as_frozen_notes
     from ..audit.audit_refusal import refusal
     from ..audit.run import (
         CURRENT_RULES,
@@ -44,9 +45,10 @@ def audit(
         audit_families,
         frozen_rules,
     )
+    from ..audit.score_notes import CONVENTIONS_NOTE
     from ..core.limits import CommandBudget
     from ..release.release_data import release_sources
-    from ..report.report_format import audit_table, findings_table
+    from ..report.report_format import audit_table, conventions_table, findings_table
 
     def action() -> None:
         _check_seed(seed)
@@ -57,11 +59,19 @@ def audit(
             version = frozen_rules(manifest) if as_frozen else CURRENT_RULES
             report = audit_families(sources, seed, catalog=catalog, manifest=manifest,
                                     rules_version=version)
+        if as_frozen:
+            report.as_frozen = as_frozen_notes(
+                report.summary(), report.frozen_differences, manifest,
+                _not_compared(report, seed), version)
         if output_format == "json":
             sys.stdout.write(json.dumps(report.to_json(), indent=2, sort_keys=True) + "\n")
         else:
             _print_table(audit_table(report))
             _print_table(findings_table(report))
+            conventions = conventions_table(report)
+            if conventions is not None:
+                _print_table(conventions)
+                err.print(f"note: {CONVENTIONS_NOTE}", markup=False)
             if report.specs_skipped:
                 err.print(f"note: spec audits skipped: {report.specs_skipped}", markup=False)
             for adversary in report.unavailable:
@@ -78,7 +88,21 @@ def audit(
                           "those). What changed:", markup=False)
                 for change in report.rules_changes:
                     err.print(f"note: {change}", markup=False)
+            for line in report.as_frozen:
+                err.print(f"note: {line}", markup=False)
         if not report.ok:
             raise refusal(report, catalog, str(release_dir))
 
     _run(action)
+
+
+def _not_compared(report: Any, seed: int) -> str | None:
+    """Why ``report`` cannot be compared with the audit frozen in the manifest (None if it
+    can): a freeze draws at seed 0, with every adversary and the spec audits."""
+    if seed != 0:
+        return f"the freeze drew at seed 0, this audit at seed {seed}"
+    if report.unavailable:
+        return f"an adversary could not run here: {'; '.join(report.unavailable)}"
+    if report.specs_skipped is not None:
+        return f"the spec audits were skipped: {report.specs_skipped}"
+    return None

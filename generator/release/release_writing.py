@@ -13,7 +13,6 @@ from typing import Any
 
 from ..audit.audit_refusal import refusal
 from ..audit.run import audit_families
-from ..audit.score_notes import convention_baselines
 from ..core.canonical import dump_pretty_bytes
 from ..core.errors import CheckFailed
 from ..core.limits import CommandBudget
@@ -256,8 +255,7 @@ def _audit(catalog: Catalog, release: ReleaseSpec, folder: Path,
     with CommandBudget("the audit of the release", catalog.project.display(release.path)):
         sources = family_sources(folder, files)
         report = audit_families(sources, catalog=catalog, manifest=manifest)
-        conventions = {family: score for family, source in sorted(sources.items())
-                       for family, score in convention_baselines(list(source())).items()}
+        conventions = report.conventions
     failures = report.failures()
     if failures and refuse_failures:
         raise refusal(report, catalog, catalog.project.display(release.path),

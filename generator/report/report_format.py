@@ -94,6 +94,11 @@ def _rows(report: dict[str, Any]) -> list[tuple[dict[str, str], dict[str, Any]]]
             + [({**prefix, **g["key"]}, g["metrics"]) for g in part["groups"]]]
 
 
+#: Baselines a score report's rows carry beside their scores (``convention``: what a system
+#: knowing each dataset's answer form, and nothing of the user's sessions, scores on the row).
+BASELINE_COLUMNS = ("convention",)
+
+
 #: Counts a report has where some instance declares the reading stage (after ``missing`` in
 #: the table; in JSON, not in the CSV, whose header is one for every run).
 READING_COLUMNS = ("unscorable", "to_judge")
@@ -102,7 +107,7 @@ READING_COLUMNS = ("unscorable", "to_judge")
 def _present(report: dict[str, Any]) -> list[str]:
     # A metric some row computes, even where it is undefined in every row (an abstainer's
     # accuracy): the column shows "–" rather than vanish.
-    shown = (*COLUMNS[:3], *READING_COLUMNS, *COLUMNS[3:])
+    shown = (*COLUMNS[:3], *READING_COLUMNS, *COLUMNS[3:], *BASELINE_COLUMNS)
     return [c for c in shown if any(c in m for _, m in _rows(report))]
 
 
@@ -300,7 +305,7 @@ def as_csv(report: dict[str, Any]) -> str:
     keys = sorted({k for _, run in parts(report) for g in run["groups"] for k in g["key"]})
     if "models" in report:
         keys = ["model", *keys]
-    columns = COLUMNS
+    columns = (*COLUMNS, *[c for c in BASELINE_COLUMNS if any(c in m for _, m in _rows(report))])
     header = [*keys]
     for column in columns:
         header.append(column)
@@ -367,4 +372,16 @@ def findings_table(report: Any) -> Table:
     table = PlainTable("check", "family", "measured", "result", "detail")
     for f in report.findings:
         table.add_row(f.check, f.family, f.measured, "ok" if f.passed else "FAIL", f.detail)
+    return table
+
+
+def conventions_table(report: Any) -> Table | None:
+    """Each dataset's convention baseline (``report.conventions``), None if it has none: the
+    score of a system that knows the dataset's answer form and nothing of the user's
+    sessions, against which a memory system's score on the dataset is read."""
+    if not report.conventions:
+        return None
+    table = PlainTable("dataset", "convention baseline")
+    for family, score in sorted(report.conventions.items()):
+        table.add_row(family, format_value(score))
     return table
