@@ -57,11 +57,11 @@ def _located(finding: Finding, catalog: Catalog | None, fallback: str, message: 
 
 
 def refusal(report: AuditReport, catalog: Catalog | None, fallback: str,
-            suffix: str = "") -> MemspecError:
+            suffix: str = "", notes: Sequence[str] = ()) -> MemspecError:
     """The error a command raises for a failed ``report``: one problem per failure (each
     that is not a declaration's followed by ``suffix``), a refused declaration located at
     its key when ``catalog`` holds the specs the release was built from (its spec audits
-    ran), else at ``fallback``.
+    ran), else at ``fallback``; then each of ``notes`` (what changed in the audit since).
     ``SpecError`` (exit 2) when some declaration is refused, else ``CheckFailed`` (exit 1)."""
     specs = catalog if report.specs_skipped is None else None
     declarations = [f for f in report.findings if not f.passed and f.declared_at]
@@ -71,6 +71,8 @@ def refusal(report: AuditReport, catalog: Catalog | None, fallback: str,
         {"check": f.check, "family": f.family, "detail": f.detail})) for f in declarations]
     problems += [Problem(describe_failure(failure) + suffix, fallback)
                  for failure in report.failures() if not _is_declaration(failure, declarations)]
+    # What changed in the audit since an earlier freeze, said after the failures it explains.
+    problems += [Problem(note, fallback) for note in notes]
     return SpecError(problems) if declarations else CheckFailed(problems)
 
 

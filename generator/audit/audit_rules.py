@@ -151,3 +151,16 @@ def rules_changes(frozen: int, now: int) -> list[str]:
     """What the rules ``now`` do that the ``frozen`` ones did not, in words."""
     return [f"audit rules {version}: {change}" for version in range(frozen + 1, now + 1)
             for change in CHANGES.get(version, ())]
+
+
+def changed_since(earlier: str, manifest: Mapping[str, Any]) -> list[str]:
+    """What a refused freeze tells the author where the release's version before
+    (``earlier``, its committed ``manifest``) was frozen by older rules: that a family that
+    passed then may fail now, and what each later version of the rules changed and asks to
+    declare. Empty where it was frozen by today's rules."""
+    before = frozen_rules(manifest)
+    if before >= CURRENT_RULES:
+        return []
+    return [f"{earlier} was frozen by the audit's rules {before}; this freeze runs rules "
+            f"{CURRENT_RULES}, by which a family that passed then can fail now",
+            *rules_changes(before, CURRENT_RULES)]

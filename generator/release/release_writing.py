@@ -6,12 +6,14 @@ exports and the card; the manifest that pins them is returned, not written."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from ..audit.audit_refusal import refusal
+from ..audit.audit_rules import changed_since
 from ..audit.run import audit_families
 from ..core.canonical import dump_pretty_bytes
 from ..core.errors import CheckFailed
@@ -247,6 +249,26 @@ def _write_file(path: Path, data: bytes) -> dict[str, Any]:
     return {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
 
 
+def _earlier_manifest(catalog: Catalog, release: ReleaseSpec
+                      ) -> tuple[str, dict[str, Any]] | None:
+    """The committed manifest of the release's newest version before this one, with its
+    name (None if there is none): what its audit ran by tells the author of a refused freeze
+    what changed since."""
+    def number(version: str) -> int | None:
+        return int(version[1:]) if version[:1] == "v" and version[1:].isdigit() else None
+
+    mine = number(release.version)
+    folder = catalog.project.manifests
+    earlier = sorted((n, path) for path in (folder.glob(f"{release.name}-v*.json")
+                                            if mine is not None and folder.is_dir() else ())
+                     if (n := number(path.stem[len(release.name) + 1:])) is not None
+                     and n < mine)
+    if not earlier:
+        return None
+    path = earlier[-1][1]
+    return path.stem, json.loads(path.read_text(encoding="utf-8"))
+
+
 def _audit(catalog: Catalog, release: ReleaseSpec, folder: Path,
            files: Mapping[str, Any], manifest: Mapping[str, Any], layout: ReleaseLayout,
            refuse_failures: bool) -> dict[str, Any]:
@@ -258,9 +280,11 @@ def _audit(catalog: Catalog, release: ReleaseSpec, folder: Path,
         conventions = report.conventions
     failures = report.failures()
     if failures and refuse_failures:
+        earlier = _earlier_manifest(catalog, release)
         raise refusal(report, catalog, catalog.project.display(release.path),
                       "; a system without memory could pass. Fix the family, or freeze with "
-                      "--allow-audit-failures to publish it with the failure recorded")
+                      "--allow-audit-failures to publish it with the failure recorded",
+                      changed_since(*earlier) if earlier else ())
     return {"failures": failures, **({"summary": report.summary()} if layout.audit_summary else {}),
             # The rules it ran by, so that `memspec audit --as-frozen` can run by them again.
             "rules": report.rules,
