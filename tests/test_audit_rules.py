@@ -14,6 +14,7 @@ from test_audit_corpus import GROUPS, _choice, _options, _user
 from test_audit_corpus_declared import declared_chance_hides_echo
 
 from conftest import run_cli
+from memspec.audit.audit_frozen import VERDICT_KEYS
 from memspec.audit.audit_rules import CURRENT_RULES, FIRST_RULES, RULE_VERSIONS, running_by
 from memspec.audit.audit_view import item_view, visible_phases
 from memspec.audit.run import audit_instances, predictors
@@ -126,14 +127,12 @@ def test_the_rules_are_a_table_each_version_keeping_what_the_one_before_turned_o
         pass
 
 
-#: Verdict columns of a frozen audit's summary: whether the family passed, and each area.
-VERDICT_KEYS = ("passed", "balance", "leakage", "counterfeit", "declared", "coverage")
 
 
 def test_as_frozen_gives_an_older_release_the_verdicts_recorded_at_its_freeze(
         tmp_path) -> None:
     """example-v3, frozen before the manifest recorded the audit's rules, is rebuilt byte
-    for byte from its committed manifest and audited as frozen: by rules 1, it passes as it
+    for byte from its committed manifest and audited as frozen: by rules 0, it passes as it
     passed, every family with the verdict of every area its manifest records. A plain audit
     runs today's rules and lists what changed."""
     built = run_cli("freeze", "example-v3", "--out", str(tmp_path))

@@ -220,37 +220,45 @@ def _choice_chance(tried: Sequence[Item], guess: float) -> float:
 def audit_instances(instances: Iterable[Item], seed: int = 0, *,
                     catalog: Catalog | None = None,
                     manifest: Mapping[str, Any] | None = None,
-                    rules_version: int = CURRENT_RULES) -> AuditReport:
+                    rules_version: int = CURRENT_RULES,
+                    conventions: bool = True) -> AuditReport:
     """``audit_families`` of instances held in memory (any families, in any order)."""
     by_family: dict[str, list[Item]] = defaultdict(list)
     for inst in instances:
         by_family[inst["family"]].append(inst)
     return audit_families({family: (lambda items=items: items)
                            for family, items in by_family.items()},
-                          seed, catalog=catalog, manifest=manifest, rules_version=rules_version)
+                          seed, catalog=catalog, manifest=manifest, rules_version=rules_version,
+                          conventions=conventions)
 
 
 def audit_families(sources: Mapping[str, Source], seed: int = 0, *,
                    catalog: Catalog | None = None,
                    manifest: Mapping[str, Any] | None = None,
-                   rules_version: int = CURRENT_RULES) -> AuditReport:
+                   rules_version: int = CURRENT_RULES,
+                   conventions: bool = True) -> AuditReport:
     """Every audit of a release's instances, by the audit's rules ``rules_version``
     (``audit_rules``; today's by default): the adversaries on every family with scorable
     memory items (Holm over all their tests), the exact data audits on every family, whether
     every family is covered, and, given the release's ``manifest`` and a ``catalog`` holding
-    the specs it was built from, the spec audits.
+    the specs it was built from, the spec audits; and, if ``conventions``, each dataset's
+    convention baseline (``report.conventions``).
 
     ``sources`` reads each family's instances; each is read once for the data audits and the
-    adversaries' draw, and once more for the spec audits. Only counts, one pick per group and
+    adversaries' draw, once more for the spec audits and once (a family at a time held in
+    memory) for the convention baselines. Only counts, one pick per group and
     a few bytes per group are kept, never the instances, so memory stays flat however large
     the release."""
     with running_by(rules_version):
         report = _audit(sources, seed, catalog, manifest)
     report.rules = rules_version
-    # A measurement beside the verdict, by today's learner and view whatever the rules.
-    working_on("the convention baselines")
-    report.conventions = {name: score for family in sorted(sources)
-                          for name, score in convention_baselines(list(sources[family]())).items()}
+    if conventions:
+        # A measurement beside the verdict, by today's learner and view whatever the rules
+        # (left out by a caller that audits many draws of one release).
+        working_on("the convention baselines")
+        report.conventions = {
+            name: score for family in sorted(sources)
+            for name, score in convention_baselines(list(sources[family]())).items()}
     if manifest is not None and rules_version != frozen_rules(manifest):
         report.rules_changes = rules_changes(frozen_rules(manifest), rules_version)
     return report
