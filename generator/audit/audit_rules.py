@@ -29,11 +29,11 @@ class AuditRules:
     choice items that need memory are attacked, by seven option-picking adversaries
     (position prior, majority gold, longest and shortest option, lexical overlap, the probe
     classifier across families, the text encoder); no family must be covered; a control arm
-    leaks the theme with two of its words. Rules 1 (manifest versions 4 to 6): every tool
-    result of a memory phase is shown; a declared chance is the null of every adversary;
-    evidence counts as shown where its value is written; one instance is drawn per group
-    with no regard to arm or variant; no open-item policy reads the tool results the view
-    shows.
+    leaks the theme with two of its words; only a forged variant is a counterfeit. Rules 1
+    (manifest versions 4 to 6): every tool result of a memory phase is shown; a declared
+    chance is the null of every adversary; evidence counts as shown where its value is
+    written; one instance is drawn per group with no regard to arm or variant; no open-item
+    policy reads the tool results the view shows.
     """
 
     version: int
@@ -47,6 +47,9 @@ class AuditRules:
     coverage: bool = False
     #: One theme word a control arm says on its own is a leak (rules 0: two).
     one_theme_word: bool = False
+    #: A variant any transform made (scrambled, substituted ...) is a counterfeit, held to
+    #: the counterfeit checks; rules 0 held only those a forging transform made.
+    every_transform_counterfeit: bool = False
     #: A tool result a memory phase returns to the remembered session's own call is memory
     #: (only the lookups handed in before its first assistant turn are shown).
     remembered_calls_hidden: bool = False
@@ -64,7 +67,7 @@ class AuditRules:
 
 _RULES_0 = AuditRules(0)
 _RULES_1 = replace(_RULES_0, version=1, open_items=True, more_option_adversaries=True,
-                   coverage=True, one_theme_word=True)
+                   coverage=True, one_theme_word=True, every_transform_counterfeit=True)
 _RULES_2 = replace(_RULES_1, version=2, remembered_calls_hidden=True, design_chance=True,
                    evidence_gives_gold=True, stratified=True)
 #: Every version of the rules by its number: each turns on all its predecessor does, and more.
@@ -130,7 +133,9 @@ CHANGES: dict[int, tuple[str, ...]] = {
         "a family no adversary can test fails `coverage: adversaries` unless it declares "
         "`audit.exempt` with its reason",
         "one theme word a control arm says on its own is a leak (two before): allow a "
-        "coincidental word with `audit.allow_words` and its reason"),
+        "coincidental word with `audit.allow_words` and its reason",
+        "a variant any transform made (scrambled, substituted) is held to the counterfeit "
+        "checks (length, format, shared entities), not only a forged one"),
     2: ("a tool result returned to a call the remembered session made is memory, not "
         "shown (a memory phase's lookups handed in before its first assistant turn still "
         "are), and an open-item policy answers with the tool results that are shown",

@@ -24,6 +24,7 @@ from ..formats.manifest import sha256_file
 from ..spec.catalog import Catalog
 from ..spec.instances import phase_messages
 from ..spec.spec import FamilySpec, TransformRef, Variant
+from .audit_rules import rules
 from .audit_structure import Finding
 
 Item = Mapping[str, Any]
@@ -106,12 +107,15 @@ class _Forgeries:
 
     def _forgeries(self, variant: Variant) -> Iterator[tuple[str, TransformRef, Transform]]:
         """The axes on which a transform made ``variant``'s value (a counterfeit of any kind:
-        forged, scrambled, substituted ...), with the transform."""
+        forged, scrambled, substituted ...; under rules 0, only a transform that forges),
+        with the transform."""
         design = next(d for d in self.family.designs if d.name == variant.design)
+        every = rules().every_transform_counterfeit
         for axis in design.axes:
             ref = axis.value_transforms.get(variant.axes[axis.name])
             transform = get_transform(ref.name) if ref else None
-            if ref is not None and transform is not None:
+            if ref is not None and transform is not None and \
+                    (every or transform.forges is not None):
                 yield axis.name, ref, transform
 
     def measure(self, slots: Mapping[str, Any], rendered: Sequence[RenderedVariant],
