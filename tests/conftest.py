@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from filelock import FileLock
@@ -226,6 +227,54 @@ def bundled_release(built_dist: Path, name: str) -> Path:
     path = built_dist / name
     assert path.exists(), f"{name} was not built"
     return path
+
+
+_READ_CROISSANT = """
+import json, sys
+import mlcroissant as mlc
+
+def plain(value):
+    if isinstance(value, bytes):
+        return value.decode()
+    if isinstance(value, dict):
+        return {k.rsplit("/", 1)[1]: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+ds = mlc.Dataset(jsonld=sys.argv[1])
+out = {rs.name: [plain(r) for r in ds.records(record_set=rs.uuid)]
+       for rs in ds.metadata.record_sets if not rs.name.endswith(tuple(sys.argv[2:]))}
+print(json.dumps(out))
+"""
+
+
+def mlcroissant_records(release: Path, *skip_suffixes: str) -> dict[str, list[dict[str, Any]]]:
+    """Every record of every record set of a release's croissant.json as mlcroissant reads
+    them (in a process of its own), keys shortened to field names; record sets whose name
+    ends with one of ``skip_suffixes`` are not read."""
+    result = subprocess.run([sys.executable, "-c", _READ_CROISSANT, "croissant.json",
+                             *skip_suffixes], cwd=release, capture_output=True, text=True,
+                            timeout=900, stdin=subprocess.DEVNULL, env={**os.environ})
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def analysis_leaves(value: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Every scalar and non-empty list of scalars of an analysis object, at any depth, by its
+    keys joined with ``_`` (a dot in a key too): what croissant.json describes of it from
+    layout 9. A list of objects is left out (a top-level one is a repeated field of its
+    own)."""
+    found: dict[str, Any] = {}
+    for key, item in value.items():
+        name = f"{prefix}{key.replace('.', '_')}"
+        if isinstance(item, dict):
+            found.update(analysis_leaves(item, f"{name}_"))
+        elif isinstance(item, list) and (not item or any(isinstance(v, dict) for v in item)):
+            continue
+        else:
+            found[name] = item
+    return found
 
 
 def release_instances(release: Path) -> list[dict]:

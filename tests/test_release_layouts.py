@@ -27,11 +27,12 @@ ADDED = {
     6: ("croissant_every_field",),
     7: ("parquet_answer_reading",),
     8: ("croissant_messages",),
+    9: ("croissant_analysis_depth",),
 }
 
 
 def test_each_layout_turns_on_what_the_one_before_does_and_its_own_features() -> None:
-    assert sorted(LAYOUTS) == sorted(ADDED) and LATEST_LAYOUT == 8
+    assert sorted(LAYOUTS) == sorted(ADDED) and LATEST_LAYOUT == 9
     on: set[str] = set()
     for number, added in ADDED.items():
         on |= set(added)
@@ -52,8 +53,8 @@ def test_the_docs_table_lists_the_features_each_layout_adds() -> None:
 def test_the_manifest_schema_admits_exactly_the_known_layouts() -> None:
     schema = json.loads((REPO / "generator" / "schemas" / "manifest.schema.json").read_text())
     assert schema["properties"]["manifest_version"]["enum"] == sorted(LAYOUTS)
-    with pytest.raises(ValueError, match="no release layout 9"):
-        release_layout(9)
+    with pytest.raises(ValueError, match="no release layout 10"):
+        release_layout(10)
 
 
 def test_no_module_compares_layout_numbers() -> None:

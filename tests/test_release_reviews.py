@@ -65,3 +65,41 @@ def test_every_family_of_the_newest_release_is_reviewed(release: str) -> None:
             f"{family}: paragraphs must begin {PARAGRAPHS} in order, found {starts}"
         for para in paragraphs:
             assert len(para) >= SHORTEST, f"{family}: too short to be a review: {para!r}"
+
+
+#: A family review's account of the audit's adversaries, as the trustgap pages write it.
+PLAYED = re.compile(r"played (\d+) such shortcuts on the items it drew; the best, ([\w:]+), was "
+                    r"right on (\d+) of the (\d+) it tried")
+#: The audit summary's adversaries cell: "13 on 6 items; best position_prior 4/6 (...)".
+CELL = re.compile(r"(\d+) on (\d+) items; best ([\w:]+) (\d+)/(\d+) \(")
+
+
+@pytest.mark.parametrize("page", sorted((REPO / "docs" / "releases").glob("*.md")),
+                         ids=lambda p: p.stem)
+def test_audit_figures_a_review_quotes_are_its_own_manifests(page) -> None:
+    """What a page says of each family's audit (how many shortcuts, the best, its hits and
+    tries) is what the committed manifest of that very release records, and every summary
+    cell it quotes is one of that manifest's."""
+    import json
+
+    text = page.read_text(encoding="utf-8")
+    reviews = _reviews(text)
+    quoted = [(family, PLAYED.search(" ".join(" ".join(reviews[family]).split())))
+              for family in reviews]
+    quoted_cells = re.findall(r'"(\d+ on \d+ items; best [^"]+)"', " ".join(text.split()))
+    if not any(found for _, found in quoted) and not quoted_cells:
+        pytest.skip(f"{page.name} quotes no audit figures")
+    manifest = json.loads((REPO / "manifests" / f"{page.stem}.json").read_text())
+    cells = {row["family"]: row["adversaries"] for row in manifest["audit"]["summary"]}
+    for family, found in quoted:
+        assert found, f"{page.name}: {family}'s review does not say what the audit played"
+        played, best, hits, tried = found.groups()
+        recorded = CELL.match(cells[family])
+        assert recorded, cells[family]
+        count, items, name, right, out_of = recorded.groups()
+        assert (played, best, hits, tried) == (count, name, right, out_of), \
+            f"{page.name}: {family}: the review says {found[0]!r}, the manifest {cells[family]!r}"
+        assert items == tried
+    for cell in quoted_cells:
+        assert any(value.startswith(cell) for value in cells.values()), \
+            f"{page.name} quotes {cell!r}, not in its manifest"

@@ -8,17 +8,15 @@ layout 5 also its entries that are lists of objects, one repeated field each).""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from consumer_check import as_instance
 
-from conftest import release_instances
+from conftest import analysis_leaves, mlcroissant_records, release_instances
 
 
 def _named(pairs: list[dict[str, str]] | None) -> dict[str, str]:
@@ -95,35 +93,11 @@ def _dicts(relation: Any) -> list[dict[str, Any]]:
     return [dict(zip(names, row, strict=True)) for row in relation.fetchall()]
 
 
-_CROISSANT = """
-import json, sys
-import mlcroissant as mlc
-
-def plain(value):
-    if isinstance(value, bytes):
-        return value.decode()
-    if isinstance(value, dict):
-        return {k.rsplit("/", 1)[1]: plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [plain(v) for v in value]
-    return value
-
-ds = mlc.Dataset(jsonld=sys.argv[1])
-out = {rs.name: [plain(r) for r in ds.records(record_set=rs.uuid)]
-       for rs in ds.metadata.record_sets}
-print(json.dumps(out))
-"""
-
-
 @pytest.fixture(scope="module")
 def croissant_records(typed_release: Path) -> dict[str, list[dict[str, Any]]]:
     """Every record of every record set of the typed release, as mlcroissant reads them (in a
     process of its own), read once for the tests below."""
-    result = subprocess.run([sys.executable, "-c", _CROISSANT, "croissant.json"],
-                            cwd=typed_release, capture_output=True, text=True, timeout=900,
-                            stdin=subprocess.DEVNULL, env={**os.environ})
-    assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return mlcroissant_records(typed_release)
 
 
 def test_croissant_describes_distractors_feedback_and_analysis(
@@ -135,6 +109,7 @@ def test_croissant_describes_distractors_feedback_and_analysis(
     assert not [line for line in validate.stderr.splitlines()
                 if "error" in line.lower() or "warning" in line.lower()]
     records = croissant_records
+    layout = json.loads((typed_release / "manifest.json").read_text())["manifest_version"]
     seen = {"distractors": 0, "feedback": 0, "analysis": 0, "analysis lists": 0,
             "feedback sessions": 0, "policies": 0}
     for instance in release_instances(typed_release):
@@ -169,7 +144,9 @@ def test_croissant_describes_distractors_feedback_and_analysis(
             elif isinstance(value, list):  # layout 5: a repeated field, one record per item
                 read = [{k: v for k, v in r.items() if v is not None}
                         for r in record[f"analysis_{key}"]]
-                assert read == [_flat_scalars(item) for item in value]
+                # Layout 9 also reads each item's lists and its objects' objects.
+                flat = analysis_leaves if layout >= 9 else _flat_scalars
+                assert read == [flat(item) for item in value]
                 seen["analysis lists"] += len(value)
     assert all(seen.values()), seen
 
@@ -225,7 +202,7 @@ def test_croissant_analysis_lists_quote_keys_and_keep_names_unique() -> None:
     lists of objects out, as its frozen files have them."""
     from memspec.formats.croissant import FamilyShape, _record_set
 
-    shape = FamilyShape()
+    shape = FamilyShape(5)
     shape.observe({"axes": {}, "fields": {}, "answer": {"scorer": "exact"},
                    "analysis": {"contrasts": [{"where": {"design": "main"}, "a_b": 1,
                                                "a": {"b": "x"}, "order": 2},

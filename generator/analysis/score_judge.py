@@ -60,7 +60,7 @@ def attach_judgments(outcomes: list[Outcome], scores: Mapping[str, float],
     references: dict[str, str] = {}
     if normalisation:
         for dataset, indices in sorted(by_dataset.items()):
-            reference = None if within_run else _declared_reference(
+            reference = None if within_run else declared_reference(
                 [updated[i].instance for i in indices], normalisation)
             judged = [updated[i].judge for i in indices]
             normed = normalise(judged, normalisation, reference)
@@ -70,7 +70,7 @@ def attach_judgments(outcomes: list[Outcome], scores: Mapping[str, float],
     return updated, references
 
 
-def _declared_reference(instances: Sequence[Mapping[str, Any]], method: str
+def declared_reference(instances: Sequence[Mapping[str, Any]], method: str
                         ) -> tuple[float, float] | None:
     """The (min, max) or (mean, sd) every instance of a dataset declares alike, or None."""
     wanted = ("min", "max") if method == "minmax" else ("mean", "sd")

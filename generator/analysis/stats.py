@@ -441,10 +441,12 @@ def holm(p_values: Sequence[float | None]) -> list[float | None]:
 
 
 def normalise(scores: Sequence[float], method: str,
-              reference: tuple[float, float] | None = None) -> list[float]:
+              reference: tuple[float, float] | None = None, z_floor: float = 0.0
+              ) -> list[float]:
     """Min-max to [0, 1] or z-scores of one dataset's scores: against ``reference`` (fixed
     (min, max) or (mean, sd) declared for the dataset) where given, else against the scores'
-    own min and max, or mean and population standard deviation."""
+    own min and max, or mean and population standard deviation. Every value is 0 where the
+    span is 0, or the standard deviation at most ``z_floor`` either way."""
     import numpy as np
 
     data = np.asarray(scores, dtype=float)
@@ -456,7 +458,7 @@ def normalise(scores: Sequence[float], method: str,
         return [0.0] * data.size if span == 0 else list((data - low) / span)
     if method == "z":
         mean, sd = reference if reference else (data.mean(), data.std())
-        return [0.0] * data.size if sd == 0 else list((data - mean) / sd)
+        return [0.0] * data.size if abs(sd) <= z_floor else list((data - mean) / sd)
     raise ValueError(f"unknown normalisation {method!r}")
 
 

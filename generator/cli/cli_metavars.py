@@ -73,6 +73,9 @@ METAVARS: dict[str, str] = {
     "runs": "LEVEL=SCORES.json",
     "where": "KEY=VALUE[,KEY=VALUE...]",
     "contrast": "NAME",
+    "systems": "SYSTEM=RESPONSES",
+    "system_judgments": "SYSTEM=JUDGMENTS",
+    "system_unblind": "SYSTEM=MAP",
     "export_format": "NAME",
 }
 

@@ -1,8 +1,8 @@
 """The ``memspec`` command line. Exit status: 0 ok, 1 a check failed, 2 bad input.
 
 The commands live one group to a module (``cli_project``, ``cli_release``, ``cli_analysis``,
-``cli_audit``, ``cli_exports``, ``cli_run``), on the app of ``cli_common``; this module
-gathers them, in the order help lists them, and is the entry point
+``cli_normalise``, ``cli_audit``, ``cli_exports``, ``cli_run``), on the app of
+``cli_common``; this module gathers them, in the order help lists them, and is the entry point
 (``memspec.cli.commands:main``)."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ __all__ = [*COMMON_NAMES, "main"]
 #: were grouped into modules); a command not named here comes after these.
 COMMAND_ORDER = ("init", "validate", "new", "generate", "show", "check-answer", "freeze",
                  "merge", "verify", "build", "pool", "respond", "run", "score", "audit", "report",
-                 "preview", "judge-requests", "rho-star", "export")
+                 "preview", "judge-requests", "rho-star", "normalize", "export")
 
 
 def _assembled() -> ModuleType:
@@ -33,14 +33,15 @@ def _assembled() -> ModuleType:
         cli_audit,
         cli_common,
         cli_exports,
+        cli_normalise,
         cli_project,
         cli_release,
         cli_run,
     )
 
     cli_common.app.registered_commands.sort(key=_help_position)  # stable: a second is a no-op
-    globals()["COMMAND_MODULES"] = (cli_project, cli_release, cli_analysis, cli_audit,
-                                    cli_exports, cli_run)
+    globals()["COMMAND_MODULES"] = (cli_project, cli_release, cli_analysis, cli_normalise,
+                                    cli_audit, cli_exports, cli_run)
     return cli_common
 
 

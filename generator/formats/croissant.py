@@ -6,7 +6,8 @@ them; see ``parquet_export``). One record set per family gives the typed columns
 filters on: the ids, the variant's axes, the fields, the answer and the names of the phases.
 Croissant loaders read nested lists one level deep, so up to layout 7 the messages themselves
 are left to the JSONL lines and the Parquet files, which keep the whole conversation; layout 8
-describes a flattened copy of them, one record per message (``croissant_messages``).
+describes a flattened copy of them, one record per message (``croissant_messages``), and
+layout 9 the analysis block to every depth (``croissant_analysis``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from ..core.canonical import json_key
 from ..spec.spec import PublishedDesign, ReleaseSpec
+from .croissant_analysis import Leaf, analysis_fields, list_entry_leaves, typed_leaves
 from .croissant_messages import messages_distribution, messages_record_set
 from .release_layouts import LATEST_LAYOUT, first_layout_with, release_layout
 
@@ -84,6 +86,10 @@ class FamilyShape:
         features = release_layout(layout)
         self._full = features.croissant_full_records
         self._nested = features.croissant_nested_analysis
+        # Layout 9: the analysis block's leaves to any depth, as paths of keys.
+        self._deep = features.croissant_analysis_depth
+        self.analysis_leaves: set[Leaf] = set()
+        self.analysis_entry_leaves: set[tuple[str, Leaf]] = set()
         self.every_field = features.croissant_every_field
         # Layout 6: (key, type) of the answer's policies and of the feedback log's rounds.
         self.policies: set[tuple[str, str]] = set()
@@ -114,6 +120,11 @@ class FamilyShape:
             self._observe_every_field(instance)
         analysis = instance.get("analysis")
         if analysis and self._first_sight(analysis):
+            if self._deep:
+                # (typed_leaves passes over a list of objects: list_entry_leaves reads it.)
+                self.analysis_leaves |= typed_leaves(analysis, _scalar_type)
+                self.analysis_entry_leaves |= list_entry_leaves(analysis, _scalar_type)
+                return
             self.analysis.update(_analysis_paths(analysis))
             if self._nested:
                 self.analysis_lists.update(_analysis_list_paths(analysis))
@@ -283,6 +294,9 @@ def _more_fields(family: str, file: str, shape: FamilyShape,
                    _quoted(name) if shape.every_field else name)
             for name, kind in kinds],
             "the simulated user's implicit feedback, round by round", repeated=True))
+    if release_layout(layout).croissant_analysis_depth:
+        return fields + analysis_fields(family, file, shape.analysis_leaves,
+                                        shape.analysis_entry_leaves, _field, _group)
     typed: dict[str, list[tuple[str, bool]]] = {}
     for path, kind, repeated in sorted(shape.analysis):
         typed.setdefault(path, []).append((kind, repeated))

@@ -1,5 +1,5 @@
 """The release layouts (a manifest's ``manifest_version``) and what each turns on: the one
-place that says how releases of layouts 1 to 8 differ. Code that writes a release asks
+place that says how releases of layouts 1 to 9 differ. Code that writes a release asks
 ``release_layout(number)`` for a named feature instead of comparing layout numbers, so a new
 layout is one more row here. A layout only ever adds: a frozen release keeps its layout, and
 with it its bytes, while a first freeze writes ``LATEST_LAYOUT``."""
@@ -40,6 +40,10 @@ class ReleaseLayout:
     #: The messages flattened, one line per message, under ``messages/`` and described in
     #: croissant.json as a record set per family (``<family>_messages``).
     croissant_messages: bool = False
+    #: The analysis block in croissant.json to every depth: the scalars of objects inside
+    #: objects and the lists of scalars inside objects and inside the items of a list of
+    #: objects (``audit.memory_phases``, a factorial's ``axes``), each key quoted.
+    croissant_analysis_depth: bool = False
 
     def features(self) -> tuple[str, ...]:
         """The names of the features this layout turns on, in the table's order."""
@@ -56,11 +60,12 @@ _LAYOUT_5 = replace(_LAYOUT_4, number=5, croissant_nested_analysis=True)
 _LAYOUT_6 = replace(_LAYOUT_5, number=6, croissant_every_field=True)
 _LAYOUT_7 = replace(_LAYOUT_6, number=7, parquet_answer_reading=True)
 _LAYOUT_8 = replace(_LAYOUT_7, number=8, croissant_messages=True)
+_LAYOUT_9 = replace(_LAYOUT_8, number=9, croissant_analysis_depth=True)
 
 #: Every layout by its number: each turns on all its predecessor does, and more.
 LAYOUTS: Mapping[int, ReleaseLayout] = {
     layout.number: layout for layout in (_LAYOUT_1, _LAYOUT_2, _LAYOUT_3, _LAYOUT_4, _LAYOUT_5,
-                                        _LAYOUT_6, _LAYOUT_7, _LAYOUT_8)}
+                                        _LAYOUT_6, _LAYOUT_7, _LAYOUT_8, _LAYOUT_9)}
 #: The newest release layout (``manifest_version``): what a first freeze writes.
 LATEST_LAYOUT = max(LAYOUTS)
 
