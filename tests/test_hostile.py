@@ -103,6 +103,11 @@ SIZED_BY_LOGICAL_SIZE = {
     "shared_lists_count": f"count() {WALKED}",
     "shared_tuples_dict_key": f"a dict key {WALKED}",
     "shared_tuples_unique": f"filter 'unique' {WALKED}",
+    # Built first and handed to C once, with no step between the levels for an alarm: a
+    # lookup in a dict written in the template, a subscript, the name ``attr`` reads.
+    "shared_tuples_in_literal_dict": f"'in' {WALKED}",
+    "shared_tuples_subscript": f"a subscript {WALKED}",
+    "shared_tuples_attr": f"filter 'attr' {WALKED}",
     "repeated_repetition": f"'*' {WALKED}",
     "deep_nesting_compare": "a value nested more than 200 levels deep cannot be compared",
     # Bombs of the earlier rounds that repeat a list of long parts with ``*``: refused where

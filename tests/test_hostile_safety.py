@@ -334,7 +334,7 @@ def test_judge_requests_writes_its_pair_all_or_none(
     from typer.testing import CliRunner
 
     from memspec.cli.commands import app
-    from memspec.exports import export
+    from memspec.exports import file_group
 
     responses = tmp_path / "responses.jsonl"
     assert _memspec(project, "respond", release, "--policy", "oracle", "--out",
@@ -354,7 +354,7 @@ def test_judge_requests_writes_its_pair_all_or_none(
             renamed.append(target)
         replace(source, target)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(export.os, "replace", interrupted)
+    monkeypatch.setattr(file_group.os, "replace", interrupted)
     monkeypatch.delenv("MEMSPEC_ROOT", raising=False)
     result = CliRunner().invoke(app, ["--root", str(project), "judge-requests", str(release),
                                       str(responses), "--out", str(out)])

@@ -1,9 +1,9 @@
 """``merge`` and ``judge-requests`` killed with SIGKILL at any point (issue 50), as real
 processes: a killed merge leaves no release or the whole one (it is put in place as a freeze
 puts its release), and a killed judge-requests leaves each of its two files whole, old or new,
-the pair mixed only while the journal that the next run completes stands beside them. The
-next run works and removes what a killed one left. Killed at fractions of a run's duration,
-``$MEMSPEC_RACE_ROUNDS`` rounds (1 in the suite)."""
+the pair mixed only while the journal that the next run completes stands beside them, and
+``score`` refusing the map meanwhile. The next run works and removes what a killed one left.
+Killed at fractions of a run's duration, ``$MEMSPEC_RACE_ROUNDS`` rounds (1 in the suite)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
 from test_budgets import judged_release  # noqa: F401 (a fixture)
 from test_crash_safety import NAME, _release_file
 
@@ -82,41 +84,151 @@ def test_a_merge_killed_anywhere_leaves_no_release_or_the_whole_one(
     assert outcomes["none"] >= 1, outcomes  # some kills came before the release was in place
 
 
-def test_judge_requests_killed_anywhere_leave_whole_files(
-        judged_release: tuple[Path, Path, Path], tmp_path: Path) -> None:  # noqa: F811
+@dataclass
+class Judging:
+    """judge-requests into one folder from two runs' responses: the old pair (seed 1, the
+    earlier responses) and the new one (seed 2), with the bytes of each and the report
+    ``score`` gives of each, judged as ``_judge_and_score`` judges."""
+
+    root: Path
+    release: Path
+    responses: Path
+    requests: Path
+    unblind: Path
+    earlier: Path
+    old: tuple[bytes, bytes] = (b"", b"")
+    new: tuple[bytes, bytes] = (b"", b"")
+    reports: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def command(self, seed: int, prefix: Sequence[str] = ("-m", "memspec.cli")) -> list[str]:
+        answers = self.earlier if seed == 1 else self.responses
+        return [sys.executable, *prefix, "--root", str(self.root), "judge-requests",
+                str(self.release), str(answers), "--out", str(self.requests), "--seed",
+                str(seed)]
+
+    def pair(self) -> tuple[bytes, bytes]:
+        return self.requests.read_bytes(), self.unblind.read_bytes()
+
+    def scored(self) -> subprocess.CompletedProcess[str]:
+        """``memspec score`` of the judgments a judge gives the requests as they stand: 1
+        to a response of the earlier run, 5 to any other. Through the map that stands
+        beside them, they give the report of the pair the requests belong to, if the map
+        is theirs."""
+        judged = [{"request_id": r["request_id"],
+                   "score": 1 if "(earlier)" in r["response"] else 5}
+                  for r in map(json.loads, self.requests.read_text().splitlines())]
+        judgments = self.requests.parent.parent / "judgments.jsonl"
+        judgments.write_text("".join(json.dumps(j) + "\n" for j in judged))
+        return run_cli("score", str(self.release), str(self.responses), "--judgments",
+                       str(judgments), "--unblind", str(self.unblind), "--format", "json",
+                       root=self.root)
+
+    def report(self) -> str:
+        scored = self.scored()
+        assert scored.returncode == 0, scored.stderr
+        return scored.stdout
+
+    def moving(self) -> bool:
+        """Whether the journal of unfinished moves stands beside the pair."""
+        return any((p / ".moving.json").exists() for p in self.requests.parent.iterdir()
+                   if p.name.startswith(HIDDEN))
+
+    def assert_refused(self, scored: subprocess.CompletedProcess[str]) -> None:
+        assert scored.returncode == 2, scored.stderr
+        assert f"error: {self.unblind}: judge-requests was stopped" in scored.stderr
+        assert "run judge-requests again" in scored.stderr
+        assert scored.stdout == ""
+
+
+@pytest.fixture
+def judging(judged_release: tuple[Path, Path, Path], tmp_path: Path  # noqa: F811
+            ) -> Judging:
     root, release, responses = judged_release
     out = tmp_path / "judging"
     out.mkdir()
-    requests = out / "requests.jsonl"
-    unblind = out / "requests.jsonl.unblind.json"
-
     # The old requests judge other responses (each one's text changed, the first left out),
-    # so that each of the two files differs.
+    # so that each of the two files differs, and so do the scores judged from them.
     earlier = tmp_path / "earlier.jsonl"
     earlier.write_text("".join(json.dumps({**row, "response": f"{row['response']} (earlier)"})
                                + "\n" for row in map(json.loads, responses.read_text()
                                                      .splitlines()[1:])))
+    judging = Judging(root, release, responses, out / "requests.jsonl",
+                      out / "requests.jsonl.unblind.json", earlier)
+    _timed(judging.command(2))
+    judging.new, judging.reports["new"] = judging.pair(), judging.report()
+    judging.seconds = _timed(judging.command(1))
+    judging.old, judging.reports["old"] = judging.pair(), judging.report()
+    assert judging.old[0] != judging.new[0] and judging.old[1] != judging.new[1]
+    assert judging.reports["old"] != judging.reports["new"]
+    return judging
 
-    def command(seed: int) -> list[str]:
-        answers = earlier if seed == 1 else responses
-        return [sys.executable, "-m", "memspec.cli", "--root", str(root), "judge-requests",
-                str(release), str(answers), "--out", str(requests), "--seed", str(seed)]
 
-    _timed(command(2))
-    new = (requests.read_bytes(), unblind.read_bytes())
-    seconds = _timed(command(1))
-    old = (requests.read_bytes(), unblind.read_bytes())
-    assert old[0] != new[0] and old[1] != new[1]
+def _assert_completed(judging: Judging) -> None:
+    """The next run puts the new pair in place whole, and removes what killed ones left."""
+    _timed(judging.command(2))
+    assert judging.pair() == judging.new
+    assert sorted(p.name for p in judging.requests.parent.iterdir()) == [
+        judging.requests.name, judging.unblind.name]
+    assert judging.report() == judging.reports["new"]
+
+
+def test_judge_requests_killed_anywhere_leave_whole_files_and_readers_one_run(
+        judging: Judging) -> None:
+    """Killed at any point, judge-requests leaves each file whole, old or new; ``score``
+    reading the map gives the report of the old pair or of the new one, or, while the
+    pair may be mixed (the journal of the unfinished moves stands), refuses at the map and
+    says to run judge-requests again; the next run completes the pair."""
+    old, new = judging.old, judging.new
     for _ in range(ROUNDS):
         for fraction in FRACTIONS:
-            _timed(command(1))  # the old pair, whole
-            _killed(command(2), fraction * seconds)
-            now = (requests.read_bytes(), unblind.read_bytes())
+            _timed(judging.command(1))  # the old pair, whole
+            _killed(judging.command(2), fraction * judging.seconds)
+            now = judging.pair()
             assert now[0] in (old[0], new[0]) and now[1] in (old[1], new[1]), \
                 f"killed at {fraction}: a file partly written"
-            if now not in (old, new):  # mixed: only while the journal to complete it stands
-                assert any(p.name.startswith(HIDDEN) for p in out.iterdir()), \
-                    f"killed at {fraction}: a mixed pair the next run cannot complete"
-        _timed(command(2))
-        assert (requests.read_bytes(), unblind.read_bytes()) == new
-        assert sorted(p.name for p in out.iterdir()) == [requests.name, unblind.name]
+            moving = judging.moving()
+            assert now in (old, new) or moving, \
+                f"killed at {fraction}: a mixed pair the next run cannot complete"
+            scored = judging.scored()
+            if moving:
+                judging.assert_refused(scored)
+            else:
+                assert scored.returncode == 0, scored.stderr
+                assert scored.stdout == judging.reports["old" if now == old else "new"], \
+                    f"killed at {fraction}: score read a pair of two runs"
+        _assert_completed(judging)
+
+
+#: judge-requests, killed (SIGKILL, by itself) the moment its first file is renamed into
+#: place over the old one: the second is still the old one.
+KILLED_AFTER_FIRST_MOVE = f"""
+import os, signal, sys
+from pathlib import Path
+
+replace = os.replace
+
+def replace_then_die(source, target):
+    replace(source, target)
+    staged = Path(source).parent.name.startswith({HIDDEN!r})
+    if staged and not Path(target).parent.name.startswith({HIDDEN!r}):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+os.replace = replace_then_die
+from memspec.cli.commands import main
+main()
+"""
+
+
+def test_score_refuses_the_map_of_a_pair_judge_requests_left_mixed(judging: Judging) -> None:
+    """Killed between its two renames, judge-requests leaves its new requests beside the
+    old map: ``score`` refuses the map (located, exit 2, nothing on standard output)
+    rather than unblind the new requests' judgments with it, until the next run of
+    judge-requests completes the pair."""
+    killed = subprocess.run(judging.command(2, ("-c", KILLED_AFTER_FIRST_MOVE)),
+                            capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert judging.pair() == (judging.new[0], judging.old[1])  # mixed: requests moved first
+    assert judging.moving()
+    judging.assert_refused(judging.scored())
+    _assert_completed(judging)

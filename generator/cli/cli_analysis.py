@@ -311,7 +311,7 @@ def judge_requests(
     from ..analysis.judge import build_requests
     from ..core.canonical import dump_bytes, dump_pretty_bytes
     from ..core.limits import CommandBudget
-    from ..exports.export import write_all
+    from ..exports.file_group import write_all
     from ..release.release_data import load_release_instances
 
     def action() -> None:

@@ -140,6 +140,7 @@ def _score_one(scored: Scored, settings: ScoreSettings, options: Any) -> dict[st
     from ..analysis.judge import load_judgments
     from ..analysis.judge_panel import load_panel_judgments, panel_report
     from ..analysis.score import attach_judgments, score_outcomes
+    from ..exports.file_group import settled
 
     with CommandBudget("score", scored.display) as budget, \
             _status(f"scoring {printable(scored.display)}") as say:
@@ -148,11 +149,15 @@ def _score_one(scored: Scored, settings: ScoreSettings, options: Any) -> dict[st
         if settings.judgments is not None and settings.unblind is not None:
             budget.on("judgments")
             scales = {i["id"]: i.get("analysis", {}).get("judge_scale") for i in instances}
-            scores = load_judgments(settings.judgments, settings.unblind, scales,
-                                    allow_missing=settings.allow_missing)
-            panel = panel_report(instances, load_panel_judgments(
-                settings.judgments, settings.unblind, scales,
-                allow_missing=settings.allow_missing), settings.by)
+            # The map is read twice; both reads must see the map of one complete run of
+            # judge-requests, whose requests the judgments answer.
+            with settled(settings.unblind, "judge-requests"):
+                scores = load_judgments(settings.judgments, settings.unblind, scales,
+                                        allow_missing=settings.allow_missing)
+                panel_judgments = load_panel_judgments(settings.judgments, settings.unblind,
+                                                       scales,
+                                                       allow_missing=settings.allow_missing)
+            panel = panel_report(instances, panel_judgments, settings.by)
             outcomes, references = attach_judgments(outcomes, scores, settings.normalize,
                                                     settings.dataset_key,
                                                     settings.normalize_within_run)

@@ -127,9 +127,11 @@ class _InlineReads(CodeGenerator):
     def visit_Compare(self, node: nodes.Compare, frame: Any) -> None:
         # ``==``, ``<``, ``in`` … of two containers walk both in C: each operand that is not
         # a constant is sized first (``walked_operand``). Against a constant, a comparison
-        # reads no more than the constant holds, and is written as Jinja writes it.
+        # reads no more than the constant holds, and is written as Jinja writes it; but not
+        # ``in`` a constant dict, which hashes the whole of what it looks for.
         operands = [node.expr, *(op.expr for op in node.ops)]
-        if len(node.ops) == 1 and any(isinstance(o, nodes.Const) for o in operands):
+        if len(node.ops) == 1 and node.ops[0].op not in ("in", "notin") and \
+                any(isinstance(o, nodes.Const) for o in operands):
             super().visit_Compare(node, frame)
             return
         self.write("(")

@@ -171,6 +171,13 @@ class _StrictSandbox(ImmutableSandboxedEnvironment):
             return super().call_test(name, value, args, kwargs, context, eval_ctx)
         return test(value, *(args or ()), **(kwargs or {}))
 
+    def getitem(self, obj: Any, argument: Any) -> Any:
+        # ``d[key]`` hashes the key in C (a tuple's items all through): sized first, as a
+        # dict literal's key is. A text, number or slice is not walked.
+        if type(argument) is not str and type(argument) is not int:
+            walked_operand(argument, "a subscript")
+        return super().getitem(obj, argument)
+
     def getattr(self, obj: Any, attribute: str) -> Any:
         # ``item.key`` on a plain dict (a pool item, a slot value, an instance) is most of what
         # templates and checks read. Jinja tries the attribute first and reaches the key through

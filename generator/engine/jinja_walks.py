@@ -88,9 +88,10 @@ def gated(kind: str, name: str, function: Callable[..., Any]) -> Callable[..., A
 #: Filters and tests that read only the top level of what they are given (its length, an item,
 #: its items in turn, a type or an attribute) and hand nothing of it to work in C that walks
 #: further; a filter or test they call by name is gated itself. Everything else is gated:
-#: a filter or test not named here (a new one included) is sized.
+#: a filter or test not named here (a new one included) is sized. (``attr`` is not one:
+#: it turns the name it is given into text, in C, before it reads the attribute.)
 READ_AT_TOP = frozenset({
-    "filter:attr", "filter:batch", "filter:count", "filter:d", "filter:default",
+    "filter:batch", "filter:count", "filter:d", "filter:default",
     "filter:first", "filter:items", "filter:last", "filter:length", "filter:list",
     "filter:map", "filter:reject", "filter:rejectattr", "filter:reverse", "filter:select",
     "filter:selectattr", "filter:slice", "filter:sum",

@@ -7,10 +7,7 @@ Nothing about any particular tool is written in Python.
 
 from __future__ import annotations
 
-import glob
 import json
-import os
-import shutil
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,14 +17,12 @@ from typing import Any
 from ..core.errors import Problem, SpecError
 from ..core.limits import working_on
 from ..engine.render import Renderer, TemplateOrigin
-from ..release.freezing import TMP_PREFIX
-from ..release.release_atomic import atomic_write_bytes, process_gone
 from ..spec.catalog import yaml_files
 from ..spec.instances import phase_messages
 from ..spec.project import LIBRARY_PREFIX, Project, library_project, library_root
 from ..spec.schemas import schema_problems
 from ..spec.yamlsafe import Located, load_yaml_file
-from .export_swap import check_paths, write_export, write_synced
+from .export_swap import write_export
 
 
 @dataclass(frozen=True)
@@ -306,83 +301,6 @@ def _clash(relative: str, files: Mapping[str, bytes]) -> str | None:
         if other.startswith(relative + "/") or relative.startswith(other + "/"):
             return f"and {other!r} need one path as both a file and a folder"
     return None
-
-
-def write_all(out: Path, files: Mapping[str, bytes]) -> list[Path]:
-    """Write ``files`` (relative paths) under ``out``, a folder shared with other files (the
-    requests of ``judge-requests`` and their unblinding map), all or none: every path is
-    checked to stay inside ``out`` first; the files are then written in a hidden folder of
-    ``out``, and only once all are written are they renamed into place, each file they replace
-    set aside first and put back if any rename fails, so a failure leaves the previous files
-    as they were; a kill while they move is completed by the next writer there. An export,
-    which owns its folder, is swapped in whole instead (``write_export``)."""
-    check_paths(out, files)
-    created = not out.exists()
-    out.mkdir(parents=True, exist_ok=True)
-    _finish_interrupted(out)
-    staging = out / f"{TMP_PREFIX}export-{os.getpid()}"
-    try:
-        write_synced(staging, files)
-        # Every file is on disk: from here on, an export killed midway is completed by the
-        # next one (``_finish_interrupted``), never left part old, part new.
-        atomic_write_bytes(staging / _JOURNAL, json.dumps(sorted(files)).encode("utf-8"))
-        _move_all(staging, out, sorted(files))
-    except BaseException:
-        if created:
-            shutil.rmtree(out, ignore_errors=True)
-        raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return [out / relative for relative in sorted(files)]
-
-
-#: The names an export is moving into place, written once all of them are staged.
-_JOURNAL = ".moving.json"
-
-
-def _finish_interrupted(out: Path) -> None:
-    """Complete the exports into ``out`` that were killed while they moved their files into
-    place (their staging folder, of a process that is gone, holds the journal): the files
-    not moved yet are moved now. One killed before its journal was written had replaced
-    nothing, and its staging folder is only removed."""
-    for stale in sorted(out.glob(f"{glob.escape(TMP_PREFIX)}export-*")):
-        pid = stale.name.rpartition("-")[2]
-        if not (pid.isdigit() and int(pid) != os.getpid() and process_gone(int(pid))):
-            continue
-        journal = stale / _JOURNAL
-        names = json.loads(journal.read_text(encoding="utf-8")) if journal.is_file() else []
-        for relative in names:
-            staged = stale / relative
-            if isinstance(relative, str) and staged.is_file():
-                (out / relative).parent.mkdir(parents=True, exist_ok=True)
-                os.replace(staged, out / relative)
-        shutil.rmtree(stale, ignore_errors=True)
-
-
-def _move_all(staging: Path, out: Path, names: list[str]) -> None:
-    """Rename each of ``names`` from ``staging`` into ``out``, all or none: a file already
-    there is moved into ``staging/.previous`` just before, and on any failure every file moved
-    so far goes back where it was."""
-    previous = staging / ".previous"
-    moved: list[tuple[Path, Path | None]] = []
-    try:
-        for relative in names:
-            target = out / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            kept = None
-            if target.exists():
-                kept = previous / relative
-                kept.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(target, kept)
-            moved.append((target, kept))
-            os.replace(staging / relative, target)
-    except BaseException:
-        for target, kept in reversed(moved):
-            if kept is None:
-                target.unlink(missing_ok=True)
-            else:
-                os.replace(kept, target)
-        raise
 
 
 def _units(members: list[dict[str, Any]], pair: Mapping[str, Any] | None
