@@ -6,6 +6,7 @@ reading agrees with the labels on 99% of the unambiguous ones."""
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import sys
@@ -304,3 +305,22 @@ def test_the_v7_releases_read_the_replies_written_for_the_v6_items(
     assert {(r["id"], r["style"]) for r in counted if r["scored"] != r["label"]} == misses
     assert not [r["where"] for r in counted
                 if r["label"] in ("abstain", "wrong") and r["scored"] == "right"]
+
+
+#: What every corpus reply reads as under reading versions 2, 3 and 4, as the code read them
+#: before reading version 5 was added (one letter a reply, in corpus order: right, wrong,
+#: abstain, unscorable, judge), each record scored on the release it was written for.
+FROZEN_VERDICTS = REPO / "tests" / "answer_corpus" / "verdicts-v2-v4.json"
+
+
+@pytest.mark.parametrize("version", [2, 3, 4])
+def test_reading_versions_2_to_4_read_every_reply_as_before(built_dist: Path,
+                                                             version: int) -> None:
+    """Reading version 5 changes nothing of what the frozen versions make of a reply."""
+    before = json.loads(FROZEN_VERDICTS.read_text(encoding="utf-8"))
+    rows = answer_corpus.score_corpus(answer_corpus.load_corpus(), built_dist, {}, None, None,
+                                      version)
+    now = "".join(r["scored"][0] for r in rows)
+    assert len(now) == len(before[str(version)])
+    assert [r["where"] for r, was in zip(rows, before[str(version)], strict=True)
+            if r["scored"][0] != was] == []
