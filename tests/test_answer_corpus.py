@@ -6,6 +6,7 @@ reading agrees with the labels on 99% of the unambiguous ones."""
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import sys
@@ -271,3 +272,55 @@ def test_the_v6_releases_read_the_replies_written_for_their_own_items_as_measure
     assert {(r["id"], r["style"]) for r in counted if r["scored"] != r["label"]} == misses
     assert not [r["where"] for r in counted
                 if r["label"] in ("abstain", "wrong") and r["scored"] == "right"]
+
+
+#: The replies written for the v6 releases' own items, scored on their version 7 twins (the
+#: same items under new ids, read with reading version 5): (counted, agreeing) and every
+#: disagreement left. The one left is a roast chicken told as "the bird", which prose_steps'
+#: pattern (it wants the word) cannot place: a judge's reading.
+V7_OF = {"feedback-v6": "feedback-v7", "implicitmem-v6": "implicitmem-v7"}
+V7_MEASURED = {
+    "feedback-v6": ((140, 139), {
+        ("feedback.v6.procedural.prose_steps-00030-base", "markdown_preamble")}),
+    "implicitmem-v6": ((151, 151), set()),
+}
+
+
+@pytest.fixture(scope="module")
+def v7_own(built_dist: Path) -> list[dict]:
+    records = [r for r in answer_corpus.load_corpus() if r["release"] in V7_OF]
+    return answer_corpus.score_corpus(records, built_dist,
+                                      {old: built_dist / new for old, new in V7_OF.items()})
+
+
+@pytest.mark.parametrize("release", sorted(V7_OF))
+def test_the_v7_releases_read_the_replies_written_for_the_v6_items(
+        v7_own: list[dict], release: str) -> None:
+    """Reading version 5 fixes every miss of version 4 on these replies but one (feedback-v6
+    128 -> 139 of 140, implicitmem-v6 144 -> 151 of 151), and scores no abstention and no
+    wrong answer right."""
+    counted = _counted([r for r in v7_own if r["release"] == release])
+    (size, agree), misses = V7_MEASURED[release]
+    assert (len(counted), sum(r["scored"] == r["label"] for r in counted)) == (size, agree)
+    assert {(r["id"], r["style"]) for r in counted if r["scored"] != r["label"]} == misses
+    assert not [r["where"] for r in counted
+                if r["label"] in ("abstain", "wrong") and r["scored"] == "right"]
+
+
+#: What every corpus reply reads as under reading versions 2, 3 and 4, as the code read them
+#: before reading version 5 was added (one letter a reply, in corpus order: right, wrong,
+#: abstain, unscorable, judge), each record scored on the release it was written for.
+FROZEN_VERDICTS = REPO / "tests" / "answer_corpus" / "verdicts-v2-v4.json"
+
+
+@pytest.mark.parametrize("version", [2, 3, 4])
+def test_reading_versions_2_to_4_read_every_reply_as_before(built_dist: Path,
+                                                             version: int) -> None:
+    """Reading version 5 changes nothing of what the frozen versions make of a reply."""
+    before = json.loads(FROZEN_VERDICTS.read_text(encoding="utf-8"))
+    rows = answer_corpus.score_corpus(answer_corpus.load_corpus(), built_dist, {}, None, None,
+                                      version)
+    now = "".join(r["scored"][0] for r in rows)
+    assert len(now) == len(before[str(version)])
+    assert [r["where"] for r, was in zip(rows, before[str(version)], strict=True)
+            if r["scored"][0] != was] == []

@@ -29,13 +29,15 @@ from .reading_choices import ChoiceReading, read_choice
 from .reading_clauses import sentences, set_aside_rejected
 from .reading_courtesies import set_aside_courtesies
 from .reading_either import set_aside_either
+from .reading_layout import read_layout
 from .reading_markdown import set_aside
 from .reading_phrases import HEDGES, QUESTIONS, alternation
+from .reading_v5 import QUESTION_CLAUSES, bound_calls, set_aside_rejected_v5
 from .score_outcome import DEFAULT_ABSTAIN_PATTERNS
 from .scoring import LIST_MARKER, attempt_is_right, canonical_text, first_mode, gold_as_read
 
 #: The reading versions a spec may declare (1 is the reading without this stage).
-READING_VERSIONS = (2, 3, 4)
+READING_VERSIONS = (2, 3, 4, 5)
 _QUESTION = alternation(QUESTIONS)
 _HEDGE = alternation(HEDGES)
 #: How many texts each step keeps what it made of (its own answer, by the text and the
@@ -88,7 +90,13 @@ def _declines(head: str, patterns: tuple[str, ...]) -> str | None:
 
 def _rejected(answer: Mapping[str, Any], text: str) -> tuple[str, list[str]]:
     """Step 4 as the answer's reading version does it (version 3 leaves the wording inside
-    quoted strings and brackets alone)."""
+    quoted strings and brackets alone; version 5 also reads rejections written after their
+    mention and, in a line or whole answer, only those before the first sentence that
+    rejects nothing)."""
+    if answer["reading"]["version"] >= 5:
+        kept, removed = set_aside_rejected_v5(
+            text, answer["scorer"] != "choice" and first_mode(answer) != "call")
+        return kept, list(removed)
     kept, removed = _set_aside_rejected(text, answer["reading"]["version"] < 3)
     return kept, list(removed)
 
@@ -125,14 +133,21 @@ def _asks_or_hedges(answer: Mapping[str, Any], body: str) -> str | None:
     line); None."""
     if answer["reading"].get("questions") == "answer":
         return None  # asking is an answer of its own in this paradigm
+    # Version 5: a clause that asks is a question wherever in its sentence it starts.
+    clauses = answer["reading"]["version"] >= 5
+
+    def asks(sentence: str) -> bool:
+        return bool(_QUESTION.search(sentence)
+                    or (clauses and QUESTION_CLAUSES.search(sentence)))
+
     if answer["scorer"] != "choice" and first_mode(answer) != "call":
         first_line = _sentences(body.splitlines()[0])
         for index, sentence in enumerate(first_line):
-            if _QUESTION.search(sentence) or (index == 0 and _HEDGE.search(sentence)):
+            if asks(sentence) or (index == 0 and _HEDGE.search(sentence)):
                 return sentence
         return None
     for sentence in _sentences(body):
-        if _QUESTION.search(sentence) or _HEDGE.search(sentence):
+        if asks(sentence) or _HEDGE.search(sentence):
             return sentence
         if _holds_attempt(answer, sentence):
             return None
@@ -181,16 +196,19 @@ def prepared(answer: Mapping[str, Any], response: str) -> tuple[str, list[tuple[
     """Steps 1 and 2: the response with markdown and courtesies set aside."""
     config = answer["reading"]
     body, steps = _prepared(response, bool(config.get("keep_lists")),
-                            tuple(config.get("openers", ())), not config.get("keep_openers"))
+                            tuple(config.get("openers", ())), not config.get("keep_openers"),
+                            config["version"] >= 5)
     return body, list(steps)
 
 
 @lru_cache(maxsize=_KEPT)
-def _prepared(response: str, keep_lists: bool, declared: tuple[str, ...], openers: bool
-              ) -> tuple[str, tuple[tuple[str, str], ...]]:
-    text = set_aside(response, keep_lists=keep_lists)
+def _prepared(response: str, keep_lists: bool, declared: tuple[str, ...], openers: bool,
+              layout: bool = False) -> tuple[str, tuple[tuple[str, str], ...]]:
+    # Version 5 reads tables, headings, labels and bullet runs as prose lines first.
+    text = set_aside(read_layout(response, keep_lists) if layout else response,
+                     keep_lists=keep_lists)
     # keep_openers: the lead-in a reply opens with ("In short:") is what the family measures.
-    body, courtesies = set_aside_courtesies(text, declared, openers=openers)
+    body, courtesies = set_aside_courtesies(text, declared, openers=openers, lead_ins=layout)
     return body, (("markdown set aside", text or "(empty)"),
                   ("openers and sign-offs set aside", " | ".join(courtesies) or "none"))
 
@@ -229,6 +247,9 @@ def read(answer: Mapping[str, Any], response: str, extra_abstain: Sequence[str] 
         taken = f"{chr(65 + choice.chosen)}) {answer['options'][choice.chosen]}"
         return Reading(tuple(steps), taken, verdict, f"{choice.why}; the right option is "
                        f"{chr(65 + gold)}", choice.chosen)
+    if answer["reading"]["version"] >= 5 and first_mode(answer) != "call":
+        # Calls written with keywords read in their bound form, as a gold writes them.
+        kept = bound_calls(kept, tuple(answer["reading"].get("signatures", ())))
     attempt, seen = attempt_of(answer, kept)
     steps.extend(seen)
     if not attempt:

@@ -73,20 +73,34 @@ def parse_signature(signature: str) -> tuple[str, tuple[str, ...]]:
     return ast.unparse(node.func), tuple(a.id for a in node.args)  # type: ignore[attr-defined]
 
 
-def canonical_call(node: ast.Call, signature: tuple[str, tuple[str, ...]] | None) -> str:
+def bound_call(source: str, signature: tuple[str, tuple[str, ...]]) -> str | None:
+    """``source`` (one call) in its bound form, keyword arguments the signature does not
+    name kept as keywords after the bound ones (reading version 5); None where it is no
+    call."""
+    node = _parsed(source)
+    return None if node is None else canonical_call(node, signature, keep_extra=True)
+
+
+def canonical_call(node: ast.Call, signature: tuple[str, tuple[str, ...]] | None,
+                   keep_extra: bool = False) -> str:
     """The call as Python writes it back (one quote style, one spacing), its arguments bound
     to the signature's parameters in their order where it is the signature's function and
-    they bind (else as written)."""
+    they bind (else as written). With ``keep_extra``, keywords the signature does not name
+    follow the bound arguments as keywords (``dry_run=True`` stays a keyword)."""
     name = ast.unparse(node.func)
     if signature is None or name != signature[0]:
         return ast.unparse(node)
     params = signature[1]
     values: dict[str, str] = {}
+    extra: list[str] = []
     if len(node.args) > len(params) or any(isinstance(a, ast.Starred) for a in node.args):
         return ast.unparse(node)
     for param, arg in zip(params, node.args, strict=False):
         values[param] = ast.unparse(arg)
     for keyword in node.keywords:
+        if keep_extra and keyword.arg is not None and keyword.arg not in params:
+            extra.append(f"{keyword.arg}={ast.unparse(keyword.value)}")
+            continue
         if keyword.arg is None or keyword.arg not in params or keyword.arg in values:
             return ast.unparse(node)  # **kwargs, an unknown or a repeated name: as written
         values[keyword.arg] = ast.unparse(keyword.value)
@@ -98,4 +112,4 @@ def canonical_call(node: ast.Call, signature: tuple[str, tuple[str, ...]] | None
             parts.append(f"{param}={values[param]}")
         else:
             parts.append(values[param])
-    return f"{name}({', '.join(parts)})"
+    return f"{name}({', '.join([*parts, *extra])})"

@@ -9,6 +9,7 @@ import re
 from collections.abc import Sequence
 
 from ..core import safe_regex
+from .reading_layout import lead_in_end
 from .reading_phrases import OPENERS, SIGN_OFFS, alternation
 
 _OPENER = alternation(OPENERS)
@@ -28,14 +29,17 @@ def _declared_opener(text: str, declared: Sequence[str]) -> int:
     return 0
 
 
-def set_aside_courtesies(text: str, declared: Sequence[str] = (), openers: bool = True
-                         ) -> tuple[str, list[str]]:
+def set_aside_courtesies(text: str, declared: Sequence[str] = (), openers: bool = True,
+                         lead_ins: bool = False) -> tuple[str, list[str]]:
     """``text`` without its openers (one after another: "Sure! Here's the call:"; kept when
-    ``openers`` is false) and its closing courtesy, and what was set aside."""
+    ``openers`` is false) and its closing courtesy, and what was set aside. With ``lead_ins``
+    (reading version 5), a line that introduces the lines after it is an opener too."""
     removed = []
     while openers:
         found = _OPENER.match(text)
         end = found.end() if found is not None else _declared_opener(text, declared)
+        if not end and lead_ins:
+            end = lead_in_end(text)
         if not end or not text[end:].strip():
             break  # an opener that is the whole reply is the reply ("Sure.")
         removed.append(text[:end].strip())

@@ -94,3 +94,28 @@ REJECTION_CUES = (
 def alternation(patterns: tuple[str, ...] | list[str]) -> re.Pattern[str]:
     """The built-in patterns as one case-blind alternation."""
     return re.compile("|".join(f"(?:{p})" for p in patterns), re.I)
+
+
+#: What a clause says of the mention it opens with when it rejects it (reading version 5):
+#: "Clause 28 looks close but isn't it", "Study 7 looks similar, but it's Study 8", "Guide 35
+#: is the one before it", "Cedar Air isn't the one". The mention is the clause's subject, so
+#: the cue follows it; a "looks close" needs the "but" that turns it down.
+REJECTING_PREDICATES = (
+    r"(?:looks?|seems?|sounds?|reads?)\s+(?:very\s+|quite\s+|a bit\s+)?(?:close|similar|"
+    r"alike|tempting|plausible|like (?:it|the one))\b(?=[^.;!?\n]*\bbut\b)",
+    r"(?:is|was|'s)\s+(?:just\s+)?the\s+(?:one|clause|guide|study|option|entry|number)\s+"
+    r"(?:just\s+)?(?:before|after|above|below|next to)\s+(?:it|that|this|the one)\b",
+    r"(?:isn'?t|is not|wasn'?t|was not)\s+(?:it|the one|the right one|right|correct|what "
+    r"(?:she|he|they|you|I) (?:meant|asked|wanted))\b",
+    r"(?:is|was)\s+(?:a|the)\s+(?:near miss|decoy|red herring|neighbour|neighbor)\b",
+)
+#: A clause that asks (reading version 5): after a comma and "but" or "so", a colon, a
+#: semicolon or a dash, a question word or a verb that opens a question, up to its question
+#: mark ("Happy to summarise, but which study ...?", "Just to check: should the backup
+#: overwrite ...?"). An offer of the reply's own next step ("Shall I ...?", "Should we
+#: ...?") is no question back: it follows an answer or a warning.
+QUESTION_CLAUSE = (
+    r"(?:^|[,;:]\s*(?:(?:but|so|and|then|just)\s+)?|\s[—–-]\s+|^(?:but|so|and|then)\s+)"
+    r"(?:which|what|where|when|who|whom|whose|how|why|is|are|was|were|do|does|did|should"
+    r"|shall|can|could|would|will|have|has|may|might)\b(?!\s+(?:I|we)\b)(?:[^?.!]|[.!](?=\S))*\?",
+)

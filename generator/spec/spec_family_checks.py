@@ -92,15 +92,21 @@ def check_reading(reading: Mapping[str, Any], where: tuple, problem: Any) -> Non
     for key in ("openers", "abstain"):
         for index, why in bad_patterns(reading.get(key, []), probed=True):
             problem(f"reading {key} pattern {why}", (*where, key, index))
-    if "signature" in reading:
+    declared = [(reading["signature"], (*where, "signature"))] if "signature" in reading else []
+    declared += [(text, (*where, "signatures", index))
+                 for index, text in enumerate(reading.get("signatures", ()))]
+    for signature, at in declared:
         try:
-            node = ast.parse(reading["signature"], mode="eval").body
+            node = ast.parse(signature, mode="eval").body
         except SyntaxError:
             node = None
         if not (isinstance(node, ast.Call) and not node.keywords
                 and all(isinstance(a, ast.Name) for a in node.args)):
-            problem(f"signature {reading['signature']!r} is not a call of parameter names, "
-                    "such as copy_file(destination, source)", (*where, "signature"))
+            problem(f"signature {signature!r} is not a call of parameter names, "
+                    "such as copy_file(destination, source)", at)
+    if "signatures" in reading and reading.get("version", 5) < 5:
+        problem("reading signatures are read from reading version 5 on",
+                (*where, "signatures"))
 
 
 def check_answer(answer: Mapping[str, Any], slot_names: list[str], problem: Any) -> None:
