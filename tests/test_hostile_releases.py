@@ -89,7 +89,8 @@ def test_json_files_name_the_line_and_column_of_what_breaks_them(tmp_path: Path)
 
     cases = {b'{"a": 1,\n "b": nope}': ":2:7: not valid JSON: Expecting value",
              b'{"a": "\n\xe9"}': ":2:1: not UTF-8: byte 0xe9",
-             b"[" * 100_000: ":1:1: not readable JSON: nested too deeply"}
+             b"[" * 100_000: ":1:1: not readable JSON: nested too deeply",
+             b"[" + b"1" * 5_000 + b"]": ":1:1: not readable JSON: an integer of more than"}
     for number, (raw, expected) in enumerate(cases.items()):
         path = tmp_path / f"bad{number}.json"
         path.write_bytes(raw)
@@ -129,6 +130,8 @@ UNREADABLE = {
                           "manifest.json:2:1: ", "not UTF-8: byte 0xe9"),
     "manifest-not-a-manifest": (_write("manifest.json", b'{"files": {}}'),
                                 "manifest.json: ", "does not match its schema"),
+    "manifest-huge-integer": (_write("manifest.json", b'{"release": ' + b"9" * 5_000 + b"}"),
+                              "manifest.json:1:1: ", "an integer of more than 4,300 digits"),
     "manifest-terabyte": (_sparse("manifest.json"), "manifest.json: ",
                           "1,099,511,627,776 bytes is over the"),
     "sums-not-utf8": (_write("SHA256SUMS", b"\xff" * 64 + b"  manifest.json\n"),

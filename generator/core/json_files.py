@@ -3,12 +3,14 @@
 an error naming it, and the line and column where there is one. A file larger than any such
 document may be is refused by its size before a byte of it is read (a sparse terabyte takes
 no room on disk and hours to read); one nested deeper than Python's parser can follow is
-refused as such, where it would otherwise end in an error that names no file."""
+refused as such, where it would otherwise end in an error that names no file; so is an
+integer too long for Python to read."""
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +45,10 @@ def json_value(text: str | bytes, shown: str, first_line: int = 1) -> Any:
                                first_line + exc.lineno - 1, exc.colno) from None
     except RecursionError:
         raise SpecError.single("not readable JSON: nested too deeply", shown,
+                               first_line, 1) from None
+    except ValueError:  # the one other refusal of the parser: an integer too long to read
+        raise SpecError.single("not readable JSON: an integer of more than "
+                               f"{sys.get_int_max_str_digits():,} digits", shown,
                                first_line, 1) from None
 
 
