@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..audit.audit_family_part import data_digests
 from ..audit.audit_refusal import refusal
 from ..audit.run import audit_families
 from ..audit.score_notes import convention_baselines
@@ -255,7 +256,8 @@ def _audit(catalog: Catalog, release: ReleaseSpec, folder: Path,
     manifest records of the outcome."""
     with CommandBudget("the audit of the release", catalog.project.display(release.path)):
         sources = family_sources(folder, files)
-        report = audit_families(sources, catalog=catalog, manifest=manifest)
+        report = audit_families(sources, catalog=catalog, manifest=manifest,
+                                digests=data_digests(files))
         conventions = {family: score for family, source in sorted(sources.items())
                        for family, score in convention_baselines(list(source())).items()}
     failures = report.failures()
