@@ -30,7 +30,7 @@ linear     score and report of a release frozen with twice the groups of each fa
            against the release itself (target: <= 2.2x the CPU); freezing it takes a
            minute or two, into the temporary folder
 
-The release is the project's dist/trustgap-v5 when it is built there (`memspec build`), else
+The release is the project's dist/trustgap-v6 when it is built there (`memspec build`), else
 it is frozen into the temporary folder first. Results go to bench/results.json under
 "analysis", with the machine, the commit and the load average when each ran.
 """
@@ -163,7 +163,7 @@ def respond(release: Path, out: Path) -> None:
 
 
 def the_release(tmp: Path) -> Path:
-    """dist/trustgap-v5 when built, else the release frozen into ``tmp``."""
+    """dist/trustgap-v6 when built, else the release frozen into ``tmp``."""
     built = REPO / "dist" / RELEASE
     if (built / "manifest.json").is_file():
         return built

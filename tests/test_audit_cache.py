@@ -79,9 +79,9 @@ def test_a_freeze_reaudits_only_changed_families_and_writes_the_same_bytes(
     assert damaged == fresh
 
 
-def test_audit_reads_back_the_same_report(tmp_path: Path) -> None:
-    """`memspec audit` of a release, twice with one cache: the same JSON both times, and
-    the same as with no cache."""
+def test_audit_and_report_read_back_the_same_results(tmp_path: Path) -> None:
+    """`memspec audit` and `memspec report` of a release, twice with one cache: the same
+    JSON and page both times, and the same as with no cache."""
     built = run_cli("build", "example-v5", "--out", str(tmp_path / "dist"))
     assert built.returncode == 0, built.stderr
     release = str(tmp_path / "dist" / "example-v5")
@@ -92,3 +92,10 @@ def test_audit_reads_back_the_same_report(tmp_path: Path) -> None:
     assert cold.returncode == 0, cold.stderr
     assert any((tmp_path / "cache" / "audit-family").iterdir())
     assert cold.stdout == warm.stdout == none.stdout
+    pages = []
+    for name, setting in (("warm", env), ("none", {"MEMSPEC_CACHE_DIR": ""})):
+        page = tmp_path / f"{name}.html"
+        made = run_cli("report", release, "--out", str(page), env=setting)
+        assert made.returncode == 0, made.stderr
+        pages.append(page.read_bytes())
+    assert pages[0] == pages[1]

@@ -222,14 +222,16 @@ def _choice_chance(tried: Sequence[Item], guess: float) -> float:
 def audit_instances(instances: Iterable[Item], seed: int = 0, *,
                     catalog: Catalog | None = None,
                     manifest: Mapping[str, Any] | None = None,
-                    rules_version: int = CURRENT_RULES) -> AuditReport:
+                    rules_version: int = CURRENT_RULES,
+                    digests: Mapping[str, str] | None = None) -> AuditReport:
     """``audit_families`` of instances held in memory (any families, in any order)."""
     by_family: dict[str, list[Item]] = defaultdict(list)
     for inst in instances:
         by_family[inst["family"]].append(inst)
     return audit_families({family: (lambda items=items: items)
                            for family, items in by_family.items()},
-                          seed, catalog=catalog, manifest=manifest, rules_version=rules_version)
+                          seed, catalog=catalog, manifest=manifest, rules_version=rules_version,
+                          digests=digests)
 
 
 def audit_families(sources: Mapping[str, Source], seed: int = 0, *,
