@@ -23,6 +23,7 @@ or another user's: it is computed again.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -152,6 +153,7 @@ def part_key(family: str, seed: int, specs: SpecAudit | None, data_digest: str
     return [*key, "spec audits", str(specs.seed), repr(info), *_spec_files(specs, spec)]
 
 
+@functools.cache
 def _version(distribution: str) -> str:
     """``name=version`` of an installed distribution (read from its metadata: importing
     scikit-learn to ask would cost what the cache saves)."""
