@@ -17,8 +17,12 @@ score      `memspec score` of the random policy's responses (target <= 2 s, <= 2
 abstain    `memspec score` of random letters with "I don't know." on about half the items
            that show memory, seeded (target < 5 s; <= 2 s and <= 200 MB whatever the
            abstention pattern)
-audit      `memspec audit` with the project's specs at hand, as a freeze runs it (target
-           <= 6 s, <= 250 MB)
+audit      `memspec audit` with the project's specs at hand, as a freeze runs it, every family
+           audited (its cached results removed before each run; target <= 6 s, <= 250 MB);
+           and again with the cache of the run before (nothing changed since)
+draft      `freeze --draft` of a release of one 200-item family (implicitmem-v6's poem
+           priming, 100 groups; the author's loop) with its audit, with the audit's cache
+           emptied before each run and with the cache of the run before (target <= 3 s)
 report     `memspec report` (target <= 4 s)
 startup    `memspec --version` and `memspec --help` (target <= 0.12 s each)
 validate   `memspec validate` of one family file (target <= 0.5 s)
@@ -26,7 +30,7 @@ linear     score and report of a release frozen with twice the groups of each fa
            against the release itself (target: <= 2.2x the CPU); freezing it takes a
            minute or two, into the temporary folder
 
-The release is the project's dist/trustgap-v5 when it is built there (`memspec build`), else
+The release is the project's dist/trustgap-v6 when it is built there (`memspec build`), else
 it is frozen into the temporary folder first. Results go to bench/results.json under
 "analysis", with the machine, the commit and the load average when each ran.
 """
@@ -49,11 +53,16 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-RELEASE = "trustgap-v5"
+RELEASE = "trustgap-v6"
 #: A family file of that release, for `validate` of one family.
-FAMILY_FILE = "specs/families/trustgap/v5/airline.yaml"
+FAMILY_FILE = "specs/families/trustgap/v6/airline.yaml"
+#: The family a draft is frozen of, and its groups (2 instances a group: 200 instances).
+DRAFT_FAMILY, DRAFT_GROUPS = "implicitmem.priming6.poem", 100
 ABSTAIN = "I don't know."
-MEASUREMENTS = ("score", "abstain", "audit", "report", "startup", "validate", "linear")
+MEASUREMENTS = ("score", "abstain", "audit", "report", "startup", "validate", "linear",
+                "draft")
+#: The folders of the audit's cached results (each family's, the picks across families).
+AUDIT_CACHE = ("audit-family", "audit-family-reads", "audit-picks")
 
 
 def run_measured(args: list[str], cwd: Path = REPO) -> tuple[float, float]:
@@ -98,8 +107,19 @@ def in_turns(command: list[str], baseline: list[str], runs: int) -> dict[str, An
             "cpu_s_runs": [round(c, 3) for c in cpu],
             "peak_rss_mib": round(statistics.median(r for (_, r), _ in pairs), 1),
             "baseline_cpu_s": round(statistics.median(b for _, (b, _) in pairs), 3),
+            "baseline_peak_rss_mib": round(statistics.median(r for _, (_, r) in pairs), 1),
             "ratio_to_baseline": round(statistics.median(c / b for (c, _), (b, _) in pairs), 2),
             "load_average": load_average()}
+
+
+def without_audit_cache(command: list[str], cache: Path) -> list[str]:
+    """``command``, run after the audit's cached results in ``cache`` are removed (the cache
+    of compiled code stays, as a user's does): an audit of every family."""
+    code = ("import shutil, subprocess, sys;"
+            f"[shutil.rmtree(sys.argv[1] + '/' + name, ignore_errors=True) for name in "
+            f"{AUDIT_CACHE!r}];"
+            "sys.exit(subprocess.call(sys.argv[2:]))")
+    return [sys.executable, "-c", code, str(cache), *command]
 
 
 def load_average() -> list[float]:
@@ -143,7 +163,7 @@ def respond(release: Path, out: Path) -> None:
 
 
 def the_release(tmp: Path) -> Path:
-    """dist/trustgap-v5 when built, else the release frozen into ``tmp``."""
+    """dist/trustgap-v6 when built, else the release frozen into ``tmp``."""
     built = REPO / "dist" / RELEASE
     if (built / "manifest.json").is_file():
         return built
@@ -195,9 +215,14 @@ def bench(only: set[str], runs: int, linear_commands: list[str]) -> dict[str, An
                 "abstentions": count,
                 "target": "< 5 s CPU (issue 47); <= 2 s and <= 200 MiB (issue 51)"}
         if "audit" in only:
-            results["audit"] = {**in_turns(memspec("audit", str(release), "--format", "json"),
+            audit = memspec("audit", str(release), "--format", "json")
+            results["audit"] = {**in_turns(without_audit_cache(audit, tmp / "cache"),
                                            reading, runs),
                                 "target": "<= 6 s CPU and <= 250 MiB"}
+            results["audit, cached"] = {**in_turns(audit, reading, runs),
+                                        "target": "(none: the release unchanged since)"}
+        if "draft" in only:
+            results.update(draft_freeze(tmp, runs))
         if "report" in only:
             results["report"] = {**in_turns(memspec("report", str(release), "--out",
                                                     str(tmp / "report.html")), reading, runs),
@@ -214,6 +239,33 @@ def bench(only: set[str], runs: int, linear_commands: list[str]) -> dict[str, An
             results["linear"] = linear(release, doubled_release(tmp), random_file, tmp, runs,
                                        set(linear_commands))
     return results
+
+
+def draft_freeze(tmp: Path, runs: int) -> dict[str, Any]:
+    """`freeze --draft` of a release of one family (``DRAFT_FAMILY``) in a copy of the
+    project, every family audited (the audit's cache emptied first) and with the cache of
+    the run before, in turns: the second's ratio is to the first."""
+    project = tmp / "draft-project"
+    for part in ("specs", "templates"):
+        shutil.copytree(REPO / part, project / part)
+    shutil.copy(REPO / "memspec.yaml", project / "memspec.yaml")
+    (project / "specs" / "releases" / "draft-v1.yaml").write_text(
+        f"name: draft\nversion: v1\nseed: 5\ndescription: one family, as an author drafts "
+        f"it\nfamilies:\n  - family: {DRAFT_FAMILY}\n    groups: {DRAFT_GROUPS}\n",
+        encoding="utf-8")
+    freeze = memspec("--root", str(project), "freeze", "draft-v1", "--draft",
+                     "--allow-audit-failures", "--out", str(tmp / "drafts"))
+    cold = without_audit_cache(freeze, tmp / "cache")
+    measured = in_turns(freeze, cold, runs)
+    instances = json.loads((tmp / "drafts" / "draft-v1" / "manifest.json").read_text(
+        encoding="utf-8"))["counts"]["instances"]
+    common = {"family": DRAFT_FAMILY, "instances": instances, "target": "<= 3 s CPU"}
+    return {"freeze --draft": {**common, "cpu_s": measured["baseline_cpu_s"],
+                               "peak_rss_mib": measured["baseline_peak_rss_mib"],
+                               "baseline_cpu_s": None, "ratio_to_baseline": None,
+                               "load_average": measured["load_average"]},
+            "freeze --draft, cached": {**common, **measured,
+                                       "baseline": "the same freeze, every family audited"}}
 
 
 def linear(release: Path, doubled: Path, responses: Path, tmp: Path, runs: int,

@@ -259,6 +259,50 @@ def _family_findings(family: FamilySpec, renderer: Renderer, seed: int, groups: 
     return findings + forgeries.findings(family.family_id)
 
 
+class SpecAudit:
+    """What the spec audits of a release's families share: the project's renderer and spec
+    loader, the manifest's seed and family counts. Made by ``spec_audit``."""
+
+    def __init__(self, catalog: Catalog, manifest: Mapping[str, Any]) -> None:
+        self.catalog = catalog
+        self.counts = manifest.get("counts", {}).get("families", {})
+        self.seed = manifest["seed"]
+        self.loader = catalog.loader()
+
+    def family(self, family_id: str) -> FamilySpec:
+        """The spec of ``family_id`` (raises MemspecError where it cannot be read)."""
+        return self.catalog.family(family_id, self.loader)
+
+    def findings(self, family_id: str, read: Callable[[], Iterable[Item]], count: int
+                 ) -> tuple[list[Finding], str | None, list[str]]:
+        """The spec audits of one family, or none and the reason the release's spec audits
+        cannot run (``read`` gives its ``count`` instances afresh, in order of group); and
+        the template files they read, by path. Each family has a renderer of its own, so
+        that what it reads is known (a cache of its results depends on those files)."""
+        info = self.counts.get(family_id)
+        if info is None:
+            return [], f"the manifest does not count family {family_id}", []
+        renderer = Renderer(self.catalog.project)
+        try:
+            found = _family_findings(self.family(family_id), renderer, self.seed,
+                                     info["groups"], read(), count)
+        except MemspecError as err:
+            return [], (f"family {family_id} cannot be rendered again: "
+                        f"{_first_problems(err)}"), []
+        return found, None, [str(path) for path in renderer.loaded_files()]
+
+
+def spec_audit(catalog: Catalog | None, manifest: Mapping[str, Any]
+               ) -> tuple[SpecAudit | None, str | None]:
+    """What the spec audits of a release need, or None and why they cannot run."""
+    if catalog is None:
+        return None, "no project with the release's specs is at hand"
+    reason = specs_mismatch(catalog, manifest)
+    if reason is not None:
+        return None, reason
+    return SpecAudit(catalog, manifest), None
+
+
 def spec_findings(catalog: Catalog | None, manifest: Mapping[str, Any],
                   families: Mapping[str, tuple[Callable[[], Iterable[Item]], int]]
                   ) -> tuple[list[Finding], str | None]:
@@ -266,24 +310,13 @@ def spec_findings(catalog: Catalog | None, manifest: Mapping[str, Any],
 
     ``families`` gives, per family, a function that reads its instances afresh in order of
     their group, and how many there are."""
-    if catalog is None:
-        return [], "no project with the release's specs is at hand"
-    reason = specs_mismatch(catalog, manifest)
-    if reason is not None:
+    audit, reason = spec_audit(catalog, manifest)
+    if audit is None:
         return [], reason
-    counts = manifest.get("counts", {}).get("families", {})
-    renderer = Renderer(catalog.project)
-    loader = catalog.loader()
     findings: list[Finding] = []
     for family_id in sorted(families):
-        info = counts.get(family_id)
-        if info is None:
-            return [], f"the manifest does not count family {family_id}"
-        read, count = families[family_id]
-        try:
-            family = catalog.family(family_id, loader)
-            findings += _family_findings(family, renderer, manifest["seed"], info["groups"],
-                                         read(), count)
-        except MemspecError as err:
-            return [], f"family {family_id} cannot be rendered again: {_first_problems(err)}"
+        found, reason, _ = audit.findings(family_id, *families[family_id])
+        if reason is not None:
+            return [], reason
+        findings += found
     return findings, None

@@ -383,6 +383,14 @@ class DuplicateIndex:
     def add(self, item: Item) -> None:
         self._index.add(content_key(item))
 
+    def keys(self) -> bytes:
+        """What was added so far, as ``extend`` takes it (8 bytes an instance)."""
+        return self._index.prefixes()
+
+    def extend(self, keys: bytes) -> None:
+        """Add the instances another index's ``keys`` describe, as if added here in turn."""
+        self._index.extend(keys)
+
     def resolve(self, stream: Callable[[], Iterable[Item]]) -> None:
         """Find the clashes, given ``stream``: the instances again, in the order added."""
         wanted = self._index.candidates()
@@ -438,6 +446,10 @@ class FamilyStructure:
         self.duplicates.add(item)
 
     def findings(self) -> list[Finding]:
+        return self.own_findings() + [self.duplicates.finding(self.family, self.count)]
+
+    def own_findings(self) -> list[Finding]:
+        """The findings that read this family alone (all but the duplicates, which are
+        looked for across the release)."""
         candidates = [audit.finding(self.family) for audit in self._audits]
-        candidates.append(self.duplicates.finding(self.family, self.count))
         return [f for f in candidates if f is not None]

@@ -21,7 +21,7 @@ This module runs the audit and is its interface; the parts live beside it: the a
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -48,17 +48,23 @@ from .audit_chance import (
     positive_control_findings,
 )
 from .audit_coverage import coverage_findings, unattacked_items
+from .audit_family_part import (
+    LEARN_FROM_ANSWERS,
+    family_part,
+    findings_of,
+    release_picks,
+    rows_of,
+)
 from .audit_frozen import FROZEN_AUDIT_NOTE, frozen_differences
-from .audit_policy_rows import response_rows
 from .audit_report import ALPHA, AREAS, AuditReport, AuditRow, describe_failure, short_quote
-from .audit_responses import ArmResponses
 from .audit_rules import CURRENT_RULES, frozen_rules, rules, rules_changes, running_by
-from .audit_sampling import GroupSampler
-from .audit_spec import spec_findings
-from .audit_structure import DuplicateIndex, FamilyStructure
+from .audit_spec import spec_audit
+from .audit_structure import DuplicateIndex
 from .audit_view import declared, is_memory_choice
 from .score_notes import convention_baselines
 
+#: The adversaries that read every family at once whose picks are costly enough to keep.
+CACHED_PICKS = frozenset({"probe_classifier", "embedding_nearest"})
 #: What other modules import from here (the audit's interface; the parts live beside it).
 __all__ = ["ALPHA", "AREAS", "CURRENT_RULES", "DECLARED_PREFIX", "FROZEN_AUDIT_NOTE", "NO_PICK",
            "RULES", "AuditReport", "AuditRow", "Predictor", "Source", "audit_families",
@@ -144,18 +150,31 @@ def _units(sampled: Mapping[str, Sequence[Item]]) -> list[tuple[str, list[Item]]
 
 def _choice_rows(sampled: Mapping[str, Sequence[Item]],
                  found: Mapping[str, Predictor] | None = None,
-                 pooled: bool = True) -> list[AuditRow]:
+                 pooled: bool = True, within: Mapping[str, Mapping[str, int]] | None = None,
+                 fingerprints: Sequence[str | None] = (None,)) -> list[AuditRow]:
     """The option-picking adversaries (``found``, else every one that runs here) on every
-    family's choice items (and, if ``pooled``, the pooled units)."""
+    family's choice items (and, if ``pooled``, the pooled units). ``within`` gives, per
+    family, the picks of the classifier cross-validated within it where they were made
+    already (``audit_family_part``); the costly adversaries that read every family at once
+    are kept in the cache under the ``fingerprints`` of the families' parts."""
     choice = {f: [i for i in items if is_memory_choice(i)] for f, items in sampled.items()}
     choice = {f: items for f, items in choice.items() if items}
     if not choice:
         return []
+    known: dict[str, dict[str, int]] = {}
+    if within is not None:
+        known["probe_classifier_within"] = {k: v for family in sorted(choice)
+                                            for k, v in within[family].items()}
     if found is None:
         found = predictors()
         if len(choice) < 2:  # one family: the classifier across families is already within it
             found.pop("probe_classifier_within", None)
-    picks = {name: predict(choice) for name, predict in found.items()}
+            if "probe_classifier_within" in known:  # the same folds of the same items
+                known["probe_classifier"] = known["probe_classifier_within"]
+    picks = {name: known[name] if name in known else
+             release_picks(fingerprints, name, lambda predict=predict: predict(choice))
+             if name in CACHED_PICKS else predict(choice)
+             for name, predict in found.items()}
     rows = []
     for unit, items in (_units(choice) if pooled else sorted(choice.items())):
         guess = max(1 / len(i["answer"]["options"]) for i in items)
@@ -173,27 +192,21 @@ def _choice_rows(sampled: Mapping[str, Sequence[Item]],
     return rows
 
 
-#: The adversaries that learn from the answers of the other items of their unit.
-LEARN_FROM_ANSWERS = frozenset({"position_prior", "majority_gold", "majority_answer"})
-
-
-def _stratum_rows(strata: Mapping[tuple[str, str], Sequence[Item]], arms: ArmResponses
-                  ) -> list[AuditRow]:
-    """The adversaries on each stratum of a family drawn whole (one instance per group): the
-    rule-based option pickers and the response policies, each stratum its own unit (so that
-    a leave-one-out learner never learns from the same group's other variants). The
-    classifiers and the encoder run on the family's draw only: trained across the strata of
-    one family they would learn a group's answer from its other variants. Nor do the
-    adversaries that learn from the other items' answers (``LEARN_FROM_ANSWERS``): within a
-    stratum they would learn what its label fixes (a rotation's gold position), which no
-    system sees."""
+def _stratum_rows(strata: Mapping[tuple[str, str], Sequence[Item]]) -> list[AuditRow]:
+    """The rule-based option pickers on each stratum of a family drawn whole (one instance
+    per group), each stratum its own unit (so that a leave-one-out learner never learns from
+    the same group's other variants); the response policies on them are each family's own
+    (``audit_family_part``). The classifiers and the encoder run on the family's draw only:
+    trained across the strata of one family they would learn a group's answer from its other
+    variants. Nor do the adversaries that learn from the other items' answers
+    (``LEARN_FROM_ANSWERS``): within a stratum they would learn what its label fixes (a
+    rotation's gold position), which no system sees."""
     units = {f"{family} [{stratum}]": (family, stratum) for family, stratum in strata}
     sampled = {name: strata[key] for name, key in units.items()}
     cheap = {name: predict for name, predict in predictors().items()
              if (name in RULES or name.endswith("_frequent_option"))
              and name not in LEARN_FROM_ANSWERS}
-    rows = (_choice_rows(sampled, cheap, pooled=False)
-            + response_rows(sampled, arms, skip=LEARN_FROM_ANSWERS))
+    rows = _choice_rows(sampled, cheap, pooled=False)
     for row in rows:
         row.family, row.stratum = units[row.family]
     return rows
@@ -221,7 +234,8 @@ def audit_instances(instances: Iterable[Item], seed: int = 0, *,
                     catalog: Catalog | None = None,
                     manifest: Mapping[str, Any] | None = None,
                     rules_version: int = CURRENT_RULES,
-                    conventions: bool = True) -> AuditReport:
+                    conventions: bool = True,
+                    digests: Mapping[str, str] | None = None) -> AuditReport:
     """``audit_families`` of instances held in memory (any families, in any order)."""
     by_family: dict[str, list[Item]] = defaultdict(list)
     for inst in instances:
@@ -229,20 +243,24 @@ def audit_instances(instances: Iterable[Item], seed: int = 0, *,
     return audit_families({family: (lambda items=items: items)
                            for family, items in by_family.items()},
                           seed, catalog=catalog, manifest=manifest, rules_version=rules_version,
-                          conventions=conventions)
+                          conventions=conventions, digests=digests)
 
 
 def audit_families(sources: Mapping[str, Source], seed: int = 0, *,
                    catalog: Catalog | None = None,
                    manifest: Mapping[str, Any] | None = None,
                    rules_version: int = CURRENT_RULES,
-                   conventions: bool = True) -> AuditReport:
+                   conventions: bool = True,
+                   digests: Mapping[str, str] | None = None) -> AuditReport:
     """Every audit of a release's instances, by the audit's rules ``rules_version``
     (``audit_rules``; today's by default): the adversaries on every family with scorable
     memory items (Holm over all their tests), the exact data audits on every family, whether
     every family is covered, and, given the release's ``manifest`` and a ``catalog`` holding
     the specs it was built from, the spec audits; and, if ``conventions``, each dataset's
-    convention baseline (``report.conventions``).
+    convention baseline (``report.conventions``). ``digests`` (the SHA-256 of each
+    family's data file, from a manifest whose sums were checked) lets each family's share
+    of the audit be kept in the project's cache and read back while its inputs are
+    unchanged (``audit_family_part``); without them everything is computed.
 
     ``sources`` reads each family's instances; each is read once for the data audits and the
     adversaries' draw, once more for the spec audits and once (a family at a time held in
@@ -250,7 +268,7 @@ def audit_families(sources: Mapping[str, Source], seed: int = 0, *,
     a few bytes per group are kept, never the instances, so memory stays flat however large
     the release."""
     with running_by(rules_version):
-        report = _audit(sources, seed, catalog, manifest)
+        report = _audit(sources, seed, catalog, manifest, digests or {})
     report.rules = rules_version
     if conventions:
         # A measurement beside the verdict, by today's learner and view whatever the rules
@@ -265,45 +283,53 @@ def audit_families(sources: Mapping[str, Source], seed: int = 0, *,
 
 
 def _audit(sources: Mapping[str, Source], seed: int, catalog: Catalog | None,
-           manifest: Mapping[str, Any] | None) -> AuditReport:
-    """``audit_families`` by the rules in force."""
+           manifest: Mapping[str, Any] | None, digests: Mapping[str, str]) -> AuditReport:
+    """``audit_families`` by the rules in force: each family's own share (``family_part``,
+    from the cache where its inputs are unchanged), then what reads several families."""
     sources = {family: _naming(source) for family, source in sources.items()}
     report = AuditReport(rules=rules().version)
+    specs, report.specs_skipped = (spec_audit(catalog, manifest) if manifest is not None
+                                   else (None, "no manifest given"))
+    made = {family: family_part(family, sources[family], seed, specs, digests.get(family))
+            for family in sorted(sources)}
+    parts = {family: part for family, (part, _) in made.items()}
     duplicates = DuplicateIndex()
-    sampler = GroupSampler(seed)
-    structures: dict[str, FamilyStructure] = {}
-    for family in sorted(sources):
-        structure = structures[family] = FamilyStructure(family, duplicates)
-        for inst in sources[family]():
-            structure.add(inst)
-            sampler.add(inst)
-    sampled = sampler.sampled()
+    for part in parts.values():
+        duplicates.extend(part["keys"])
+    sampled = {family: part["sampled"] for family, part in parts.items() if part["sampled"]}
+    strata = {(family, stratum): items for family, part in parts.items()
+              for stratum, items in part["strata"].items()}
     report.skipped = sorted(set(sources) - set(sampled))
-    report.exempt = {f: r for f, r in sorted(sampler.exempt.items()) if f in sources}
+    report.exempt = {f: part["exempt"] for f, part in parts.items() if part["exempt"]}
     report.unavailable.extend(unavailable_adversaries())
     working_on("the memoryless adversaries")
-    report.rows = (_choice_rows(sampled)
-                   + (response_rows(sampled, sampler.arms) if rules().open_items else [])
-                   + _stratum_rows(sampler.strata(), sampler.arms))
+    report.rows = (_choice_rows(sampled, within={f: p["within"] for f, p in parts.items()},
+                                fingerprints=[key for _, key in made.values()])
+                   + ([row for part in parts.values() for row in rows_of(part["rows"])]
+                      if rules().open_items else [])
+                   + _stratum_rows(strata)
+                   + [row for part in parts.values() for row in rows_of(part["strata_rows"])])
     for row, adjusted in zip(report.rows, holm([r.p_value for r in report.rows]), strict=True):
         row.p_holm = adjusted
     duplicates.resolve(lambda: (inst for family in sorted(sources)
                                 for inst in sources[family]()))
-    report.findings = [f for family in sorted(structures)
-                       for f in structures[family].findings()]
+    report.findings = [f for family, part in parts.items()
+                       for f in [*findings_of(part["findings"]),
+                                 duplicates.finding(family, part["count"])]]
     report.findings += positive_control_findings(sampled, report.rows)
     report.findings += declared_chance_findings(sampled, report.rows)
     if rules().coverage:
         report.findings += coverage_findings(sources, report.rows, report.findings,
                                              report.exempt)
-    report.unattacked = unattacked_items(sampler.judged, report.findings)
-    if manifest is None:
-        report.specs_skipped = "no manifest given"
-    else:
-        ordered = {family: (_in_group_order(sources[family], structure), structure.count)
-                   for family, structure in structures.items()}
-        found, report.specs_skipped = spec_findings(catalog, manifest, ordered)
-        report.findings += found
+    judged = {family: Counter(part["judged"]) for family, part in parts.items()
+              if part["judged"]}
+    report.unattacked = unattacked_items(judged, report.findings)
+    if specs is not None:
+        # The spec audits run on every family, or on none (the first family's reason why).
+        reasons = [part["specs"][1] for part in parts.values() if part["specs"][1]]
+        report.specs_skipped = reasons[0] if reasons else None
+        report.findings += [] if reasons else [f for part in parts.values()
+                                               for f in findings_of(part["specs"][0])]
     report.findings.sort(key=lambda f: (f.family, f.check))
     # Compared only when run as a freeze runs it: the same draw, every adversary, the spec
     # audits (an audit without some of them differs for that reason alone, and says so).
@@ -321,12 +347,3 @@ def _naming(source: Source) -> Source:
             working_on(f"instance {inst['id']}")
             yield inst
     return read
-
-
-
-def _in_group_order(source: Source, structure: FamilyStructure) -> Source:
-    """``source`` as the spec audits need it, in order of group: as it is, when it already
-    was (a release's files are), else sorted, which holds the family in memory."""
-    if structure.in_group_order:
-        return source
-    return lambda: sorted(source(), key=lambda inst: inst["group"])

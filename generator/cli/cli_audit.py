@@ -37,6 +37,7 @@ def audit(
     duplicate may leak; every counterfeit must match its original's length (±5%) and share
     none of its named entities. The spec audits need the project the release was built
     from."""
+    from ..audit.audit_family_part import data_digests
     from ..audit.audit_frozen import as_frozen_notes
     from ..audit.audit_refusal import refusal
     from ..audit.run import (
@@ -57,8 +58,10 @@ def audit(
         with CommandBudget("audit", str(release_dir)), \
                 _status(f"auditing {printable(str(release_dir))}"):
             version = frozen_rules(manifest) if as_frozen else CURRENT_RULES
+            # The release verified: its manifest's sums are its files' (the cache's key).
             report = audit_families(sources, seed, catalog=catalog, manifest=manifest,
-                                    rules_version=version)
+                                    rules_version=version,
+                                    digests=data_digests(manifest.get("files", {})))
         if as_frozen:
             report.as_frozen = as_frozen_notes(
                 report.summary(), report.frozen_differences, manifest,

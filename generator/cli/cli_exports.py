@@ -36,6 +36,7 @@ def report(
     too), then sections that fold (the summary open): counts, balance and length charts (and
     each family's lengths), the audit table (the strongest adversaries first, near misses
     flagged) and an example group per family. Loads nothing from the network."""
+    from ..audit.audit_family_part import data_digests
     from ..audit.run import audit_instances
     from ..core.limits import CommandBudget
     from ..formats.release_folders import refuse_writing_inside_release
@@ -53,7 +54,9 @@ def report(
             with CommandBudget("report", str(release_dir)) as budget:
                 budget.on("the audit")
                 say("auditing")
-                audited = audit_instances(instances, seed, catalog=catalog, manifest=manifest)
+                # The release verified: its manifest's sums are its files' (the cache's key).
+                audited = audit_instances(instances, seed, catalog=catalog, manifest=manifest,
+                                          digests=data_digests(manifest.get("files", {})))
                 budget.on("the page")
                 say("drawing the page")
                 page = render_report(manifest, instances, audited).encode()

@@ -155,19 +155,41 @@ def cached_data(kind: str, parts: Iterable[str | bytes], build: Callable[[], T])
     return _cached(kind, parts, build, object)
 
 
-def _cached(kind: str, parts: Iterable[str | bytes], build: Callable[[], T],
-            expected: type) -> T:
+def stored_data(kind: str, parts: Iterable[str | bytes]) -> Any:
+    """The plain data ``keep_data`` kept under these ``parts``, or None where there is none
+    this run may trust (or caching is off)."""
+    place = _place(kind, parts)
+    value = _MISSING if place is None else _read(*place, object)
+    return None if value is _MISSING else value
+
+
+def keep_data(kind: str, parts: Iterable[str | bytes], value: Any) -> None:
+    """Keep ``value`` (plain data, as ``cached_data`` keeps it) under these ``parts``."""
+    place = _place(kind, parts)
+    if place is not None:
+        _write(*place, value)
+
+
+def _place(kind: str, parts: Iterable[str | bytes]) -> tuple[Path, bytes, bytes] | None:
+    """Where the entry of ``kind`` named by ``parts`` lives, with the key and label that
+    authenticate it, or None when caching is off or the cache cannot be trusted."""
     folder = cache_directory()
     key = None if folder is None else _entry_key(folder)
-    if key is None:
-        return build()
+    if folder is None or key is None:
+        return None
     name = fingerprint(parts)
-    path = folder / kind / name  # type: ignore[operator]
-    label = f"{kind}/{name}".encode()
-    value = _read(path, key, label, expected)
+    return folder / kind / name, key, f"{kind}/{name}".encode()
+
+
+def _cached(kind: str, parts: Iterable[str | bytes], build: Callable[[], T],
+            expected: type) -> T:
+    place = _place(kind, parts)
+    if place is None:
+        return build()
+    value = _read(*place, expected)
     if value is _MISSING:
         value = build()
-        _write(path, key, label, value)
+        _write(*place, value)
     return value  # type: ignore[return-value]
 
 

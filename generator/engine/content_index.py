@@ -42,6 +42,14 @@ class ContentIndex:
         """Remember the next instance's key (a hex digest of at least 16 digits)."""
         self._prefixes.append(int(key[:16], 16))
 
+    def prefixes(self) -> bytes:
+        """The 64-bit prefixes held, in order, as bytes (what ``extend`` takes)."""
+        return self._prefixes.tobytes()
+
+    def extend(self, prefixes: bytes) -> None:
+        """Append the prefixes another index's ``prefixes`` gave."""
+        self._prefixes.frombytes(prefixes)
+
     def candidates(self) -> list[int]:
         """Positions whose 64-bit prefix some other position shares, ascending."""
         import numpy as np  # imported on use: most commands never need it

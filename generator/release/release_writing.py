@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..audit.audit_family_part import data_digests
 from ..audit.audit_refusal import refusal
 from ..audit.audit_rules import changed_since
 from ..audit.run import audit_families
@@ -276,7 +277,8 @@ def _audit(catalog: Catalog, release: ReleaseSpec, folder: Path,
     manifest records of the outcome."""
     with CommandBudget("the audit of the release", catalog.project.display(release.path)):
         sources = family_sources(folder, files)
-        report = audit_families(sources, catalog=catalog, manifest=manifest)
+        report = audit_families(sources, catalog=catalog, manifest=manifest,
+                                digests=data_digests(files))
         conventions = report.conventions
     failures = report.failures()
     if failures and refuse_failures:
