@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from test_answer_tests import _VALUES, _family, _line_of
-from test_crossed import crossed_project
+from test_crossed import crossed_project, validate_crossed
 
 from conftest import run_cli
 
@@ -36,7 +36,7 @@ _STYLES = """  reading:
 
 def test_declared_styles_pass_validate_and_freeze(project_copy: Path, tmp_path: Path) -> None:
     release = crossed_project(project_copy, _VALUES, _family(_STYLES))
-    validated = run_cli("validate", root=project_copy)
+    validated = validate_crossed(project_copy)
     assert validated.returncode == 0, validated.stderr
     frozen = run_cli("freeze", str(release), "--out", str(tmp_path / "dist"),
                      root=project_copy)
@@ -49,7 +49,7 @@ def test_a_style_read_otherwise_is_refused_at_its_line(project_copy: Path) -> No
     styles = _STYLES.replace('but I\'m not certain.", expect: abstain}',
                              'but I\'m not certain.", expect: right}')
     crossed_project(project_copy, _VALUES, _family(styles))
-    result = run_cli("validate", root=project_copy)
+    result = validate_crossed(project_copy)
     assert result.returncode == 2, result.stderr
     line = _line_of(project_copy, "style: hedge")
     assert re.search(rf"crossed_room\.yaml:{line}:\d+: answer style fails in group 0, "
@@ -60,7 +60,7 @@ def test_a_style_read_otherwise_is_refused_at_its_line(project_copy: Path) -> No
 def test_a_signature_that_is_no_call_is_refused(project_copy: Path) -> None:
     styles = _STYLES.replace("    version: 2\n", "    version: 2\n    signature: copy file\n")
     crossed_project(project_copy, _VALUES, _family(styles))
-    result = run_cli("validate", root=project_copy)
+    result = validate_crossed(project_copy)
     assert result.returncode == 2
     assert "signature 'copy file' is not a call of parameter names" in result.stderr
 
@@ -107,15 +107,15 @@ def test_reading_version_4_wants_a_style_of_each_of_six_kinds(project_copy: Path
     releases) is not held to the six."""
     four = _STYLES.replace("    version: 2\n", "    version: 4\n")
     crossed_project(project_copy, _VALUES, _family(four))
-    refused = run_cli("validate", root=project_copy)
+    refused = validate_crossed(project_copy)
     wanted = (rf"crossed_room\.yaml:{_line_of(project_copy, '  styles:')}:\d+: "
               r"lab\.crossed_room is read with reading version 4, .* it declares none of: "
               r"other words, the habitual answer \(")
     assert (refused.returncode, bool(re.search(wanted, refused.stderr))) == (2, True), \
         refused.stderr
     crossed_project(project_copy, _VALUES, _family(four + _SIX_MORE))
-    whole = run_cli("validate", root=project_copy)
-    assert whole.returncode == 0, whole.stderr
+    validated = validate_crossed(project_copy)
+    assert validated.returncode == 0, validated.stderr
 
 
 def test_a_paradigm_reading_version_4_without_six_kinds_is_located_in_it(
@@ -124,7 +124,10 @@ def test_a_paradigm_reading_version_4_without_six_kinds_is_located_in_it(
     text = paradigm.read_text()
     start = text.index("    - style: habitual")
     paradigm.write_text(text[:start] + text[text.index("    - style: hedge"):])
-    result = run_cli("validate", root=project_copy)
+    # The paradigm and its family (not all 268 families of the project: many times the cost).
+    result = run_cli("validate", str(paradigm),
+                     str(project_copy / "specs/families/example/v5/meeting_room.yaml"),
+                     root=project_copy)
     assert result.returncode == 2, result.stderr
     assert re.search(r"specs/paradigms/example/v5/choice\.yaml:\d+:\d+: "
                      r"example\.choice5\.meeting_room is read with reading version 4, .* "

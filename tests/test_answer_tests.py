@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from test_crossed import _FAMILY, crossed_project
+from test_crossed import _FAMILY, crossed_project, validate_crossed
 
 from conftest import run_cli
 
@@ -32,7 +32,7 @@ def _line_of(root: Path, text: str) -> int:
 
 def test_declared_examples_pass_validate_and_freeze(project_copy: Path, tmp_path: Path) -> None:
     release = crossed_project(project_copy, _VALUES, _family(_EXAMPLES))
-    validated = run_cli("validate", root=project_copy)
+    validated = validate_crossed(project_copy)
     assert validated.returncode == 0, validated.stderr
     frozen = run_cli("freeze", str(release), "--out", str(tmp_path / "dist"),
                      root=project_copy)
@@ -43,7 +43,7 @@ def test_an_example_the_scorer_disagrees_with_is_refused_at_its_line(project_cop
     examples = _EXAMPLES.replace("    - \"I don't know.\"\n",
                                  "    - \"I don't know.\"\n    - \"{{ current }}\"\n")
     crossed_project(project_copy, _VALUES, _family(examples))
-    result = run_cli("validate", root=project_copy)
+    result = validate_crossed(project_copy)
     assert result.returncode == 2, result.stderr
     line = _line_of(project_copy, '- "{{ current }}"')
     found = re.search(rf"specs/families/lab/crossed_room\.yaml:{line}:7: answer rejects\[2\] "
@@ -57,7 +57,7 @@ def test_bad_example_declarations_are_refused_where_written(project_copy: Path) 
     examples = _EXAMPLES.replace('    - response: "**', '    - when: {arm: control}\n'
                                  '      response: "**')
     crossed_project(project_copy, _VALUES, _family(examples))
-    result = run_cli("validate", root=project_copy)
+    result = validate_crossed(project_copy)
     assert result.returncode == 2, result.stderr
     line = _line_of(project_copy, "when: {arm: control}")
     assert f"crossed_room.yaml:{line}:14: 'when' names unknown axis 'arm'" in result.stderr, \
@@ -100,7 +100,8 @@ def test_a_judge_answer_cannot_hold_examples(project_copy: Path) -> None:
     text = family.read_text().replace("analysis:\n", "  accepts: [\"A poem.\"]\nanalysis:\n")
     (project_copy / "specs/families/example/judged.yaml").write_text(
         text.replace("family: example.priming.harbour_fog", "family: example.priming.judged"))
-    result = run_cli("validate", root=project_copy)
+    result = run_cli("validate", str(project_copy / "specs/families/example/judged.yaml"),
+                     root=project_copy)
     assert result.returncode == 2, result.stderr
     assert "a judge answer cannot test 'accepts': only a judge scores its responses" in \
         result.stderr, result.stderr

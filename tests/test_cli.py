@@ -343,7 +343,9 @@ def test_a_problem_reached_several_ways_is_reported_once(project_copy: Path) -> 
             / "teams.yaml")
     pool.write_text(pool.read_text().replace("  - name: Orchard\n    code: ORC\n",
                                              "  - name: Lighthouse\n    code: LHT\n", 1))
-    result = run_cli("validate", root=project_copy)
+    # The pool file and the family whose two slots draw from it (not the whole project).
+    family = project_copy / "specs/families/implicitmem/procedural/cache_key_prefix.yaml"
+    result = run_cli("validate", str(pool), str(family), root=project_copy)
     assert result.returncode == 2
     assert result.stderr.count("duplicate pool item (same as item 0)") == 1
     assert "1 problem(s)" in result.stderr

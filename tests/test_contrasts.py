@@ -242,7 +242,7 @@ def test_a_family_analysis_block_with_bad_declarations_is_located(project_copy: 
         "  contrasts: [{name: stale_vs_clean, a: {condition: stale}, b: {condition: cleen}}]\n"
         "  factorials: [{name: f, axes: [condition, rotation]}]\n"
         "  signal: {performed: '(unclosed', act: {condition: stale}}\n"))
-    result = run_cli("validate", root=project_copy)
+    result = run_cli("validate", str(family), root=project_copy)
     assert result.returncode == 2, result.stderr
     for message in ("analysis names 'cleen', not a value of axis 'condition'",
                     "factorial axis 'condition' has 3 values; a factor has two",
@@ -300,7 +300,7 @@ def test_a_paradigm_declares_abstention_patterns_for_its_families(project_copy: 
     assert not outcome(instance, "Pass: the directory is down.").answered
     assert outcome(instance, "A) " + instance["answer"]["options"][0]).answered
     paradigm.write_text(paradigm.read_text().replace("'^\\s*pass\\b'", "'(unclosed'"))
-    result = run_cli("validate", root=project_copy)
+    result = run_cli("validate", str(paradigm), root=project_copy)
     assert result.returncode == 2
     assert "choice.yaml:" in result.stderr and "abstain pattern is not a valid" in result.stderr
 

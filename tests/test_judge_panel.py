@@ -174,7 +174,7 @@ def test_a_panel_anchored_on_an_unknown_condition_is_located(project_copy: Path)
         "  judge_scale: [1, 10]\n",
         "  judge_scale: [1, 10]\n"
         "  judge_panel: {judges: [a, b, c], anchor: {axis: arm, value: controll}}\n"))
-    result = run_cli("validate", root=project_copy)
+    result = run_cli("validate", str(family), root=project_copy)
     assert result.returncode == 2, result.stderr
     assert "analysis names 'controll', not a value of axis 'arm'" in result.stderr
     assert "fog_priming.yaml:" in result.stderr

@@ -76,7 +76,7 @@ def test_a_reuse_check_on_a_missing_phase_is_refused_where_it_is_written(
     lines = len(release.read_text().splitlines())
     release.write_text(release.read_text() + "checks:\n  - kind: message_reuse\n"
                        "    phase: probe\n    max_count: 4\n")
-    result = run_cli("validate", root=project_copy)
+    result = run_cli("validate", str(release), root=project_copy)
     assert result.returncode == 2, result.stderr
     assert f"specs/releases/lab-v1.yaml:{lines + 3}:5: message_reuse: phase 'probe' is not " \
            "a phase of lab.meeting_room" in result.stderr, result.stderr
@@ -90,7 +90,7 @@ def test_a_declared_outcome_that_cannot_compile_is_refused_at_its_line(
     family.write_text(text.replace("\nanalysis:\n",
                                    "\nanalysis:\n  outcomes:\n    named: '(unclosed'\n"))
     line = text.splitlines().index("analysis:") + 3
-    result = run_cli("validate", root=project_copy)
+    result = run_cli("validate", str(family), root=project_copy)
     assert result.returncode == 2, result.stderr
     assert f"meeting_room.yaml:{line}:" in result.stderr, result.stderr
     assert "outcome 'named' is not a valid regular expression" in result.stderr

@@ -75,7 +75,7 @@ def test_a_check_naming_what_the_release_lacks_is_refused_where_it_is_written(
     lines = len(release.read_text().splitlines())
     _with_checks(release, "  - kind: lexical_variety\n    phase: probe\n    max_jaccard: 0.5\n"
                           "    families: [lab.meeting_room, lab.nothing]\n")
-    result = run_cli("validate", root=project_copy)
+    result = run_cli("validate", str(release), root=project_copy)
     assert result.returncode == 2, result.stderr
     assert f"specs/releases/lab-v1.yaml:{lines + 3}:5: lexical_variety: phase 'probe' is " \
            "not a phase of lab.meeting_room" in result.stderr, result.stderr

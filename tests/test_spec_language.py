@@ -202,7 +202,7 @@ def test_identical_across_catches_arms_that_differ(tmp_path: Path, project_copy:
     probe.write_text(probe.read_text().replace(
         'text: "Write a short poem of about eight lines about {{ subject }}."',
         'text: "Write a short poem ({{ variant.arm }}) about {{ subject }}."'))
-    result = run_cli("validate", root=project_copy)
+    result = run_cli("validate", str(probe), root=project_copy)
     assert result.returncode == 1
     assert "check identical_across failed" in result.stderr
     assert "interference, probe differ across arm" in result.stderr
@@ -212,7 +212,9 @@ def test_control_arm_leaking_the_theme_is_caught(project_copy: Path) -> None:
     template = project_copy / "templates/example/fog_priming/priming.j2"
     template.write_text(template.read_text().replace(
         "Keep the sheet's date columns", "Keep the harbour sheet's date columns"))
-    result = run_cli("validate", root=project_copy)
+    # The family that renders the template (not all 268 of the project: many times the cost).
+    result = run_cli("validate", str(project_copy / "specs/families/example/fog_priming.yaml"),
+                     root=project_copy)
     assert result.returncode == 1
     assert "forbidden word 'harbour'" in result.stderr
     assert "the control arm must carry no trace of the theme" in result.stderr

@@ -59,7 +59,8 @@ def test_a_forbidden_word_in_an_item_group_0_does_not_draw_is_found_and_placed(
     _pool(project_copy, "pets", items)
     first = run_cli("generate", "lab.pets.small", "--groups", "1", root=project_copy)
     assert first.returncode == 0 and json.loads(first.stdout)["answer"]["gold"] == drawn
-    result = run_cli("validate", root=project_copy)
+    result = run_cli("validate", str(project_copy / "specs/families/lab/small.yaml"),
+                     root=project_copy)
     assert result.returncode == 1, result.stderr
     assert ": forbidden word 'hamster' appears in phase 'learning', message 0 (user), line 1 " \
            "column 26: …My pet is called Captain hamster Jones.…" in result.stderr, \
