@@ -11,7 +11,7 @@ inside a list of objects (each inner object comes back one record per outer item
 list, found nowhere in the bundled analysis blocks, stays in the JSONL line.
 
 Paths are tuples of keys, each quoted in the JSON path, so that a key holding a dot
-(``metrics: {implicitmem.priming: ...}``) or named like a word of the path language reads as
+(``metrics: {lab.priming: ...}``) or named like a word of the path language reads as
 the key; a field's name joins the keys with ``_`` (a dot in a key becomes ``_``)."""
 
 from __future__ import annotations
