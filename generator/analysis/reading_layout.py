@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import re
 
+from .reading_markdown import BULLET
+
 _TABLE_ROW = re.compile(r"^\s*\|(.*)\|\s*$")
 _TABLE_RULE = re.compile(r"^\s*\|?(?:\s*:?-{2,}:?\s*\|)+\s*:?-*:?\s*\|?\s*$")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
-_BULLET = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)])\s+")
 #: A label: at most three words (markup around them allowed) and a colon, nothing after.
 _LABEL = re.compile(r"^[\W_]*(?:[\w'’]+[\W_]*?\s+){0,2}[\w'’]+[*_\s]*:[*_\s]*$")
 #: A lead-in: a line ending in a colon (markup after it allowed), read only where more follows.
@@ -78,11 +79,11 @@ def read_layout(text: str, keep_lists: bool = False) -> str:
             out.extend(_table(lines[index:end]))
             index = end
             continue
-        if not keep_lists and _BULLET.match(line):
+        if not keep_lists and BULLET.match(line):
             end = index
-            while end < len(lines) and _BULLET.match(lines[end]):
+            while end < len(lines) and BULLET.match(lines[end]):
                 end += 1
-            out.append(_joined([_BULLET.sub("", item).strip() for item in lines[index:end]]))
+            out.append(_joined([BULLET.sub("", item).strip() for item in lines[index:end]]))
             index = end
             continue
         heading = _HEADING.match(line)
@@ -92,7 +93,7 @@ def read_layout(text: str, keep_lists: bool = False) -> str:
             words = _MARKUP.sub("", label).strip().rstrip(":").strip()
             if heading is None or len(words.split()) <= 3:
                 # The label and the line it labels read as one ("Answer: Guide 10").
-                lines[index + 1] = f"{words}: {_BULLET.sub('', lines[index + 1]).strip()}"
+                lines[index + 1] = f"{words}: {BULLET.sub('', lines[index + 1]).strip()}"
                 index += 1
                 continue
         out.append(line)

@@ -11,7 +11,7 @@ _RULE = re.compile(r"^\s*(?:[-*_]\s*){3,}$")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+")
 _QUOTE = re.compile(r"^\s*(?:>\s?)+")
 #: A list marker: a dash, star, bullet or plus, or a number followed by ``.`` or ``)``.
-_BULLET = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)])\s+")
+BULLET = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)])\s+")
 _STRONG = re.compile(r"\*\*|__")
 # Single-star or single-underscore emphasis around words; an underscore inside a name
 # (``copy_file``) has a word character on one side, so it is no emphasis.
@@ -31,7 +31,7 @@ def set_aside(text: str, keep_lists: bool = False) -> str:
         line = _HEADING.sub("", line)
         line = _QUOTE.sub("", line)
         if not keep_lists:
-            line = _BULLET.sub("", line)
+            line = BULLET.sub("", line)
         line = _STRONG.sub("", line)
         line = _EM_STAR.sub(r"\1", line)
         line = _EM_UNDER.sub(r"\1", line)
