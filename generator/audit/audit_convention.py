@@ -22,7 +22,7 @@ no item ever sees its own gold.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..analysis.policies import oracle
@@ -128,14 +128,30 @@ def convention_answer(seen: Item, item: Item) -> str:
     return word_for_word(item)
 
 
-def convention_hits(items: Sequence[Item]) -> list[bool]:
+def convention_hits(items: Iterable[Item]) -> list[bool]:
     """Whether the convention learner answers each of ``items`` (one dataset, in order)
-    rightly, each learning from the next item (the last from the first)."""
-    return [bool(is_correct(item["answer"], convention_answer(items[(k + 1) % len(items)], item)))
-            for k, item in enumerate(items)]
+    rightly, each learning from the next item (the last from the first). The items are read
+    once, in order, and at most three are held: a release's audit streams them."""
+    hits: list[bool] = []
+    first = previous = None
+    for item in items:
+        if previous is None:
+            first = item
+        else:
+            hits.append(_learns(previous, item))
+        previous = item
+    if previous is not None:
+        hits.append(_learns(previous, first))
+    return hits
 
 
-def convention_score(items: Sequence[Item]) -> float:
+def _learns(item: Item, teacher: Item) -> bool:
+    """Whether the convention learner, taught by ``teacher``, answers ``item`` rightly."""
+    return bool(is_correct(item["answer"], convention_answer(teacher, item)))
+
+
+def convention_score(items: Iterable[Item]) -> float:
     """The share of ``items`` (one dataset, in order) the convention learner answers
     rightly (``convention_hits``)."""
-    return sum(convention_hits(items)) / len(items)
+    hits = convention_hits(items)
+    return sum(hits) / len(hits)

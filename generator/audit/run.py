@@ -61,7 +61,7 @@ from .audit_rules import CURRENT_RULES, frozen_rules, rules, rules_changes, runn
 from .audit_spec import spec_audit
 from .audit_structure import DuplicateIndex
 from .audit_view import declared, is_memory_choice
-from .score_notes import convention_baselines
+from .score_notes import family_convention_baseline
 
 #: The adversaries that read every family at once whose picks are costly enough to keep.
 CACHED_PICKS = frozenset({"probe_classifier", "embedding_nearest"})
@@ -263,9 +263,9 @@ def audit_families(sources: Mapping[str, Source], seed: int = 0, *,
     unchanged (``audit_family_part``); without them everything is computed.
 
     ``sources`` reads each family's instances; each is read once for the data audits and the
-    adversaries' draw, once more for the spec audits and once (a family at a time held in
-    memory) for the convention baselines. Only counts, one pick per group and
-    a few bytes per group are kept, never the instances, so memory stays flat however large
+    adversaries' draw, once more for the spec audits and once for the convention baselines
+    (three instances held at a time). Only counts, one pick per group and a few bytes per
+    group are kept, never the instances, so memory stays flat however large
     the release."""
     with running_by(rules_version):
         report = _audit(sources, seed, catalog, manifest, digests or {})
@@ -275,8 +275,8 @@ def audit_families(sources: Mapping[str, Source], seed: int = 0, *,
         # (left out by a caller that audits many draws of one release).
         working_on("the convention baselines")
         report.conventions = {
-            name: score for family in sorted(sources)
-            for name, score in convention_baselines(list(sources[family]())).items()}
+            family: score for family in sorted(sources)
+            if (score := family_convention_baseline(sources[family]())) is not None}
     if manifest is not None and rules_version != frozen_rules(manifest):
         report.rules_changes = rules_changes(frozen_rules(manifest), rules_version)
     return report

@@ -15,7 +15,7 @@ what it scores above it can come from the sessions.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..analysis.score_grouping import key_value, report_rows
@@ -91,6 +91,14 @@ def convention_baselines(instances: Sequence[Item]) -> dict[str, float]:
     """Per dataset (family) of scorable items, in order, the share the convention learner
     answers rightly (``audit_convention.convention_score``)."""
     return {family: convention_score(items) for family, items in _datasets(instances).items()}
+
+
+def family_convention_baseline(instances: Iterable[Item]) -> float | None:
+    """``convention_baselines`` of one family's instances, read once as a stream (at most
+    three held, so an audit's memory stays flat): None where it has fewer than two scorable
+    items."""
+    hits = convention_hits(item for item in instances if item["answer"]["scorer"] != "judge")
+    return sum(hits) / len(hits) if len(hits) >= 2 else None
 
 
 def convention_rows(instances: Sequence[Item], by: Sequence[str]
