@@ -182,6 +182,8 @@ def _commands(rel: str, resp: str, scores: str) -> list[tuple[list[str], list[st
         (["respond", rel, "--policy", "oracle", "--out", "o/oracle.jsonl"],
          ["o/oracle.jsonl"]),
         (["score", rel, resp, "--format", "json"], []),
+        (["normalize", rel, "a=offline.jsonl", "b=offline.jsonl", "--allow-missing",
+          "--format", "json"], []),
         (["audit", rel], []),
         (["report", rel, "--out", "o/report.html"], ["o/report.html"]),
         (["judge-requests", rel, resp, "--out", "o/judge.jsonl"],
@@ -207,6 +209,9 @@ def test_no_command_writes_outside_its_project_or_out(tmp_path: Path, built_exam
     shutil.copytree(built_example, rel)
     responses = run_cli("respond", str(rel), "--policy", "oracle", cwd=tmp_path, env=NO_CACHE)
     (work / "responses.jsonl").write_text(responses.stdout)
+    # normalize scores offline only what needs no judge: the priming family's replies left out.
+    (work / "offline.jsonl").write_text("".join(
+        line + "\n" for line in responses.stdout.splitlines() if ".priming." not in line))
     scores = run_cli("score", str(rel), str(work / "responses.jsonl"), "--format", "json",
                      "--by", "family", cwd=tmp_path, env=NO_CACHE)
     (work / "scores.json").write_text(scores.stdout)
