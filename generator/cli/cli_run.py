@@ -77,6 +77,7 @@ def run(
     from ..release.release_data import load_release_instances
     from ..report.score_page import render_scores
     from ..run.runner import RunPlan, run_release
+    from .cli_analysis import with_conventions
     from .cli_scoring import ScoreSettings, print_report, read_inputs, score_runs
 
     def action() -> None:
@@ -90,9 +91,11 @@ def run(
         plan = RunPlan(models, memories, log_dir, memory_k, limit, _names(family) or None,
                        split, seed, max_connections, model_base_url, display)
         logs = run_release(manifest, instances, plan)
-        settings = ScoreSettings([k.strip() for k in (by or "").split(",") if k.strip()],
-                                 seed=seed or 0)
+        keys = [k.strip() for k in (by or "").split(",") if k.strip()]
+        settings = ScoreSettings(keys, seed=seed or 0)
         report = score_runs(read_inputs(logs, instances, settings), settings)
+        # The convention baseline beside every row, as `memspec score` gives it.
+        with_conventions(report, release_dir, instances, keys)
         title = f"Scores: {manifest['release']}-{manifest['version']}"
         atomic_write_bytes(log_dir / "scores.json", dump_pretty_bytes(report))
         atomic_write_bytes(log_dir / "report.html",
