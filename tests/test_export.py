@@ -230,3 +230,54 @@ def test_a_key_given_twice_by_for_each_is_a_located_error(
     assert result.returncode == 2, result.stderr
     assert "for_each gives the key 'example' twice" in result.stderr
     assert "flat.yaml:" in result.stderr and not out.exists()
+
+
+#: One layout written out, every other paradigm of the example release borrowing it.
+SHARED = textwrap.dedent("""\
+    export: shared
+    version: 1
+    description: one JSON file per family, every paradigm in one layout
+    paradigms:
+      example.procedural:
+        path: "{{ family }}.json"
+        record: {id: "instance.id", paradigm: "paradigm"}
+        file: {items: "records"}
+      example.choice: {same_as: example.procedural}
+      example.paired: {same_as: example.procedural}
+    """)
+
+
+def test_a_paradigm_borrows_another_paradigms_layout(built_example: Path, project_copy: Path,
+                                                     tmp_path: Path) -> None:
+    # A new version of a paradigm whose instances have the same shape names the layout it
+    # shares (same_as) instead of writing it again.
+    (project_copy / "specs" / "exports").mkdir(exist_ok=True)
+    shared = project_copy / "specs" / "exports" / "shared.yaml"
+    shared.write_text(SHARED)
+    assert run_cli("validate", str(shared), root=project_copy).returncode == 0
+    out = tmp_path / "export"
+    result = run_cli("export", str(built_example), "--format", "shared", "--out", str(out),
+                     root=project_copy)
+    assert result.returncode == 0, result.stderr
+    written = {path.name: json.loads(path.read_text())["items"] for path in out.glob("*.json")}
+    assert len(written["example.choice.meeting_room.json"]) == 108
+    assert {item["paradigm"] for item in written["example.priming.harbour_fog.json"]} == \
+        {"example.paired"}
+
+
+@pytest.mark.parametrize(("borrowing", "says"), [
+    ("  example.choice: {same_as: example.nowhere}", "which is not declared here"),
+    ("  example.paired: {same_as: example.choice}", "which borrows one itself"),
+])
+def test_a_borrowed_layout_must_be_written_out_in_the_file(project_copy: Path, borrowing: str,
+                                                           says: str) -> None:
+    name = borrowing.split(":")[0]
+    lines = [borrowing if line.startswith(name + ":") else line
+             for line in SHARED.splitlines()]
+    (project_copy / "specs" / "exports").mkdir(exist_ok=True)
+    shared = project_copy / "specs" / "exports" / "shared.yaml"
+    shared.write_text("\n".join(lines) + "\n")
+    result = run_cli("validate", str(shared), root=project_copy)
+    assert result.returncode == 2, result.stderr
+    assert f"shared.yaml:{lines.index(borrowing) + 1}:" in result.stderr, result.stderr
+    assert says in result.stderr, result.stderr

@@ -71,13 +71,37 @@ def find_export(project: Project | None, name: str) -> tuple[ExportFormat, Proje
                 found = schema_problems("export", located)
                 if found:
                     raise SpecError(found)
-                return ExportFormat(name, located.data["paradigms"], located,
+                return ExportFormat(name, layouts_of(located), located,
                                     tuple(located.data.get("files", ())),
                                     located.data.get("constants", {})), owner
     raise SpecError(problems or [Problem(
         f"unknown export format {name!r}; known: "
         f"{', '.join(sorted(dict.fromkeys([*known, BUILT_IN_FORMAT])))} (a plain name is the "
         f"project's own format, else the library's; {LIBRARY_PREFIX}NAME always the library's)")])
+
+
+def layout_homes(located: Located) -> dict[str, str]:
+    """For each paradigm of an export file, the paradigm whose layout is written out for it:
+    its own, or the one its ``same_as`` names (declared in the same file and not itself
+    borrowed; an error at the ``same_as`` otherwise)."""
+    declared = located.data["paradigms"]
+    homes: dict[str, str] = {}
+    for paradigm, layout in declared.items():
+        named = layout.get("same_as", paradigm)
+        target = declared.get(named)
+        if target is None or "same_as" in target:
+            raise located.error(
+                f"paradigm {paradigm!r} borrows the layout of {named!r}, which "
+                f"{'is not declared here' if target is None else 'borrows one itself'}",
+                ("paradigms", paradigm, "same_as"))
+        homes[paradigm] = named
+    return homes
+
+
+def layouts_of(located: Located) -> dict[str, Mapping[str, Any]]:
+    """Each paradigm's layout (a borrowed one being the layout it names)."""
+    return {paradigm: located.data["paradigms"][home]
+            for paradigm, home in layout_homes(located).items()}
 
 
 def check_export_file(path: Path, project: Project, renderer: Renderer) -> None:
@@ -87,7 +111,9 @@ def check_export_file(path: Path, project: Project, renderer: Renderer) -> None:
     if problems:
         raise SpecError(problems)
     shaper = _Shaper(renderer, located)
-    for paradigm, layout in located.data["paradigms"].items():
+    homes = layout_homes(located)  # a borrowed layout is checked where it is written
+    for paradigm in sorted(set(homes.values())):
+        layout = located.data["paradigms"][paradigm]
         where = ("paradigms", paradigm)
         shaper.compile(layout["record"], (*where, "record"))
         shaper.compile(layout["file"], (*where, "file"))
@@ -214,7 +240,7 @@ def export_release(project: Project, fmt: ExportFormat, manifest: Mapping[str, A
         if layout is None:
             raise SpecError.single(f"export {fmt.name!r} has no layout for paradigm "
                                    f"{paradigm!r} (family {family})", fmt.located.file)
-        where = ("paradigms", paradigm)
+        where = ("paradigms", layout_homes(fmt.located)[paradigm])
         base = {"family": family, "paradigm": paradigm, "seed": manifest["seed"],
                 "release": manifest["release"], "version": manifest["version"],
                 "constants": fmt.constants}
