@@ -141,3 +141,33 @@ def cross_normalise(instances: Sequence[Mapping[str, Any]], systems: Sequence[Sy
     return {"dataset_key": dataset_key, "by": list(by),
             "systems": [s.name for s in systems], "datasets": datasets, "scores": rows,
             "summaries": summaries}
+
+
+def item_values(instances: list[dict[str, Any]], outcomes: list[Any],
+                judged: dict[str, float] | None, display: str, dataset_key: str
+                ) -> tuple[dict[str, float], dict[str, str]]:
+    """One system's value of every item, and per dataset what the value is: with judgments,
+    the judge's score on the items of a family that declares a judge scale (an item the judge
+    did not score has none); else the verdict, 1 if right and 0 otherwise (unanswered,
+    abstained, wrong or unplaceable), as MemoryBench counts a boolean metric. A dataset
+    whose items would hold both kinds is refused."""
+    values: dict[str, float] = {}
+    metrics: dict[str, str] = {}
+    scores = judged or {}
+    for instance, outcome in zip(instances, outcomes, strict=True):
+        dataset = key_value(instance, dataset_key)
+        metric = ("judge" if judged is not None
+                  and instance.get("analysis", {}).get("judge_scale") else "verdict")
+        if metrics.setdefault(dataset, metric) != metric:
+            raise SpecError.single(f"dataset {dataset!r} ({dataset_key}) holds judged and "
+                                   "unjudged items; choose a --dataset-key whose datasets "
+                                   "are one or the other", display)
+        if metric == "judge":
+            if instance["id"] in scores:
+                values[instance["id"]] = scores[instance["id"]]
+            continue
+        if outcome.correct is None and outcome.answered and not outcome.unscorable:
+            raise SpecError.single(f"{instance['id']} is scored by a judge only: give "
+                                   "--judgments and --unblind for every system", display)
+        values[instance["id"]] = 1.0 if outcome.correct is True else 0.0
+    return values, metrics
