@@ -99,11 +99,12 @@ def alternation(patterns: tuple[str, ...] | list[str]) -> re.Pattern[str]:
 #: What a clause says of the mention it opens with when it rejects it (reading version 5):
 #: "Clause 28 looks close but isn't it", "Study 7 looks similar, but it's Study 8", "Guide 35
 #: is the one before it", "Cedar Air isn't the one". The mention is the clause's subject, so
-#: the cue follows it; a "looks close" needs the "but" that turns it down.
+#: the cue follows it; a "looks close" needs the "but" that turns it down. "The <noun>
+#: before it" takes any one word for the noun: the items' own nouns belong to the specs.
 REJECTING_PREDICATES = (
     r"(?:looks?|seems?|sounds?|reads?)\s+(?:very\s+|quite\s+|a bit\s+)?(?:close|similar|"
     r"alike|tempting|plausible|like (?:it|the one))\b(?=[^.;!?\n]*\bbut\b)",
-    r"(?:is|was|'s)\s+(?:just\s+)?the\s+(?:one|clause|guide|study|option|entry|number)\s+"
+    r"(?:is|was|'s)\s+(?:just\s+)?the\s+[^\W\d_]+\s+"
     r"(?:just\s+)?(?:before|after|above|below|next to)\s+(?:it|that|this|the one)\b",
     r"(?:isn'?t|is not|wasn'?t|was not)\s+(?:it|the one|the right one|right|correct|what "
     r"(?:she|he|they|you|I) (?:meant|asked|wanted))\b",
