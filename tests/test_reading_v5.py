@@ -170,3 +170,13 @@ def test_signatures_are_checked_and_need_version_5() -> None:
     check_reading({"version": 4, "signatures": ["fetch(url)"]}, ("r",),
                   lambda message, where: problems.append(message))
     assert problems == ["reading signatures are read from reading version 5 on"]
+
+
+@pytest.mark.parametrize("opening", ["Sure! Here it is:", "Of course! Here's what I found:",
+                                     "Happy to help. Below:"])
+def test_the_rest_of_a_line_an_opener_began_is_a_lead_in_however_short(opening: str) -> None:
+    # "Here it is:" alone is three words, which on a line of its own would be a label read
+    # with the line under it; after "Sure!" it is what is left of a lead-in line.
+    response = f"{opening}\n\nVerdict: No. The order is over the threshold."
+    assert read(VERDICT, response).verdict == "right"
+    assert read(VERDICT, "Here it is:\nVerdict: No.").verdict == "right"

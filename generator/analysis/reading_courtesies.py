@@ -35,14 +35,18 @@ def set_aside_courtesies(text: str, declared: Sequence[str] = (), openers: bool 
     ``openers`` is false) and its closing courtesy, and what was set aside. With ``lead_ins``
     (reading version 5), a line that introduces the lines after it is an opener too."""
     removed = []
+    mid_line = False  # whether an opener was set aside earlier on the line text starts with
     while openers:
         found = _OPENER.match(text)
         end = found.end() if found is not None else _declared_opener(text, declared)
         if not end and lead_ins:
-            end = lead_in_end(text)
+            # The rest of a line an opener began ("Sure! Here it is:") is read as the whole
+            # line is: a lead-in however few words are left of it.
+            end = lead_in_end(text, whole_line=not mid_line)
         if not end or not text[end:].strip():
             break  # an opener that is the whole reply is the reply ("Sure.")
         removed.append(text[:end].strip())
+        mid_line = "\n" not in text[:end] and not text[end:].startswith("\n")
         text = text[end:].lstrip()
     closing = _SIGN_OFF.search(text)
     if closing is not None and text[:closing.start()].strip():

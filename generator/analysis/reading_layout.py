@@ -101,11 +101,13 @@ def read_layout(text: str, keep_lists: bool = False) -> str:
     return "\n".join(out)
 
 
-def lead_in_end(text: str) -> int:
-    """Where a lead-in line at the start of ``text`` ends (0: none): a line of more than three
-    words ending in a colon, with more lines after it ("Let's check the numbers:")."""
+def lead_in_end(text: str, whole_line: bool = True) -> int:
+    """Where a lead-in line at the start of ``text`` ends (0: none): a line ending in a colon,
+    with more lines after it ("Let's check the numbers:"), of more than three words where it
+    is a ``whole_line`` (three or fewer make a label, read with its line); where ``text``
+    starts mid-line, after an opener, the rest of that line at any length."""
     found = _LEAD_IN.match(text)
     if found is None:
         return 0
     line = found.group(0).strip()
-    return found.end() if len(_MARKUP.sub("", line).split()) > 3 else 0
+    return found.end() if not whole_line or len(_MARKUP.sub("", line).split()) > 3 else 0
