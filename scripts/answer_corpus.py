@@ -155,13 +155,16 @@ def verdict(instance: Mapping[str, Any], response: str,
 def score_corpus(records: Iterable[Mapping[str, Any]], dist: Path,
                  mapping: Mapping[str, Path], reading: Mapping[str, Any] | None = None,
                  reading_of: Mapping[str, Path] | None = None,
-                 version: int | None = None) -> list[dict[str, Any]]:
+                 version: int | None = None,
+                 indexes: dict[Path, ReleaseIndex] | None = None) -> list[dict[str, Any]]:
     """Each record with the scorer's verdict added (``scored``); a record whose instance is
     not in its release is an error. ``reading_of`` names, per release, a later built
     version whose families' declared reading blocks replace the instances' own (the same
     replies on the same instances, read as the later version reads them); ``version``
-    replaces the reading version of every block (what a newer reading makes of them)."""
-    indexes: dict[Path, ReleaseIndex] = {}
+    replaces the reading version of every block (what a newer reading makes of them).
+    ``indexes`` holds the releases already read, by folder, and gains those read here: a
+    caller that scores several times over the same built releases reads each once."""
+    indexes = {} if indexes is None else indexes
 
     def index(folder: Path) -> ReleaseIndex:
         if folder not in indexes:
@@ -323,12 +326,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         records = load_corpus(args.corpus)
+        indexes: dict[Path, ReleaseIndex] = {}
         scored = score_corpus(records, args.dist, _mapping(args.map, args.dist),
                               READING if args.reading else None,
-                              _mapping(args.reading_of, args.dist), args.reading_version)
+                              _mapping(args.reading_of, args.dist), args.reading_version,
+                              indexes)
         if args.format == "markdown":
             # Before: every record on its own release, scored without the reading stage.
-            before = score_corpus(records, args.dist, {}, UNREAD)
+            before = score_corpus(records, args.dist, {}, UNREAD, indexes=indexes)
             print(as_markdown(before, scored))
             return 0
     except CorpusError as exc:

@@ -229,6 +229,14 @@ def bundled_release(built_dist: Path, name: str) -> Path:
     return path
 
 
+def bundled_releases(built_dist: Path, *names: str) -> Path:
+    """The session build's folder, once every named bundled release is found in it (built
+    and verified by ``built_dist``: read only)."""
+    for name in names:
+        bundled_release(built_dist, name)
+    return built_dist
+
+
 _READ_CROISSANT = """
 import json, sys
 import mlcroissant as mlc
@@ -275,6 +283,22 @@ def analysis_leaves(value: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             found[name] = item
     return found
+
+
+def described_fields(instance: dict[str, Any], layouts: tuple[int, ...],
+                     prefix: str) -> dict[int, dict[str, list[str]]]:
+    """Per layout, the fields whose name starts with ``prefix`` that the Croissant record set
+    of a family of this one instance has, each with its sub-fields' names in order."""
+    from memspec.formats.croissant import FamilyShape, _record_set
+
+    described = {}
+    for layout in layouts:
+        shape = FamilyShape(layout)
+        shape.observe(instance)
+        fields = _record_set("fam", "data/fam.jsonl", shape, "d", layout)["field"]
+        described[layout] = {f["name"]: [s["name"] for s in f.get("subField", [])]
+                             for f in fields if f["name"].startswith(prefix)}
+    return described
 
 
 def release_instances(release: Path) -> list[dict]:

@@ -38,15 +38,27 @@ OWN_RELEASES = ("trustgap-v5", "memorychecks-v5")
 #: version 4 (scored as built, each family's declared reading), tested apart at the end.
 V6_OWN = ("feedback-v6", "implicitmem-v6")
 
+#: Releases whose records were written for their own items after reading version 5 existed
+#: (so in no verdict file of the earlier versions), tested apart at the end.
+V8_OWN = ("feedback-v8",)
+
 
 @pytest.fixture(scope="module")
-def scored(built_dist: Path) -> list[dict]:
+def indexes() -> dict[Path, answer_corpus.ReleaseIndex]:
+    """The built releases read so far, by folder, shared by every scoring of the corpus in
+    this module: each release's instances are read from the session's build once, not once
+    per scoring (nothing here changes them)."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def scored(built_dist: Path, indexes: dict) -> list[dict]:
     records = [r for r in answer_corpus.load_corpus()
-               if r["release"] not in OWN_RELEASES + V6_OWN]
+               if r["release"] not in OWN_RELEASES + V6_OWN + V8_OWN]
     return answer_corpus.score_corpus(
         records, built_dist, {old: built_dist / new for old, new in EXAMPLE_MAP.items()},
         answer_corpus.READING,
-        {old: built_dist / new for old, new in EXAMPLE_READING_OF.items()})
+        {old: built_dist / new for old, new in EXAMPLE_READING_OF.items()}, indexes=indexes)
 
 
 def _counted(rows: list[dict]) -> list[dict]:
@@ -54,13 +66,14 @@ def _counted(rows: list[dict]) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def own(built_dist: Path) -> dict[str, list[dict]]:
+def own(built_dist: Path, indexes: dict) -> dict[str, list[dict]]:
     """The records written for trustgap-v5's and memorychecks-v5's own instances, scored as
     the releases were frozen (reading version 2) and as reading version 4 reads the same
     declarations."""
     records = [r for r in answer_corpus.load_corpus() if r["release"] in OWN_RELEASES]
-    return {"frozen": answer_corpus.score_corpus(records, built_dist, {}),
-            "version 4": answer_corpus.score_corpus(records, built_dist, {}, version=4)}
+    return {"frozen": answer_corpus.score_corpus(records, built_dist, {}, indexes=indexes),
+            "version 4": answer_corpus.score_corpus(records, built_dist, {}, version=4,
+                                                    indexes=indexes)}
 
 
 @pytest.mark.parametrize("release", OWN_RELEASES)
@@ -138,10 +151,10 @@ MAPPED_RELEASES = {"implicitmem-v4": "implicitmem-v5", "feedback-v4": "feedback-
 
 
 @pytest.fixture(scope="module")
-def mapped(built_dist: Path) -> list[dict]:
+def mapped(built_dist: Path, indexes: dict) -> list[dict]:
     records = [r for r in answer_corpus.load_corpus() if r["release"] in MAPPED_RELEASES]
     mapping = {old: built_dist / new for old, new in MAPPED_RELEASES.items()}
-    return answer_corpus.score_corpus(records, built_dist, mapping)
+    return answer_corpus.score_corpus(records, built_dist, mapping, indexes=indexes)
 
 
 @pytest.mark.parametrize("release", sorted(MAPPED_RELEASES))
@@ -189,11 +202,11 @@ REFROZEN = {"memorychecks-v5": ("memorychecks-v6", "memorychecks-v6"),
 
 
 @pytest.fixture(scope="module")
-def refrozen(built_dist: Path) -> list[dict]:
+def refrozen(built_dist: Path, indexes: dict) -> list[dict]:
     records = [r for r in answer_corpus.load_corpus() if r["release"] in REFROZEN]
     return answer_corpus.score_corpus(
         records, built_dist, {old: built_dist / on for old, (on, _) in REFROZEN.items()}, None,
-        {old: built_dist / of for old, (_, of) in REFROZEN.items()})
+        {old: built_dist / of for old, (_, of) in REFROZEN.items()}, indexes=indexes)
 
 
 @pytest.mark.parametrize("release", sorted(REFROZEN))
@@ -249,9 +262,9 @@ V6_MEASURED = {
 
 
 @pytest.fixture(scope="module")
-def v6_own(built_dist: Path) -> list[dict]:
+def v6_own(built_dist: Path, indexes: dict) -> list[dict]:
     records = [r for r in answer_corpus.load_corpus() if r["release"] in V6_OWN]
-    return answer_corpus.score_corpus(records, built_dist, {})
+    return answer_corpus.score_corpus(records, built_dist, {}, indexes=indexes)
 
 
 @pytest.mark.parametrize("release", V6_OWN)
@@ -287,10 +300,11 @@ V7_MEASURED = {
 
 
 @pytest.fixture(scope="module")
-def v7_own(built_dist: Path) -> list[dict]:
+def v7_own(built_dist: Path, indexes: dict) -> list[dict]:
     records = [r for r in answer_corpus.load_corpus() if r["release"] in V7_OF]
     return answer_corpus.score_corpus(records, built_dist,
-                                      {old: built_dist / new for old, new in V7_OF.items()})
+                                      {old: built_dist / new for old, new in V7_OF.items()},
+                                      indexes=indexes)
 
 
 @pytest.mark.parametrize("release", sorted(V7_OF))
@@ -314,13 +328,81 @@ FROZEN_VERDICTS = REPO / "tests" / "answer_corpus" / "verdicts-v2-v4.json"
 
 
 @pytest.mark.parametrize("version", [2, 3, 4])
-def test_reading_versions_2_to_4_read_every_reply_as_before(built_dist: Path,
+def test_reading_versions_2_to_4_read_every_reply_as_before(built_dist: Path, indexes: dict,
                                                              version: int) -> None:
     """Reading version 5 changes nothing of what the frozen versions make of a reply."""
     before = json.loads(FROZEN_VERDICTS.read_text(encoding="utf-8"))
-    rows = answer_corpus.score_corpus(answer_corpus.load_corpus(), built_dist, {}, None, None,
-                                      version)
+    records = [r for r in answer_corpus.load_corpus() if r["release"] not in V8_OWN]
+    rows = answer_corpus.score_corpus(records, built_dist, {}, None, None, version,
+                                      indexes=indexes)
     now = "".join(r["scored"][0] for r in rows)
     assert len(now) == len(before[str(version)])
     assert [r["where"] for r, was in zip(rows, before[str(version)], strict=True)
             if r["scored"][0] != was] == []
+
+
+#: The replies written for feedback-v8's own items (tests/answer_corpus/feedback-v8.jsonl: the
+#: five procedural datasets, a user of each convention, six styles each): (counted, agreeing)
+#: and every disagreement left. The one left is a plain explanation of comparative advantage
+#: that says "specialise" and "trade" once each, where summary_line's pattern wants two
+#: mentions of its key terms in their listed forms ("specialises"): a judge's reading.
+V8_MEASURED = ((60, 59), {("feedback.v8.procedural.summary_line-00031-base",
+                           "markdown_preamble")})
+
+
+def test_feedback_v8_reads_the_replies_written_for_its_own_items(
+        built_dist: Path, indexes: dict) -> None:
+    """Both conventions of every procedural dataset: the user's form right, the other half's
+    form ("Ruling: No." for a "Verdict:" user, metres for an imperial user) wrong."""
+    records = [r for r in answer_corpus.load_corpus() if r["release"] in V8_OWN]
+    counted = _counted(answer_corpus.score_corpus(records, built_dist, {}, indexes=indexes))
+    (size, agree), misses = V8_MEASURED
+    assert (len(counted), sum(r["scored"] == r["label"] for r in counted)) == (size, agree)
+    assert {(r["id"], r["style"]) for r in counted if r["scored"] != r["label"]} == misses
+    assert not [r["where"] for r in counted
+                if r["label"] in ("abstain", "wrong") and r["scored"] == "right"]
+    # Each of the five datasets has replies to users of both conventions.
+    held: dict[str, set[str]] = {}
+    for row in counted:
+        data = built_dist / "feedback-v8" / "data" / f"{row['family']}.jsonl"
+        for line in data.read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            if record["group"] == row["group"]:
+                held.setdefault(row["family"], set()).add(record["fields"]["preference"])
+    assert sorted(held) == [f"feedback.v8.procedural.{name}" for name in sorted(
+        ("metric_replies", "prose_steps", "summary_line", "quote_first", "verdict_label"))]
+    assert all(len(conventions) == 2 for conventions in held.values()), held
+
+
+def _example(folder: Path, family: str, group: int) -> str:
+    """The gold example of a base record of a built feedback release, by family and group."""
+    for line in (folder / "data" / f"{family}.jsonl").read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record["group"] == group:
+            return record["answer"]["example"]
+    raise AssertionError(f"{family} has no group {group}")
+
+
+def test_the_replies_for_version_6_items_agree_on_the_feedback_v8_items_that_kept_them(
+        built_dist: Path) -> None:
+    """feedback-v8 keeps version 7's items except where a procedural user now holds the other
+    convention or metric_replies asks another question: on every item whose right answer is
+    version 7's, each reply written for version 6's item reads as labelled (105 of 105), and
+    the items that changed are exactly groups 0 and 30 (user 0) of the three datasets where
+    that user now holds the other convention."""
+    records = [r for r in answer_corpus.load_corpus() if r["release"] == "feedback-v6"]
+    rows = answer_corpus.score_corpus(records, built_dist,
+                                      {"feedback-v6": built_dist / "feedback-v8"})
+    kept, changed = [], set()
+    for row in rows:
+        twin = {v: row["family"].replace("feedback.v6.", f"feedback.{v}.") for v in ("v7", "v8")}
+        same = (_example(built_dist / "feedback-v7", twin["v7"], row["group"])
+                == _example(built_dist / "feedback-v8", twin["v8"], row["group"]))
+        if same:
+            kept.append(row)
+        else:
+            changed.add((row["family"].rsplit(".", 1)[1], row["group"]))
+    counted = _counted(kept)
+    assert (len(counted), sum(r["scored"] == r["label"] for r in counted)) == (105, 105)
+    assert changed == {(name, group) for name in ("metric_replies", "prose_steps",
+                                                  "verdict_label") for group in (0, 30)}

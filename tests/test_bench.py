@@ -17,13 +17,16 @@ from conftest import REPO
 
 
 def test_bench_runs_every_measurement_small(tmp_path: Path) -> None:
+    # One run of each kind: (e)'s validate of the whole project, once cold and once warm, was
+    # most of this test's time at three warm runs, which only pick the fastest of the same
+    # work (what is asserted of (e) is that it ran and wrote its figures).
     results = tmp_path / "results.json"
     finished = subprocess.run(
         [sys.executable, str(REPO / "bench" / "bench.py"), "--worker-groups", "40",
          "--repeats", "2", "--rounds", "2", "--floor-groups", "5", "--rss-max", "10000",
          "--freeze-groups", "20,40", "--verify-groups", "50",
          "--verify-release", "example-v3", "--build-runs", "1", "--build-releases",
-         "example-v3", "--json", str(results)],
+         "example-v3", "--validate-runs", "1", "--json", str(results)],
         capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=600,
         env={**os.environ, "TMPDIR": str(tmp_path), "COLUMNS": "100"})
     assert finished.returncode == 0, finished.stderr[-3000:]
@@ -108,3 +111,26 @@ def test_the_hand_written_floor_writes_instances_of_memspecs_shape(tmp_path: Pat
         assert sorted(instance["answer"]) == sorted(memspec["answer"])
         assert [(p["phase"], len(p["messages"])) for p in instance["phases"]] == \
             [(p["phase"], len(p["messages"])) for p in memspec["phases"]]
+
+
+def test_the_analysis_bench_doubles_a_release_and_judges_each_command(tmp_path: Path) -> None:
+    # The linearity measurement on the smallest bundled release: every analysis command is
+    # timed on the release and on a draft of it at twice the groups, the ratio judged
+    # against 2.2; a missed target is printed as FAILED (and, with --check, exit status 1).
+    results = tmp_path / "results.json"
+    finished = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "analysis.py"), "--only", "linear",
+         "--release", "example-v5", "--runs", "1", "--json", str(results)],
+        capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=900,
+        env={**os.environ, "TMPDIR": str(tmp_path)})
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    linear = json.loads(results.read_text())["analysis"]["linear"]
+    assert set(linear) == {"score", "report", "audit", "verify"}
+    for command, entry in linear.items():
+        assert entry["cpu_s_doubled"] > 0 and entry["cpu_s_release"] > 0
+        assert entry["met"] == (entry["ratio"] <= 2.2)
+        shown = "met" if entry["met"] else "FAILED"
+        assert f"{command} of twice the groups: " in finished.stdout
+        assert f"(target <= 2.2: {shown};" in finished.stdout
+    assert ("FAILED targets" in finished.stdout) == (not all(e["met"] for e in linear.values()))
+    assert not list(tmp_path.glob("memspec-bench-*"))

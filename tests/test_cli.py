@@ -199,6 +199,11 @@ def test_one_bad_key_in_a_paradigm_is_one_error_not_one_per_family(
     for name in ("again", "third"):
         (tree / f"specs/families/lab/recall_{name}.yaml").write_text(
             family.replace("lab.recall.words", f"lab.recall.{name}"))
+    # A scaffold of the paradigm follows from its file's errors too.
+    scaffold = tree / "specs/scaffolds/recall.yaml"
+    scaffold.parent.mkdir(parents=True, exist_ok=True)
+    scaffold.write_text((REPO / "specs/scaffolds/example/choice5.yaml").read_text().replace(
+        "scaffold_of: example.choice5", "scaffold_of: lab.recall"))
     paradigm = tree / "specs/paradigms/recall.yaml"
     paradigm.write_text(paradigm.read_text() + "bogus_key: 1\n")
     result = run_cli("validate", root=tree)
@@ -207,8 +212,9 @@ def test_one_bad_key_in_a_paradigm_is_one_error_not_one_per_family(
     assert len(errors) == 2, result.stderr
     assert errors[0].startswith("error: specs/paradigms/recall.yaml:") and \
         "unknown key 'bogus_key'" in errors[0]
-    assert errors[1] == ("error: specs/paradigms/recall.yaml: and 3 families naming paradigm "
-                         "'lab.recall', not checked until the errors of its file are fixed")
+    assert errors[1] == ("error: specs/paradigms/recall.yaml: and 3 families and 1 scaffold "
+                         "naming paradigm 'lab.recall', not checked until the errors of its "
+                         "file are fixed")
     assert "unknown paradigm" not in result.stderr
     # One family on its own: what its paradigm's file has, named once, beneath its own line.
     one = run_cli("validate", "specs/families/lab/recall_words.yaml", root=tree, cwd=tree)

@@ -16,6 +16,7 @@ import pytest
 from conftest import (
     REPO,
     analysis_leaves,
+    described_fields,
     made_once,
     mlcroissant_records,
     release_instances,
@@ -73,7 +74,7 @@ def _same(read: Any, written: Any) -> bool:
 def test_every_analysis_leaf_reads_through_mlcroissant_as_the_jsonl_has_it(
         depth_release: Path) -> None:
     manifest = json.loads((depth_release / "manifest.json").read_text())
-    assert manifest["manifest_version"] == 9
+    assert manifest["manifest_version"] >= 9  # layout 9 or later: the newest
     validate = subprocess.run(["mlcroissant", "validate", "--jsonld", "croissant.json"],
                               cwd=depth_release, capture_output=True, text=True, timeout=600,
                               stdin=subprocess.DEVNULL)
@@ -119,23 +120,111 @@ def test_every_analysis_leaf_reads_through_mlcroissant_as_the_jsonl_has_it(
 def test_layout_8_describes_the_same_analysis_as_it_always_did() -> None:
     """The deeper description is layout 9's alone: a layout-8 shape of the same block gives
     the record set it gave before (no list inside an object, keys joined unquoted)."""
-    from memspec.formats.croissant import FamilyShape, _record_set
-
     analysis = {"audit": {"chance": 0.5, "memory_phases": ["history"],
                           "policies": {"other": {"expected": 0.0}}},
                 "judge_scale": [1, 10],
                 "factorials": [{"name": "f", "axes": ["a", "b"], "order": 2}]}
     instance = {"id": "x", "axes": {}, "fields": {}, "answer": {"gold": "g"},
                 "analysis": analysis}
-    names: dict[int, dict[str, list[str]]] = {}
-    for layout in (8, 9):
-        shape = FamilyShape(layout)
-        shape.observe(instance)
-        fields = _record_set("fam", "data/fam.jsonl", shape, "d", layout)["field"]
-        names[layout] = {f["name"]: [s["name"] for s in f.get("subField", [])]
-                         for f in fields if f["name"].startswith("analysis")}
+    names = described_fields(instance, (8, 9), "analysis")
     assert names[8] == {"analysis": ["audit_chance", "judge_scale"],
                         "analysis_factorials": ["name", "order"]}
     assert names[9] == {"analysis": ["audit_chance", "audit_memory_phases",
                                      "audit_policies_other_expected", "judge_scale"],
                         "analysis_factorials": ["axes", "name", "order"]}
+
+
+def _schema_file(name: str) -> dict[str, Any]:
+    return json.loads((REPO / "generator" / "schemas" / f"{name}.schema.json").read_text())
+
+
+def _object_list_paths(node: Any, home: str, path: tuple[str, ...], in_list: bool,
+                       found: set[tuple[tuple[str, ...], bool]], seen: frozenset[str]) -> None:
+    """Every place in a schema node where an array's items may be objects: (the path of
+    property names to it, whether it sits inside the items of another such array). ``$ref``
+    is followed across memspec's schemas (each once per path: a schema may refer back)."""
+    if not isinstance(node, dict):
+        return
+    if "$ref" in node:
+        target, _, pointer = node["$ref"].partition("#")
+        other = target.removeprefix("urn:memspec:schema:") or home
+        key = f"{other}#{pointer}"
+        if key not in seen:
+            resolved: Any = _schema_file(other)
+            for step in pointer.strip("/").split("/"):
+                resolved = resolved[step]
+            _object_list_paths(resolved, other, path, in_list, found, seen | {key})
+    for combined in ("allOf", "anyOf", "oneOf"):
+        for sub in node.get(combined, ()):
+            _object_list_paths(sub, home, path, in_list, found, seen)
+    items = node.get("items")
+    if node.get("type") == "array" and isinstance(items, dict):
+        _object_list_paths(items, home, path, True, found, seen)
+        if _may_be_object(items, home):
+            found.add((path, in_list))
+    for key, sub in node.get("properties", {}).items():
+        _object_list_paths(sub, home, (*path, key), in_list, found, seen)
+    if isinstance(node.get("additionalProperties"), dict):
+        _object_list_paths(node["additionalProperties"], home, (*path, "*"), in_list, found,
+                           seen)
+
+
+def _may_be_object(node: dict[str, Any], home: str) -> bool:
+    if "$ref" in node:
+        target, _, pointer = node["$ref"].partition("#")
+        resolved: Any = _schema_file(target.removeprefix("urn:memspec:schema:") or home)
+        for step in pointer.strip("/").split("/"):
+            resolved = resolved[step]
+        return _may_be_object(resolved, home)
+    return node.get("type") == "object" or "properties" in node
+
+
+def _analysis_object_lists() -> set[tuple[tuple[str, ...], bool]]:
+    """The lists of objects an instance's analysis block may hold, as the family schema
+    admits them: the family's ``analysis`` block plus its ``audit`` block, which every
+    instance carries as ``analysis.audit``."""
+    family = _schema_file("family")
+    found: set[tuple[tuple[str, ...], bool]] = set()
+    _object_list_paths(family["$defs"]["analysis"], "family", (), False, found, frozenset())
+    _object_list_paths(family["$defs"]["audit"], "family", ("audit",), False, found,
+                       frozenset())
+    return found
+
+
+def test_every_list_of_objects_an_analysis_block_may_hold_is_one_croissant_reads() -> None:
+    """mlcroissant reads a list of objects that is an entry of the analysis block (a repeated
+    field ``analysis_<entry>``) but not one inside an object or inside another list's items
+    (each inner object would come back one record per outer item). The family schema admits
+    neither: should it come to, this fails, and croissant_analysis must describe the new
+    shape (a flattened record set keyed by instance and index) before it ships."""
+    # The walk sees a list inside a list's items where there is one ...
+    made_up = {"type": "object", "properties": {"factorials": {"type": "array", "items": {
+        "type": "object", "properties": {"cells": {"type": "array", "items": {
+            "type": "object"}}}}}}}
+    nested: set[tuple[tuple[str, ...], bool]] = set()
+    _object_list_paths(made_up, "family", (), False, nested, frozenset())
+    assert nested == {(("factorials",), False), (("factorials", "cells"), True)}
+    # ... and the lists that are there (so that an empty result cannot pass).
+    found = _analysis_object_lists()
+    assert {path for path, _ in found} >= {("paired",), ("contrasts",), ("factorials",),
+                                           ("summaries",)}
+    unreadable = sorted(path for path, inside_list in found
+                        if inside_list or len(path) != 1)
+    assert not unreadable, unreadable
+
+
+def test_a_family_declaring_a_list_of_objects_inside_a_list_is_refused(
+        project_copy: Path) -> None:
+    """A made-up family whose factorial holds a list of objects (``cells``): the shape
+    Croissant could not read is refused where it is written, so no release holds one."""
+    family = project_copy / "specs/families/example/v5/meeting_room.yaml"
+    text = family.read_text()
+    block = "analysis:\n  baseline: {axis: condition, value: no_memory}\n"
+    assert block in text
+    family.write_text(text.replace(block, block + (
+        "  factorials:\n    - name: rooms\n      axes: [condition, rotation]\n"
+        "      cells: [{condition: clean, weight: 1}]\n")))
+    result = run_cli("validate", str(family), root=project_copy)
+    assert result.returncode == 2, result.stderr
+    assert ("meeting_room.yaml:40:7: unknown key 'cells'" in result.stderr
+            and "$.analysis.factorials[0].cells" in result.stderr), result.stderr

@@ -30,7 +30,7 @@ def test_a_draft_is_frozen_marked_refused_by_verify_and_published_later(
     assert draft.returncode == 0, draft.stderr
     folder = out / "fresh-v1"
     manifest = json.loads((folder / "manifest.json").read_text())
-    assert manifest["draft"] is True and manifest["manifest_version"] == LATEST_LAYOUT == 9
+    assert manifest["draft"] is True and manifest["manifest_version"] == LATEST_LAYOUT == 10
     assert "**Draft: not published.**" in (folder / "README.md").read_text()
     assert tree_bytes(project_copy / "manifests") == manifests  # nothing written there
 

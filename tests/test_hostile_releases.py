@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -246,3 +249,52 @@ def test_a_hostile_file_name_in_a_release_is_named_in_a_short_line(
     _located(result, "data/00xxx", "not listed in SHA256SUMS", 1 if command == "verify" else 2)
     assert "\x1b" not in result.stderr
     assert not (tmp_path / "report.html").exists()
+
+
+def test_a_data_line_nesting_past_any_instance_is_refused_at_its_line(
+        built_release: tuple[Path, Path], tmp_path: Path) -> None:  # noqa: F811
+    """A data line of a downloaded release, sealed by a forger, whose analysis nests 990
+    levels (JSON reads it; writing it out again, as an export does, passed Python's
+    recursion limit with no file named): every command reading it refuses it at its file
+    and line, exit 2, nothing written; a line nested as deep as specs allow still reads."""
+    from memspec.spec.instances import MAX_INSTANCE_DEPTH, read_instances
+
+    _, release = built_release
+    folder = _copy(release, tmp_path)
+    data = sorted((folder / "data").iterdir())[0]
+    name = f"data/{data.name}"
+    lines = data.read_bytes().splitlines(keepends=True)
+    instance = json.loads(lines[1])
+    nested = json.dumps({**instance, "analysis": {**instance.get("analysis", {}),
+                                                  "deep": "DEEP"}})
+    # Written out by hand: json.dumps itself would pass the recursion limit.
+    lines[1] = nested.replace('"DEEP"', "[" * 990 + '"deep"' + "]" * 990).encode() + b"\n"
+    data.write_bytes(b"".join(lines))
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    manifest["files"][name].update(bytes=data.stat().st_size,
+                                   sha256=hashlib.sha256(data.read_bytes()).hexdigest())
+    pinned = {n: i["sha256"] for n, i in manifest["files"].items() if n.startswith("data/")}
+    manifest["root_sha256"] = hashlib.sha256("".join(
+        f"{pinned[n]}  {n}\n" for n in sorted(pinned)).encode()).hexdigest()
+    (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    _reseal(folder, name)
+    _reseal(folder, "manifest.json")
+    def downloaded(*args: str) -> subprocess.CompletedProcess[str]:
+        """A command run on the release as downloaded: outside any project."""
+        env = {k: v for k, v in os.environ.items() if k != "MEMSPEC_ROOT"}
+        return subprocess.run([sys.executable, "-m", "memspec.cli", *args], cwd=tmp_path,
+                              env=env, capture_output=True, text=True, timeout=120,
+                              stdin=subprocess.DEVNULL)
+
+    verified = downloaded("verify", str(folder))
+    assert verified.returncode == 0, verified.stderr  # sealed as a forger would
+    where = f"{data}:2:1: "
+    for command, extra in {"export": ("--format", "inspect", "--out", "exported"),
+                           "audit": (), "report": ("--out", "report.html")}.items():
+        result = downloaded(command, str(folder), *extra)
+        _located(result, where, f"nested more than {MAX_INSTANCE_DEPTH} levels deep")
+    assert not (tmp_path / "exported").exists() and not (tmp_path / "report.html").exists()
+    # As deep as a spec may nest (48 levels), under the instance's own few: read as before.
+    shallow = tmp_path / "shallow.jsonl"
+    shallow.write_text(nested.replace('"DEEP"', "[" * 60 + '"deep"' + "]" * 60) + "\n")
+    assert len(list(read_instances(shallow))) == 1

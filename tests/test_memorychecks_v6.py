@@ -11,20 +11,17 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, release_instances, run_cli
+from conftest import REPO, bundled_releases, release_instances, run_cli
 from memspec.analysis.score import ScoreOptions, outcome, score_outcomes
 
 CONTROL = "memorychecks.v6.recognition.plausible_control"
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """memorychecks-v5 and -v6, built and verified against their committed manifests."""
-    out = tmp_path_factory.mktemp("memorychecks")
-    result = run_cli("build", "memorychecks-v5", "memorychecks-v6", "--out", str(out),
-                     timeout=1200)
-    assert result.returncode == 0, result.stderr
-    return out
+def built(built_dist: Path) -> Path:
+    """memorychecks-v5 and -v6, built and verified against their committed manifests: the
+    session's one build of every bundled release, not built a second time here (read only)."""
+    return bundled_releases(built_dist, "memorychecks-v5", "memorychecks-v6")
 
 
 def _memoryless_scores(release: Path, tmp_path: Path) -> dict:

@@ -3,12 +3,15 @@ processes: a killed merge leaves no release or the whole one (it is put in place
 puts its release), and a killed judge-requests leaves each of its two files whole, old or new,
 the pair mixed only while the journal that the next run completes stands beside them, and
 ``score`` refusing the map meanwhile. The next run works and removes what a killed one left.
-Killed at fractions of a run's duration, ``$MEMSPEC_RACE_ROUNDS`` rounds (1 in the suite)."""
+Readers that are not memspec (``cp`` and ``sha256sum`` here) tell a whole pair from one caught
+or left mid-move by the sums file moved into place after it. Killed at fractions of a run's
+duration, ``$MEMSPEC_RACE_ROUNDS`` rounds (1 in the suite)."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -95,6 +98,7 @@ class Judging:
     responses: Path
     requests: Path
     unblind: Path
+    sums: Path
     earlier: Path
     old: tuple[bytes, bytes] = (b"", b"")
     new: tuple[bytes, bytes] = (b"", b"")
@@ -129,6 +133,14 @@ class Judging:
         assert scored.returncode == 0, scored.stderr
         return scored.stdout
 
+    def outside_check(self, folder: Path | None = None) -> bool:
+        """Whether ``sha256sum -c`` (coreutils, not memspec) accepts the pair in ``folder``
+        (the requests' own by default) by the sums file beside it."""
+        folder = folder or self.requests.parent
+        checked = subprocess.run(["sha256sum", "--check", "--quiet", self.sums.name],
+                                 cwd=folder, capture_output=True, stdin=subprocess.DEVNULL)
+        return checked.returncode == 0
+
     def moving(self) -> bool:
         """Whether the journal of unfinished moves stands beside the pair."""
         return any((p / ".moving.json").exists() for p in self.requests.parent.iterdir()
@@ -154,7 +166,8 @@ def judging(judged_release: tuple[Path, Path, Path], tmp_path: Path  # noqa: F81
                                + "\n" for row in map(json.loads, responses.read_text()
                                                      .splitlines()[1:])))
     judging = Judging(root, release, responses, out / "requests.jsonl",
-                      out / "requests.jsonl.unblind.json", earlier)
+                      out / "requests.jsonl.unblind.json", out / "requests.jsonl.sha256",
+                      earlier)
     _timed(judging.command(2))
     judging.new, judging.reports["new"] = judging.pair(), judging.report()
     judging.seconds = _timed(judging.command(1))
@@ -169,7 +182,8 @@ def _assert_completed(judging: Judging) -> None:
     _timed(judging.command(2))
     assert judging.pair() == judging.new
     assert sorted(p.name for p in judging.requests.parent.iterdir()) == [
-        judging.requests.name, judging.unblind.name]
+        judging.requests.name, judging.sums.name, judging.unblind.name]
+    assert judging.outside_check()
     assert judging.report() == judging.reports["new"]
 
 
@@ -190,6 +204,12 @@ def test_judge_requests_killed_anywhere_leave_whole_files_and_readers_one_run(
             moving = judging.moving()
             assert now in (old, new) or moving, \
                 f"killed at {fraction}: a mixed pair the next run cannot complete"
+            # A reader that is not memspec accepts only a pair of one run (a whole pair
+            # whose sums are not in place yet is refused too, until the next run).
+            if judging.outside_check():
+                assert now in (old, new), f"killed at {fraction}: sha256sum took a mix"
+            else:
+                assert moving, f"killed at {fraction}: a settled pair refused by sha256sum"
             scored = judging.scored()
             if moving:
                 judging.assert_refused(scored)
@@ -231,4 +251,57 @@ def test_score_refuses_the_map_of_a_pair_judge_requests_left_mixed(judging: Judg
     assert judging.pair() == (judging.new[0], judging.old[1])  # mixed: requests moved first
     assert judging.moving()
     judging.assert_refused(judging.scored())
+    # The old sums still stand beside the mixed pair: the new requests do not match them.
+    assert not judging.outside_check()
     _assert_completed(judging)
+
+
+#: A reader that is not memspec: copies the three files, one after another, into a folder
+#: of its own and checks the copy with ``sha256sum -c``, over and over until told to stop;
+#: it prints the folders it accepted and counts those it refused.
+OUTSIDE_READER = r"""
+set -u
+cd "$1"; n=0; refused=0
+while [ ! -e "$2/stop" ]; do
+  n=$((n + 1)); mkdir "$2/$n"
+  if cp requests.jsonl requests.jsonl.unblind.json requests.jsonl.sha256 "$2/$n/" 2>/dev/null &&
+      (cd "$2/$n" && sha256sum --check --quiet requests.jsonl.sha256 >/dev/null 2>&1); then
+    echo "$n"
+  else
+    refused=$((refused + 1)); rm -rf "${2:?}/$n"
+  fi
+done
+echo "refused $refused"
+"""
+
+
+def test_an_outside_reader_checking_the_sums_never_takes_a_mixed_pair(
+        judging: Judging, tmp_path: Path) -> None:
+    """While judge-requests rewrites the pair over and over (the old run's and the new
+    run's, whole or killed midway), a shell reader copies the three files and checks them
+    with ``sha256sum -c``: every copy it accepts is the old pair or the new one, never one
+    file of each, and it accepts the pair once the writers are done."""
+    snapshots = tmp_path / "snapshots"
+    snapshots.mkdir()
+    reader = subprocess.Popen(["bash", "-c", OUTSIDE_READER, "reader",
+                               str(judging.requests.parent), str(snapshots)],
+                              stdout=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    try:
+        for round_ in range(ROUNDS):
+            for fraction in FRACTIONS:
+                _timed(judging.command(1 + round_ % 2))
+                _killed(judging.command(2 - round_ % 2), fraction * judging.seconds)
+        _timed(judging.command(2))
+    finally:
+        (snapshots / "stop").touch()
+        output, _ = reader.communicate(timeout=60)
+    lines = output.splitlines()
+    assert lines[-1].startswith("refused "), output
+    accepted = [snapshots / line for line in lines[:-1]]
+    for folder in accepted:
+        pair = ((folder / judging.requests.name).read_bytes(),
+                (folder / judging.unblind.name).read_bytes())
+        assert pair in (judging.old, judging.new), f"sha256sum accepted a mixed pair: {folder}"
+    assert accepted, f"the reader accepted no pair ({lines[-1]})"
+    assert judging.outside_check()
+    shutil.rmtree(snapshots)

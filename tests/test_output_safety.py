@@ -224,3 +224,23 @@ def test_a_template_only_workers_read_is_pinned_as_they_read_it(
         hashlib.sha256(original).hexdigest()
     data = b"".join(p.read_bytes() for p in (tmp_path / "dist" / "demo-v1").rglob("*.jsonl"))
     assert b"Noted, as read first." in data and b"Swapped" not in data
+
+
+def test_problems_alike_are_one_kind_and_their_notes_exact_however_long_their_values() -> None:
+    """The kind of a problem (what a flood is summarised by) is the same for ids of any
+    length, control characters and quotes included, and its lookalike note counts every
+    character that is not printable ASCII, as a plain loop over the id does."""
+    from memspec.core.errors import lookalike_note, problem_kind
+
+    ids = ["a", "x" * 5_000, "\x7f" * 1_000, "it's \"quoted\" \\ " * 300,
+           "\u202e\x1b[31mok: all fine" * 20, "\u043e" * 2 + "\U0001f600\u2028"]
+    kinds = {problem_kind(Problem(f"unknown instance id {i!r}")) for i in ids}
+    assert kinds == {"unknown instance id …"}
+    for text in ids:
+        odd = [c for c in text if not " " <= c <= "~"]
+        note = lookalike_note(text)
+        assert (note == "") == (not odd)
+        if len(odd) > 3:
+            assert note.endswith(f" and {len(odd) - 3} more)"), note
+        elif odd:
+            assert note.count(" at position ") == len(odd) and " more)" not in note

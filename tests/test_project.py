@@ -187,7 +187,7 @@ def _commands(rel: str, resp: str, scores: str) -> list[tuple[list[str], list[st
         (["audit", rel], []),
         (["report", rel, "--out", "o/report.html"], ["o/report.html"]),
         (["judge-requests", rel, resp, "--out", "o/judge.jsonl"],
-         ["o/judge.jsonl", "o/judge.jsonl.unblind.json"]),
+         ["o/judge.jsonl", "o/judge.jsonl.unblind.json", "o/judge.jsonl.sha256"]),
         (["rho-star", f"a={scores}", "--where", "family=example.choice.meeting_room"], []),
         (["export", rel, "--format", "inspect", "--out", "o/inspect"], ["o/inspect"]),
         (["init", "o/project"], ["o/project"]),

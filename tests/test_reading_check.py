@@ -8,19 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from conftest import release_instances, run_cli
+from conftest import bundled_release, release_instances, run_cli
 from memspec.report.reading_check import spread
 
 RELEASE = "example-v4"
 
 
 @pytest.fixture(scope="module")
-def example_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The bundled example-v4, built and verified in a folder of this module's own."""
-    out = tmp_path_factory.mktemp("reading")
-    built = run_cli("build", RELEASE, "--out", str(out))
-    assert built.returncode == 0, built.stderr
-    return out / RELEASE
+def example_release(built_dist: Path) -> Path:
+    """The bundled example-v4, built and verified: the session's one build of every bundled
+    release, not built a second time here (the tests only read it)."""
+    return bundled_release(built_dist, RELEASE)
 
 
 def test_every_family_shows_n_spread_groups_with_every_variant(example_release: Path) -> None:

@@ -143,7 +143,7 @@ def test_freeze_writes_manifest_for_a_new_release(project_copy: Path) -> None:
     # Parquet copies and the Croissant description (3), Markdown in descriptions escaped (4),
     # the analysis entries that are lists of objects described in the Croissant file (5)...
     data = json.loads(manifest.read_text())
-    assert data["manifest_version"] == LATEST_LAYOUT == 9 and data["audit"]["summary"]
+    assert data["manifest_version"] == LATEST_LAYOUT == 10 and data["audit"]["summary"]
     card = (project_copy / "dist" / "example-v8" / "README.md").read_text()
     assert "copy\\_file takes the destination first" in card
     assert any(name.startswith("plots/") for name in data["files"])

@@ -28,11 +28,12 @@ ADDED = {
     7: ("parquet_answer_reading",),
     8: ("croissant_messages",),
     9: ("croissant_analysis_depth",),
+    10: ("croissant_whole_answer",),
 }
 
 
 def test_each_layout_turns_on_what_the_one_before_does_and_its_own_features() -> None:
-    assert sorted(LAYOUTS) == sorted(ADDED) and LATEST_LAYOUT == 9
+    assert sorted(LAYOUTS) == sorted(ADDED) and LATEST_LAYOUT == 10
     on: set[str] = set()
     for number, added in ADDED.items():
         on |= set(added)
@@ -43,7 +44,7 @@ def test_each_layout_turns_on_what_the_one_before_does_and_its_own_features() ->
 
 def test_the_docs_table_lists_the_features_each_layout_adds() -> None:
     text = (REPO / "docs" / "releases.md").read_text(encoding="utf-8")
-    rows = dict(re.findall(r"^\| (\d) \| (.*) \|$", text, re.MULTILINE))
+    rows = dict(re.findall(r"^\| (\d+) \| (.*) \|$", text, re.MULTILINE))
     listed = {int(number): tuple(name for name in re.findall(r"`(\w+)`", row)
                                  if name in {f for fs in ADDED.values() for f in fs})
               for number, row in rows.items()}
@@ -53,8 +54,8 @@ def test_the_docs_table_lists_the_features_each_layout_adds() -> None:
 def test_the_manifest_schema_admits_exactly_the_known_layouts() -> None:
     schema = json.loads((REPO / "generator" / "schemas" / "manifest.schema.json").read_text())
     assert schema["properties"]["manifest_version"]["enum"] == sorted(LAYOUTS)
-    with pytest.raises(ValueError, match="no release layout 10"):
-        release_layout(10)
+    with pytest.raises(ValueError, match="no release layout 11"):
+        release_layout(11)
 
 
 def test_no_module_compares_layout_numbers() -> None:

@@ -556,3 +556,27 @@ def test_a_group_continued_in_a_later_stage_has_only_what_is_left_of_its_budget(
         while time.monotonic() < start + 10:
             pass
     assert time.monotonic() - start < 0.5
+
+
+def test_without_dask_the_error_names_the_extras_packages_not_a_clone(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wheel's user has no checkout to `pip install -e '.[dask]'` in: the error gives the
+    packages the installed metadata declares for the extra."""
+    import builtins
+
+    from memspec.core.errors import SpecError
+    from memspec.engine.parallel_dask import DaskCluster
+
+    real_import = builtins.__import__
+
+    def no_distributed(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "distributed" or name.startswith("distributed."):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_distributed)
+    with pytest.raises(SpecError) as caught:
+        DaskCluster(1)
+    message = str(caught.value)
+    assert "pip install 'distributed>=2024.1'" in message, message
+    assert "-e" not in message.split("pip install", 1)[1], message

@@ -9,17 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import release_instances, run_cli
+from conftest import bundled_releases, release_instances
 from memspec.analysis.score import outcome
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """trustgap-v5 and -v6, built and verified against their committed manifests."""
-    out = tmp_path_factory.mktemp("trustgap")
-    result = run_cli("build", "trustgap-v5", "trustgap-v6", "--out", str(out), timeout=1200)
-    assert result.returncode == 0, result.stderr
-    return out
+def built(built_dist: Path) -> Path:
+    """trustgap-v5 and -v6, built and verified against their committed manifests: the
+    session's one build of every bundled release, not built a second time here (read only)."""
+    return bundled_releases(built_dist, "trustgap-v5", "trustgap-v6")
 
 
 @pytest.fixture(scope="module")

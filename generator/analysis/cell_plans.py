@@ -34,19 +34,19 @@ def plan_cells(instances: Sequence[Mapping[str, Any]], a: Sequence[Sequence[int]
                b: Sequence[Sequence[int]]) -> CellPlan:
     """The plan of cells ``a`` and ``b``, each a list of indices into ``instances`` (an item
     may sit in several cells)."""
-    codes: dict[tuple[str, int], int] = {}
     cells = [*a, *b]
-    for members in cells:
-        for i in members:
-            codes.setdefault((instances[i]["family"], instances[i]["group"]), len(codes))
-    items, slots = [], []
-    for cell, members in enumerate(cells):
-        for i in members:
-            items.append(i)
-            slots.append(codes[(instances[i]["family"], instances[i]["group"])] * len(cells)
-                         + cell)
-    return CellPlan(tuple(codes), np.array(items, dtype=int), np.array(slots, dtype=int),
-                    len(a), len(b))
+    items = np.array([i for members in cells for i in members], dtype=int)
+    cell_of = np.repeat(np.arange(len(cells), dtype=int), [len(m) for m in cells])
+    # Each item's group as a number, then the groups coded in the order they first appear
+    # across the cells (the order of ``units``), in array operations: a release's plans hold
+    # tens of thousands of items each.
+    numbered: dict[tuple[str, int], int] = {}
+    unit_of = np.array([numbered.setdefault((instances[i]["family"], instances[i]["group"]),
+                                            len(numbered)) for i in items.tolist()],
+                       dtype=int)
+    units = list(numbered)  # numbered in first appearance already: its codes are the codes
+    slots = unit_of * len(cells) + cell_of
+    return CellPlan(tuple(units), items, slots, len(a), len(b))
 
 
 def cell_differences(plan: CellPlan, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

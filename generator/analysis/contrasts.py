@@ -212,15 +212,22 @@ def cell_members(contrast: Contrast, instances: Sequence[Mapping[str, Any]],
         values = column(k)
         inside = [index for index in inside if values[index] == v]
     key_columns = [column(k) for k in keys]
-    matching: dict[tuple[str, ...], list[int]] = {}  # the cells of each combination of keys
-    for index in inside:
-        seen = tuple(col[index] for col in key_columns)
-        if seen not in matching:
-            matching[seen] = [cell for cell, selector in enumerate(wanted)
-                              if all(w is None or w == v
-                                     for w, v in zip(selector, seen, strict=True))]
-        for cell in matching[seen]:
-            members[cell].append(index)
+    # The instances of each combination of the keys' values, in order: the cells are matched
+    # once per combination, not once per instance (a release holds tens of thousands).
+    combinations: dict[tuple[str, ...], list[int]] = defaultdict(list)
+    if not keys:
+        combinations[()] = list(inside)
+    else:
+        held = key_columns if isinstance(inside, range) else \
+            [[col[index] for index in inside] for col in key_columns]
+        for index, seen in zip(inside, zip(*held, strict=True), strict=True):
+            combinations[seen].append(index)
+    for seen, indices in combinations.items():
+        for cell, selector in enumerate(wanted):
+            if all(w is None or w == v for w, v in zip(selector, seen, strict=True)):
+                members[cell].extend(indices)
+    for cell in members:
+        cell.sort()  # several combinations may fill one cell: each cell in instance order
     return members
 
 

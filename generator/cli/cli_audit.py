@@ -1,6 +1,5 @@
 """The audit command: can a system without memory pass a release?"""
 
-from __future__ import annotations
 
 import json
 import sys

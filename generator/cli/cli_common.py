@@ -3,7 +3,6 @@ options, the consoles, the project a command works on, how an error is reported 
 status, progress and status lines, the options of the commands that render groups, and where
 output goes. The commands themselves live in the other ``cli_*`` modules, one per group."""
 
-from __future__ import annotations
 
 import os
 import sys
@@ -209,7 +208,7 @@ def _status(text: str) -> Iterator[Callable[[str], None]]:
         sys.stderr.flush()
 
 
-def _generator(family: str, seed: int) -> FamilyGenerator:
+def _generator(family: str, seed: int) -> "FamilyGenerator":
     from ..engine.generate import FamilyGenerator
     from ..engine.render import Renderer
     project = _project()
@@ -241,7 +240,7 @@ Scheduler = Annotated[str | None, typer.Option(
     help="Address of a Dask scheduler (tcp://host:8786) for --engine dask.")]
 
 
-def _shown_generator(family: str, seed: int | None) -> FamilyGenerator:
+def _shown_generator(family: str, seed: int | None) -> "FamilyGenerator":
     """A generator of ``family`` for a person to look at: under ``seed``, else the seed of
     the release that holds the family (said on stderr), so that it shows released items."""
     from ..engine.generate import FamilyGenerator
@@ -260,7 +259,7 @@ def _shown_generator(family: str, seed: int | None) -> FamilyGenerator:
     return FamilyGenerator(spec, Renderer(project), seed)
 
 
-def _print_table(table: Table) -> None:
+def _print_table(table: "Table") -> None:
     """Print ``table`` on standard output, in blocks a row where it is too wide to show whole
     (on a terminal: into a pipe, tables are drawn at their own width)."""
     from ..report.report_format import fitted
@@ -268,7 +267,7 @@ def _print_table(table: Table) -> None:
     out.print(fitted(table, out), soft_wrap=False)
 
 
-def _catalog_if_any() -> Catalog | None:
+def _catalog_if_any() -> "Catalog | None":
     """The project's catalog, or None when there is no project (a downloaded release)."""
     try:
         from ..spec.catalog import Catalog
@@ -280,9 +279,9 @@ def _catalog_if_any() -> Catalog | None:
 
 
 @contextmanager
-def _output(out_file: str) -> Iterator[BinaryIO | StreamedFile]:
+def _output(out_file: str) -> "Iterator[BinaryIO | StreamedFile]":
     """Where output is streamed: stdout, or a file that appears whole or not at all."""
-    from ..release.freezing import atomic_writer
+    from ..release.release_atomic import atomic_writer
     if out_file == "-":
         yield sys.stdout.buffer
         sys.stdout.buffer.flush()
@@ -292,7 +291,7 @@ def _output(out_file: str) -> Iterator[BinaryIO | StreamedFile]:
 
 
 def _write_output(out_file: str, data: bytes) -> None:
-    from ..release.freezing import atomic_write_bytes
+    from ..release.release_atomic import atomic_write_bytes
     if out_file == "-":
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()

@@ -1,7 +1,6 @@
 """The commands that write a built release out for other readers: report (an HTML page)
 and export (another tool's layout)."""
 
-from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -40,7 +39,7 @@ def report(
     from ..audit.run import audit_instances
     from ..core.limits import CommandBudget
     from ..formats.release_folders import refuse_writing_inside_release
-    from ..release.freezing import atomic_write_bytes
+    from ..release.release_atomic import atomic_write_bytes
     from ..release.release_data import load_release_instances
     from ..report.report import render_report
 
@@ -94,7 +93,7 @@ def export(
             written = _export(folder, catalog)
         out.print(f"wrote {len(written)} files under {out_dir}", markup=False)
 
-    def _export(folder: Path, catalog: Catalog | None) -> list[Any]:
+    def _export(folder: Path, catalog: "Catalog | None") -> list[Any]:
         from ..exports.export import BUILT_IN_FORMAT, export_release, find_export
         from ..exports.export_inspect import write_inspect
 
@@ -108,7 +107,7 @@ def export(
     _run(action)
 
 
-def _release_folder(release: str, catalog: Catalog | None) -> Path:
+def _release_folder(release: str, catalog: "Catalog | None") -> Path:
     """The folder ``memspec export`` reads: ``release`` itself, or, a bare
     ``<name>-<version>`` in a project, the project's dist/ folder of that name. Missing, the
     error says where it looked and what is built there."""

@@ -7,7 +7,6 @@ so ``--help`` reads ``--out DIR``, ``--seed N``, ``--policy NAME``. Options that
 a few choices keep the list of their choices; flags take no value.
 """
 
-from __future__ import annotations
 
 from typing import Any
 

@@ -2,7 +2,6 @@
 normalised over all of them as MemoryBench's summary does (min-max and z), beside the
 normalisation against the reference the release declares."""
 
-from __future__ import annotations
 
 import sys
 from pathlib import Path

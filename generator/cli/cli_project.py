@@ -1,7 +1,6 @@
 """The commands that make and read a project's specs: init, validate, new, show, preview
 and pool."""
 
-from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -67,7 +66,9 @@ def validate(
 
     def action() -> int:
         from ..spec.catalog import Catalog
-        report = validate_specs(Catalog.load(_project()), paths or None, workers)
+        # Files named: only theirs are loaded, so the others' parses are not kept.
+        report = validate_specs(Catalog.load(_project(), keep_documents=not paths),
+                                paths or None, workers)
         for note in report.notes:
             err.print(f"note: {note}", markup=False)
         _print_problems(sorted(report.problems, key=lambda p: p.sort_key()))
@@ -141,7 +142,7 @@ def new(
     _run(action)
 
 
-def _folders(project: Project) -> set[Path]:
+def _folders(project: "Project") -> set[Path]:
     """The folders of a project's specs/ and templates/ as they are now."""
     return {p for base in (project.specs, project.templates) if base.is_dir()
             for p in (base, *base.rglob("*")) if p.is_dir()}
@@ -226,7 +227,7 @@ def preview(
     the first variant marked; failing checks are listed, not fatal."""
     from ..core.limits import CommandBudget
     from ..engine.render import Renderer
-    from ..release.freezing import atomic_write_bytes
+    from ..release.release_atomic import atomic_write_bytes
     from ..report.preview import render_preview
 
     def action() -> None:
@@ -253,7 +254,7 @@ def pool(
     force: Annotated[bool, typer.Option(help="Overwrite an existing file.")] = False,
 ) -> None:
     """Materialise a Faker provider into a curated pool file (Faker version recorded)."""
-    from ..release.freezing import atomic_write_bytes
+    from ..release.release_atomic import atomic_write_bytes
 
     def action() -> None:
         from ..spec.faker_pool import pool_document, pool_id_for

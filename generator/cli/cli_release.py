@@ -1,6 +1,5 @@
 """The commands that render and release: generate, freeze, merge, verify and build."""
 
-from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -38,7 +37,6 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from ..release.freezing import BuiltRelease
-    from ..spec.catalog import Catalog
 
 
 @app.command(short_help="Instances of one family as JSONL.")
@@ -71,7 +69,7 @@ def generate(
     def action() -> None:
         _check_seed(seed)
         project = _project()
-        catalog = Catalog.load(project)
+        catalog = Catalog.load(project, keep_documents=False)  # one family is loaded
         spec = catalog.family(family)
         part = None if shard is None else parse_shard(shard)
         first, count = (start, groups) if part is None else shard_groups(start, groups, part)
@@ -99,7 +97,7 @@ def generate(
     _run(action)
 
 
-def _release_table(rows: list[tuple[str, str, str, str]]) -> Table:
+def _release_table(rows: list[tuple[str, str, str, str]]) -> "Table":
     # Imported on use, like the progress bar: start-up counts.
     from ..report.report_format import PlainTable
 
@@ -206,7 +204,7 @@ def _announce_missing_adversaries() -> None:
                   "card will record that it did not (stop now to install it)", markup=False)
 
 
-def _report_frozen(built: BuiltRelease) -> None:
+def _report_frozen(built: "BuiltRelease") -> None:
     """What freeze and merge say about the release they wrote."""
     from ..audit.run import describe_failure
     for note in built.notes:

@@ -1,6 +1,5 @@
 """The command that runs models on a release: run (through inspect_ai, then scored)."""
 
-from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated
@@ -73,7 +72,7 @@ def run(
     does: one report, the models and memory systems side by side. The logs, the exported
     task, scores.json and report.html are in --log-dir."""
     from ..core.canonical import dump_pretty_bytes
-    from ..release.freezing import atomic_write_bytes
+    from ..release.release_atomic import atomic_write_bytes
     from ..release.release_data import load_release_instances
     from ..report.score_page import render_scores
     from ..run.runner import RunPlan, run_release

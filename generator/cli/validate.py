@@ -20,8 +20,7 @@ from ..core.errors import (
 from ..engine.generate import FamilyGenerator
 from ..engine.parallel import available_cores, forked_map
 from ..engine.render import Renderer
-from ..exports.export import check_export_file
-from ..release.freezing import load_release_families
+from ..release.release_families import load_release_families
 from ..spec.catalog import Catalog, yaml_files
 from ..spec.pool_coverage import PoolCoverage
 from ..spec.release_of import ReleaseSeed, release_seeds
@@ -156,6 +155,9 @@ class _FileValidator:
             elif kind == "pool":
                 self._loader.pool_file(path)
             elif kind == "export":
+                # Imported here: validating a family (the author's loop) reads no export.
+                from ..exports.export import check_export_file
+
                 check_export_file(path, self.catalog.project, self._renderer)
             elif kind == "scaffold":
                 check_scaffold_file(path, self.catalog)
@@ -253,6 +255,13 @@ class _FileValidator:
         return instances, (note,)
 
 
+def _counted(count: int, kind: str) -> str:
+    """``1 family``, ``2 families``, ``1 scaffold``, ``3 scaffolds``."""
+    if count == 1:
+        return f"1 {kind}"
+    return f"{count} {'families' if kind == 'family' else kind + 's'}"
+
+
 def validate(catalog: Catalog, paths: list[Path] | None = None,
              workers: int | None = None) -> ValidationReport:
     """Validate the given files and folders (default: all of specs/); every error is kept.
@@ -281,7 +290,7 @@ def validate(catalog: Catalog, paths: list[Path] | None = None,
     validated_families: set[Path] = set()
     # Families whose paradigm's file has errors, by paradigm and file: the file's errors are
     # reported once (from the catalog), the families that follow from them counted.
-    following: dict[tuple[str, str], int] = {}
+    following: dict[tuple[str, str], dict[str, int]] = {}
     fields_of: dict[str, tuple[str, ...]] = {}
     for path, result in zip(files, results, strict=True):
         if result.kind == "family":
@@ -290,8 +299,8 @@ def validate(catalog: Catalog, paths: list[Path] | None = None,
             fields_of[result.family_fields[0]] = result.family_fields[1]
         report.notes += result.notes
         if isinstance(result.error, ParadigmUnusable) and whole:
-            key = (result.error.paradigm, result.error.file)
-            following[key] = following.get(key, 0) + 1
+            kinds = following.setdefault((result.error.paradigm, result.error.file), {})
+            kinds[result.kind or "family"] = kinds.get(result.kind or "family", 0) + 1
             report.exit_code = max(report.exit_code, EXIT_BAD_INPUT)
         elif result.error is not None:
             report.add(result.error)
@@ -302,9 +311,11 @@ def validate(catalog: Catalog, paths: list[Path] | None = None,
         else:
             report.problems.append(Problem("not a family, paradigm, pool, scaffold or release spec",
                                            project.display(path), 1, 1))
-    for (paradigm, file), count in sorted(following.items()):
+    for (paradigm, file), kinds in sorted(following.items()):
+        counted = " and ".join(_counted(kinds[kind], kind) for kind in ("family", "scaffold")
+                               if kind in kinds)
         report.problems.append(Problem(
-            f"and {count} famil{'y' if count == 1 else 'ies'} naming paradigm {paradigm!r}, "
+            f"and {counted} naming paradigm {paradigm!r}, "
             "not checked until the errors of its file are fixed", file, None, None, (), True))
     seen_releases: dict[str, str] = {}
     for path in releases:

@@ -6,6 +6,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 
 #: Exit status for a run that went well.
 EXIT_OK = 0
@@ -25,8 +26,12 @@ SHOWN_PER_KIND = 20
 #: Characters that would act on a terminal or split a line if printed as they are: controls
 #: (C0, DEL, C1), line and paragraph separators, and bidirectional overrides and isolates.
 _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-#: What differs between two problems of one kind: quoted text and numbers.
-_SPECIFICS = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|\b\d[\d,]*\b")
+#: What differs between two problems of one kind: quoted text and numbers. (Each quoted text
+#: is matched as runs between escapes, not a character at a time: the kind is worked out for
+#: every problem of a flood, counted ones too, and a long quoted id was most of its cost.)
+_SPECIFICS = re.compile(r"'[^'\\]*(?:\\.[^'\\]*)*'|\"[^\"\\]*(?:\\.[^\"\\]*)*\"|\b\d[\d,]*\b")
+#: A character that is not printable ASCII.
+_NOT_PLAIN = re.compile("[^ -~]")
 
 
 def printable(text: str) -> str:
@@ -49,8 +54,11 @@ def elide(text: str, limit: int = MAX_LINE) -> str:
 
 def problem_kind(problem: Problem) -> str:
     """What problems alike share: the message without its quoted values and numbers
-    (``unknown instance id '…'`` is one kind, whatever the id, in whichever file)."""
-    return _SPECIFICS.sub("…", problem.message)
+    (``unknown instance id '…'`` is one kind, whatever the id, in whichever file). A long
+    message is cut as ``elide`` cuts it to print it first (its start and end kept, the count
+    of what was left out a number), so that the kind of each problem of a flood costs a
+    bounded time however long the values it quotes."""
+    return _SPECIFICS.sub("…", elide(problem.message, MAX_LINE))
 
 
 #: Problems of a kind left out: how many, and the file they all name (None if several).
@@ -96,13 +104,28 @@ def lookalike_note(text: str) -> str:
     A Cyrillic letter that looks Latin, a zero-width joiner or a right-to-left override makes
     two ids look the same on screen; the note says which character differs, e.g.
     `` (it holds U+043E CYRILLIC SMALL LETTER O at position 15)``."""
-    odd = [(i, c) for i, c in enumerate(text) if not " " <= c <= "~"]
+    # Found by the regex engine, not a loop in Python: a flood of bad lines asks this of
+    # every line's id.
+    odd = [(m.start(), m.group()) for m in islice(_NOT_PLAIN.finditer(text), 3)]
     if not odd:
         return ""
     shown = ", ".join(f"U+{ord(c):04X} {unicodedata.name(c, '') or 'CONTROL CHARACTER'} at "
-                      f"position {i + 1}" for i, c in odd[:3])
-    more = f" and {len(odd) - 3} more" if len(odd) > 3 else ""
+                      f"position {i + 1}" for i, c in odd)
+    count = _count_not_plain(text) if len(odd) == 3 else len(odd)
+    more = f" and {count - 3} more" if count > 3 else ""
     return f" (it holds {shown}{more})"
+
+
+#: The bytes of printable ASCII, deleted to count the rest.
+_PLAIN_BYTES = bytes(range(0x20, 0x7f))
+
+
+def _count_not_plain(text: str) -> int:
+    """How many characters of ``text`` are not printable ASCII: those beyond ASCII (dropped
+    by encoding) and the ASCII controls (left once printable bytes are deleted), each
+    counted by a loop in C."""
+    ascii_bytes = text.encode("ascii", "ignore")
+    return len(text) - len(ascii_bytes) + len(ascii_bytes.translate(None, _PLAIN_BYTES))
 
 
 def unknown_name(what: str, name: str, known: Sequence[str], plural: str = "") -> str:

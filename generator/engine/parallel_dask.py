@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..core.errors import SpecError
+from ..core.extras import extra_requirements
 from .parallel_chunks import ChunkJob, ChunkResult
 from .parallel_executor import Executor, ordered_results
 from .parallel_worker import render_chunk_alone
@@ -22,8 +23,9 @@ class DaskCluster(Executor):
         try:
             from distributed import Client, LocalCluster
         except ImportError:
-            raise SpecError.single("--engine dask needs Dask distributed: pip install -e "
-                                   "'.[dask]' in memspec's checkout") from None
+            raise SpecError.single("--engine dask needs Dask distributed (the dask extra): "
+                                   f"pip install {extra_requirements('dask', 'distributed')}"
+                                   ) from None
         self.cluster = None
         if address is None:
             # No dashboard: it would open a port, and nothing here reads it.

@@ -7,11 +7,18 @@ them is written there, and they are renamed into place one by one. Each rename i
 every file is always whole, old or new; but between the first rename and the last the group
 mixes old and new files. A writer killed there leaves its journal, and the next writer
 completes the moves; until then a reader of the group refuses (``refuse_while_moving``)
-rather than read one file of a new group beside another of the old one."""
+rather than read one file of a new group beside another of the old one.
+
+Readers that are not memspec see no journal; for them a group may carry a sums file, in
+``sha256sum``'s format, naming every other file's SHA-256. It is moved into place last, so
+whatever a reader reads, the files it read belong together exactly when their bytes are the
+ones the sums file it read names (``sha256sum -c`` on a copy of the group checks it): any
+mix of two groups, or a group left mid-move, fails that check."""
 
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 import os
 import shutil
@@ -20,6 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..core.errors import SpecError
+from ..formats.manifest import sums_text
 from ..release.release_atomic import TMP_PREFIX, atomic_write_bytes, process_gone
 from .export_swap import check_paths, write_synced
 
@@ -30,14 +38,23 @@ MAX_JOURNAL_BYTES = 1 << 20
 _STAGING = f"{TMP_PREFIX}export-"
 
 
-def write_all(out: Path, files: Mapping[str, bytes]) -> list[Path]:
+def write_all(out: Path, files: Mapping[str, bytes], sums: str | None = None) -> list[Path]:
     """Write ``files`` (relative paths) under ``out``, all or none: every path is checked to
     stay inside ``out`` first; the files are then written in a hidden folder of ``out``, and
     only once all are written are they renamed into place, each file they replace kept (as a
     second link) and put back if any rename fails, so a failure leaves the previous files
-    as they were; a kill while they move is completed by the next writer there. An export,
-    which owns its folder, is swapped in whole instead (``export_swap.write_export``)."""
+    as they were; a kill while they move is completed by the next writer there. With
+    ``sums``, a file of that name listing every other file's SHA-256 (``sha256sum``'s
+    format) is written with them and moved last: the mark, for readers that are not
+    memspec, that the files beside it are one group. An export, which owns its folder, is
+    swapped in whole instead (``export_swap.write_export``)."""
+    if sums is not None:
+        files = {**files, sums: sums_text({name: hashlib.sha256(data).hexdigest()
+                                          for name, data in files.items()}).encode("utf-8")}
     check_paths(out, files)
+    # The sums file last: until it is in place, the sums beside the files are the previous
+    # group's (or none), which the files already moved no longer match.
+    order = [*sorted(name for name in files if name != sums), *([sums] if sums else [])]
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     _finish_interrupted(out)
@@ -45,9 +62,9 @@ def write_all(out: Path, files: Mapping[str, bytes]) -> list[Path]:
     try:
         write_synced(staging, files)
         # Every file is on disk: from here on, a writer killed midway is completed by the
-        # next one (``_finish_interrupted``), never left part old, part new.
-        atomic_write_bytes(staging / JOURNAL, json.dumps(sorted(files)).encode("utf-8"))
-        _move_all(staging, out, sorted(files))
+        # next one (``_finish_interrupted``, in this order), never left part old, part new.
+        atomic_write_bytes(staging / JOURNAL, json.dumps(order).encode("utf-8"))
+        _move_all(staging, out, order)
     except BaseException:
         if created:
             shutil.rmtree(out, ignore_errors=True)
@@ -60,8 +77,8 @@ def write_all(out: Path, files: Mapping[str, bytes]) -> list[Path]:
 def _finish_interrupted(out: Path) -> None:
     """Complete the writers into ``out`` that were killed while they moved their files into
     place (their staging folder, of a process that is gone, holds the journal): the files
-    not moved yet are moved now. One killed before its journal was written had replaced
-    nothing, and its staging folder is only removed."""
+    not moved yet are moved now, in the journal's order. One killed before its journal was
+    written had replaced nothing, and its staging folder is only removed."""
     for stale in sorted(out.glob(f"{glob.escape(_STAGING)}*")):
         pid = stale.name.rpartition("-")[2]
         if not (pid.isdigit() and int(pid) != os.getpid() and process_gone(int(pid))):

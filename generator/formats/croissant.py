@@ -6,8 +6,9 @@ them; see ``parquet_export``). One record set per family gives the typed columns
 filters on: the ids, the variant's axes, the fields, the answer and the names of the phases.
 Croissant loaders read nested lists one level deep, so up to layout 7 the messages themselves
 are left to the JSONL lines and the Parquet files, which keep the whole conversation; layout 8
-describes a flattened copy of them, one record per message (``croissant_messages``), and
-layout 9 the analysis block to every depth (``croissant_analysis``).
+describes a flattened copy of them, one record per message (``croissant_messages``),
+layout 9 the analysis block to every depth (``croissant_analysis``) and layout 10 the rest of
+the answer (``croissant_answer``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from ..core.canonical import json_key
 from ..spec.spec import PublishedDesign, ReleaseSpec
 from .croissant_analysis import Leaf, analysis_fields, list_entry_leaves, typed_leaves
+from .croissant_answer import EXTRA_ANSWER_TYPES, AnswerShape, answer_fields
 from .croissant_messages import messages_distribution, messages_record_set
 from .release_layouts import LATEST_LAYOUT, first_layout_with, release_layout
 
@@ -90,6 +92,8 @@ class FamilyShape:
         self._deep = features.croissant_analysis_depth
         self.analysis_leaves: set[Leaf] = set()
         self.analysis_entry_leaves: set[tuple[str, Leaf]] = set()
+        # Layout 10: the answer's reading, unordered_args and candidates.
+        self.whole_answer = AnswerShape() if features.croissant_whole_answer else None
         self.every_field = features.croissant_every_field
         # Layout 6: (key, type) of the answer's policies and of the feedback log's rounds.
         self.policies: set[tuple[str, str]] = set()
@@ -112,6 +116,9 @@ class FamilyShape:
         self.fields.update(instance["fields"])
         answer = instance["answer"]
         self.answer.update(key for key in answer if key in _ANSWER_TYPES)
+        if self.whole_answer is not None:
+            self.answer.update(key for key in answer if key in EXTRA_ANSWER_TYPES)
+            self.whole_answer.observe(answer)
         if not self._full:
             return
         self.distractors.update(answer.get("distractors", ()))
@@ -349,7 +356,8 @@ def _record_set(family: str, file: str, shape: FamilyShape, description: str,
             _field(family, f"fields/{name}", "sc:Text", file, "fields", name)
             for name in sorted(shape.fields)], "fields of the instance (split, partition)"))
     fields.append(_group(family, "answer", [
-        _field(family, f"answer/{key}", _ANSWER_TYPES[key], file, "answer", key,
+        _field(family, f"answer/{key}", {**_ANSWER_TYPES, **EXTRA_ANSWER_TYPES}[key], file,
+               "answer", key,
                repeated=key in _REPEATED_ANSWER_KEYS)
         for key in sorted(shape.answer)], "the gold and how a response is scored"))
     fields.append(_group(family, "phases", [
@@ -360,6 +368,8 @@ def _record_set(family: str, file: str, shape: FamilyShape, description: str,
         fields += _more_fields(family, file, shape, layout)
     if release_layout(layout).croissant_every_field:
         fields += _every_other_field(family, file, shape)
+    if shape.whole_answer is not None and release_layout(layout).croissant_whole_answer:
+        fields += answer_fields(family, file, shape.whole_answer, _field, _group)
     return {"@type": "cr:RecordSet", "@id": family, "name": family,
             "description": " ".join(description.split()), "key": {"@id": f"{family}/id"},
             "field": fields}

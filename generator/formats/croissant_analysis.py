@@ -7,8 +7,9 @@ and the lists inside the items of a list of objects (a factorial's ``axes``). ml
 all of these: a JSON path to any depth gives a scalar field, a path to a list of scalars a
 repeated field, and inside a repeated field (an entry that is a list of objects) a list of
 scalars is a repeated sub-field, one list per item. What it cannot read is a list of objects
-inside a list of objects (each inner object comes back one record per outer item): such a
-list, found nowhere in the bundled analysis blocks, stays in the JSONL line.
+inside a list of objects (each inner object comes back one record per outer item), and the
+family schema admits none (a list of objects only as an entry of the block:
+tests/test_croissant_analysis.py walks the schema and fails if that changes).
 
 Paths are tuples of keys, each quoted in the JSON path, so that a key holding a dot
 (``metrics: {lab.priming: ...}``) or named like a word of the path language reads as

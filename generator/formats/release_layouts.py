@@ -1,5 +1,5 @@
 """The release layouts (a manifest's ``manifest_version``) and what each turns on: the one
-place that says how releases of layouts 1 to 9 differ. Code that writes a release asks
+place that says how releases of layouts 1 to 10 differ. Code that writes a release asks
 ``release_layout(number)`` for a named feature instead of comparing layout numbers, so a new
 layout is one more row here. A layout only ever adds: a frozen release keeps its layout, and
 with it its bytes, while a first freeze writes ``LATEST_LAYOUT``."""
@@ -44,6 +44,9 @@ class ReleaseLayout:
     #: objects and the lists of scalars inside objects and inside the items of a list of
     #: objects (``audit.memory_phases``, a factorial's ``axes``), each key quoted.
     croissant_analysis_depth: bool = False
+    #: The rest of the answer in croissant.json: its declared reading, ``unordered_args`` and
+    #: the candidates the task shows, so that every field of the JSONL is described.
+    croissant_whole_answer: bool = False
 
     def features(self) -> tuple[str, ...]:
         """The names of the features this layout turns on, in the table's order."""
@@ -61,11 +64,13 @@ _LAYOUT_6 = replace(_LAYOUT_5, number=6, croissant_every_field=True)
 _LAYOUT_7 = replace(_LAYOUT_6, number=7, parquet_answer_reading=True)
 _LAYOUT_8 = replace(_LAYOUT_7, number=8, croissant_messages=True)
 _LAYOUT_9 = replace(_LAYOUT_8, number=9, croissant_analysis_depth=True)
+_LAYOUT_10 = replace(_LAYOUT_9, number=10, croissant_whole_answer=True)
 
 #: Every layout by its number: each turns on all its predecessor does, and more.
 LAYOUTS: Mapping[int, ReleaseLayout] = {
     layout.number: layout for layout in (_LAYOUT_1, _LAYOUT_2, _LAYOUT_3, _LAYOUT_4, _LAYOUT_5,
-                                        _LAYOUT_6, _LAYOUT_7, _LAYOUT_8, _LAYOUT_9)}
+                                        _LAYOUT_6, _LAYOUT_7, _LAYOUT_8, _LAYOUT_9,
+                                        _LAYOUT_10)}
 #: The newest release layout (``manifest_version``): what a first freeze writes.
 LATEST_LAYOUT = max(LAYOUTS)
 

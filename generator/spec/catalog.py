@@ -58,7 +58,12 @@ class Catalog:
     broken_paradigms: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def load(cls, project: Project) -> Catalog:
+    def load(cls, project: Project, keep_documents: bool = True) -> Catalog:
+        """Index the project's paradigms and family files. With ``keep_documents`` every
+        family file's parse is kept for the loaders (a command that loads every family parses
+        none twice); without it only the index is kept, and a loader parses the few files it
+        loads again (a command on one family: holding every parse doubled `generate`'s peak
+        memory)."""
         catalog = cls(project)
         catalog._load_paradigms()
         start = len(catalog.problems)
@@ -72,7 +77,8 @@ class Catalog:
             except MemspecError as err:
                 catalog.unreadable[path] = err.problems
                 continue
-            catalog.family_documents[path] = located
+            if keep_documents:
+                catalog.family_documents[path] = located
             data = located.data
             family_id = data.get("family") if isinstance(data, dict) else None
             line, column = located.where(("family",))

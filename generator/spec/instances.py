@@ -18,6 +18,11 @@ from .schemas import first_error
 #: regular expression.
 _DIGITS_AS_ZERO = bytes.maketrans(b"0123456789", b"0" * 10)
 _LONG_DIGITS = b"0" * 20
+#: The deepest an instance's values nest. Specs nest at most 48 levels (``yamlsafe``), and an
+#: instance wraps them in a few more; a data line nested deeper was not made by memspec, and
+#: what reads it later (an export writing it as JSON) would hit Python's recursion limit
+#: with no file to name, so it is refused here, at its line.
+MAX_INSTANCE_DEPTH = 100
 
 
 def read_instances(path: Path, validate: bool = False) -> Iterator[dict[str, Any]]:
@@ -37,11 +42,29 @@ def read_instances(path: Path, validate: bool = False) -> Iterator[dict[str, Any
                     instance = orjson.loads(raw)
                 except orjson.JSONDecodeError:
                     instance = _standard_loads(raw, path, number)
+            # Only a line holding more openers than the limit can nest past it: counting
+            # them in C spares every other line the walk.
+            if raw.count(b"[") + raw.count(b"{") > MAX_INSTANCE_DEPTH and \
+                    _nesting(instance) > MAX_INSTANCE_DEPTH:
+                raise SpecError.single(f"not an instance: nested more than "
+                                       f"{MAX_INSTANCE_DEPTH} levels deep", str(path), number, 1)
             if validate or not isinstance(instance, dict):
                 error = first_error("instance", instance)
                 if error:
                     raise SpecError.single(f"not an instance: {error}", str(path), number, 1)
             yield instance
+
+
+def _nesting(value: Any) -> int:
+    """How many levels of lists and objects ``value`` nests, walked without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict | list):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in
+                         (node.values() if isinstance(node, dict) else node))
+    return deepest
 
 
 def _standard_loads(raw: bytes, path: Path, number: int) -> Any:

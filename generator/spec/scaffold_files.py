@@ -14,6 +14,7 @@ from ..core.errors import Problem, SpecError, unknown_name
 from .catalog import Catalog, yaml_files
 from .project import LIBRARY_PREFIX, Project, library_root
 from .schemas import schema_problems
+from .spec_family import ParadigmUnusable
 from .yamlsafe import Located, load_yaml_file
 
 SCAFFOLDS_DIR = "scaffolds"
@@ -47,6 +48,14 @@ def check_scaffold_file(path: Path, catalog: Catalog) -> None:
     use (what ``validate`` runs on each)."""
     found = load_scaffold_file(path, catalog.project)
     usable = catalog.usable_paradigms()
+    broken = catalog.broken_paradigms.get(found.paradigm_id)
+    if broken is not None:
+        # The paradigm's file has errors of its own: they are the one cause, told once.
+        line, column = found.located.where(("scaffold_of",))
+        raise ParadigmUnusable([Problem(
+            f"paradigm {found.paradigm_id!r} is declared in {broken}, which has errors; this "
+            "scaffold is checked once they are fixed", found.located.file, line, column,
+            ("scaffold_of",))], found.paradigm_id, broken)
     if found.paradigm_id not in usable:
         raise found.located.error(unknown_name("paradigm", found.paradigm_id, sorted(usable)),
                                   ("scaffold_of",))
