@@ -109,9 +109,9 @@ def _record(instances: list[dict], name: str, group: int) -> dict:
     return next(i for i in _family(instances, name) if i["group"] == group)
 
 
-def _last_reply(instance: dict) -> str:
+def _logged_replies(instance: dict) -> list[str]:
     history = next(p for p in instance["phases"] if p["phase"] == "history")["messages"]
-    return [m["content"] for m in history if m["role"] == "assistant"][-1]
+    return [m["content"] for m in history if m["role"] == "assistant"]
 
 
 def test_summary_line_counts_a_key_term_in_any_of_its_word_forms(v8: list[dict]) -> None:
@@ -149,9 +149,10 @@ def test_a_plain_quote_first_reply_about_another_clause_is_wrong(v8: list[dict])
     """A plain user's reply was checked for its form and length only: a plain explanation of
     the wrong clause passed, and echoing the last logged reply reached 11 of 40. A plain reply
     must now name two of this clause's key terms: on every plain user's record its own
-    clause's explanation is right and every other clause's wrong, and echoing the last logged
-    reply is right on none of the 40 records (as for the quote users, whose quotation of
-    another clause never was)."""
+    clause's explanation is right and every other clause's wrong (those asked in the dataset's
+    requests and every reply of the user's logs), and echoing the last logged reply is right
+    on none of the 40 records (as for the quote users, whose quotation of another clause
+    never was)."""
     records = _family(v8, "quote_first")
     explanations = {i["answer"]["prior"] for i in records}
     plain = [i for i in records if i["fields"]["preference"] == "no quotation first"]
@@ -159,6 +160,7 @@ def test_a_plain_quote_first_reply_about_another_clause_is_wrong(v8: list[dict])
     for instance in plain:
         own = instance["answer"]["prior"]
         assert outcome(instance, own).correct, instance["id"]
-        assert [e[:60] for e in sorted(explanations - {own})
-                if outcome(instance, e).correct] == [], instance["id"]
-    assert [i["id"] for i in records if outcome(i, _last_reply(i)).correct] == []
+        others = (explanations | set(_logged_replies(instance))) - {own}
+        assert [e[:60] for e in sorted(others) if outcome(instance, e).correct] == [], \
+            instance["id"]
+    assert [i["id"] for i in records if outcome(i, _logged_replies(i)[-1]).correct] == []
