@@ -103,3 +103,64 @@ def test_the_convention_baselines_fell() -> None:
     assert sorted(baselines("feedback-v7").values()) == [0.0, 1.0, 1.0, 1.0, 1.0]
     assert max(baselines("feedback-v8").values()) <= 0.6
     assert set(baselines("feedback-v8")) == set(PROCEDURAL)
+
+
+def _record(instances: list[dict], name: str, group: int) -> dict:
+    return next(i for i in _family(instances, name) if i["group"] == group)
+
+
+def _logged_replies(instance: dict) -> list[str]:
+    history = next(p for p in instance["phases"] if p["phase"] == "history")["messages"]
+    return [m["content"] for m in history if m["role"] == "assistant"]
+
+
+def test_summary_line_counts_a_key_term_in_any_of_its_word_forms(v8: list[dict]) -> None:
+    """The pattern wanted two mentions of a concept's terms as listed ("specialises"), so a
+    plain explanation saying "specialise" and "trade" once each was wrong; every word form
+    counts now, and a reply naming none of the terms stays wrong."""
+    instance = _record(v8, "summary_line", 31)
+    assert "comparative advantage" in _task(instance)
+    assert instance["fields"]["preference"] == "no summary line"
+    assert outcome(instance, "Two parties both come out ahead when each chooses to specialise in "
+                             "what it gives up least to produce and they trade for the rest, "
+                             "even if one of them is better at everything.").correct
+    assert outcome(instance, "Specialization pays: each country focuses on what it is "
+                             "relatively good at and then trading leaves both richer.").correct
+    assert outcome(instance, "Both sides are better off when each does the work it gives up "
+                             "least to do, even if one of them is better at everything.").correct \
+        is False
+
+
+def test_prose_steps_reads_topic_words_as_words_in_any_form(v8: list[dict]) -> None:
+    """Topic words were matched as word starts: "tapered" counted as "tape" and "taping" did
+    not. A list on regripping a racket that names the grip, the handle and taping is right;
+    the same list with only a "tapered" end is not about the tape."""
+    instance = _record(v8, "prose_steps", 0)
+    assert instance["fields"]["preference"] == "a numbered list"
+    steps = ("1. Unwind the old grip from the top.\n2. Clean any glue off the handle.\n"
+             "3. Press the tapered end of the new grip to the bottom of the handle.\n"
+             "4. Wind it up at a slight angle, overlapping each turn.")
+    assert outcome(instance, steps + "\n5. Trim the excess and finish by taping it down.").correct
+    assert outcome(instance, steps + "\n5. Trim the excess and press the end down.").correct \
+        is False
+
+
+def test_a_plain_quote_first_reply_about_another_clause_is_wrong(v8: list[dict]) -> None:
+    """A plain user's reply was checked for its form and length only: a plain explanation of
+    the wrong clause passed, and echoing the last logged reply reached 11 of 40. A plain reply
+    must now name two of this clause's key terms: on every plain user's record its own
+    clause's explanation is right and every other clause's wrong (those asked in the dataset's
+    requests and every reply of the user's logs), and echoing the last logged reply is right
+    on none of the 40 records (as for the quote users, whose quotation of another clause
+    never was)."""
+    records = _family(v8, "quote_first")
+    explanations = {i["answer"]["prior"] for i in records}
+    plain = [i for i in records if i["fields"]["preference"] == "no quotation first"]
+    assert len(plain) == 20 and len(explanations) > 20
+    for instance in plain:
+        own = instance["answer"]["prior"]
+        assert outcome(instance, own).correct, instance["id"]
+        others = (explanations | set(_logged_replies(instance))) - {own}
+        assert [e[:60] for e in sorted(others) if outcome(instance, e).correct] == [], \
+            instance["id"]
+    assert [i["id"] for i in records if outcome(i, _logged_replies(i)[-1]).correct] == []

@@ -24,6 +24,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from conftest import REPO
 from memspec.core.length_match import match_lengths
+from memspec.core.word_forms import word_forms
 from memspec.engine.generate import FamilyGenerator
 from memspec.engine.jinja_filters import _add_days, _letter
 from memspec.engine.jinja_messages import MESSAGE_FILTER, MessageExtension, _message_block
@@ -51,7 +52,7 @@ def stock_environment() -> ImmutableSandboxedEnvironment:
     env.filters[MESSAGE_FILTER] = lambda body, role, name, line: _message_block(
         _PRINTING, body, role, name, line)
     env.filters.update(letter=_letter, add_days=_add_days, match_lengths=match_lengths,
-                       re_escape=re.escape)
+                       re_escape=re.escape, word_forms=word_forms)
     return env
 
 

@@ -35,6 +35,7 @@ from ..core.canonical import has_lone_surrogate
 from ..core.errors import SpecError
 from ..core.length_match import match_lengths
 from ..core.limits import BudgetExceeded
+from ..core.word_forms import word_forms
 from ..spec.project import Project
 from ..spec.yamlsafe import read_digest, read_text
 from .jinja_context import RenderScope, _expression_context, expression_scope, jinja_context
@@ -303,6 +304,7 @@ def make_environment(project: Project) -> _StrictSandbox:
     env.filters.pop("random", None)
     env.filters["format"] = _checked_format(env.filters["format"])
     env.filters["re_escape"] = re.escape
+    env.filters["word_forms"] = word_forms
     env.filters["letter"] = _letter
     env.filters["add_days"] = _add_days
     env.filters["match_lengths"] = match_lengths
