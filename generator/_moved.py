@@ -9,9 +9,7 @@ from the stage's package (``forward_names``). Removed in the next version.
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import importlib.machinery
-import pkgutil
 import sys
 import warnings
 from collections.abc import Callable, Sequence
@@ -162,7 +160,10 @@ def _warn(old: str, new: str) -> None:
                   DeprecationWarning, stacklevel=3)
 
 
-class _Alias(importlib.abc.Loader):
+# The loader and the finder are the import system's protocols, not subclasses of
+# importlib.abc's: importing that module (importlib.resources, tempfile, shutil, random and
+# more) was a tenth of what `memspec --help` imports.
+class _Alias:
     """Loads a former name as the module that now holds its code (one module object: the
     same functions, the same state)."""
 
@@ -178,7 +179,7 @@ class _Alias(importlib.abc.Loader):
         sys.modules[module.__name__] = importlib.import_module(self.new)
 
 
-class _Finder(importlib.abc.MetaPathFinder):
+class _Finder:
     def find_spec(self, fullname: str, path: Sequence[str] | None,
                   target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
         package, _, name = fullname.rpartition(".")
@@ -199,6 +200,8 @@ def forward_names(package: str, module: str) -> Callable[[str], Any]:
     """A module ``__getattr__`` for the stage ``package`` that replaced the module of the same
     name: a name of that former module, now in ``package.module``, with a warning."""
     def __getattr__(name: str) -> Any:
+        import pkgutil
+
         here = sys.modules[package]
         if name.startswith("__") or name in {m.name for m in pkgutil.iter_modules(here.__path__)}:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")

@@ -45,15 +45,13 @@ class Contrast:
     axes: tuple[str, ...] = ()
 
 
-def estimand(contrast: Contrast, instances: Sequence[Mapping[str, Any]],
-             key_value: Callable[[Mapping[str, Any], str], str],
-             columns: dict[str, list[str]] | None = None) -> tuple[Any, ...]:
+def estimand(contrast: Contrast, members: Sequence[Sequence[int]]) -> tuple[Any, ...]:
     """What a contrast estimates, whatever its name: its metric and, for each cell on each
-    side, the instances the cell selects. A derived contrast with the estimand of a declared
-    one is the same estimate twice, and would only weaken the report's correction. (Cells
-    are compared by what they select, not by how they are written: a derived effect scoped
-    to the one design the instances have is the declared effect that names no design.)"""
-    members = cell_members(contrast, instances, key_value, columns)
+    side, the instances the cell selects (``members``, as ``cell_members`` finds them). A
+    derived contrast with the estimand of a declared one is the same estimate twice, and
+    would only weaken the report's correction. (Cells are compared by what they select, not
+    by how they are written: a derived effect scoped to the one design the instances have is
+    the declared effect that names no design.)"""
     a, b = members[:len(contrast.a)], members[len(contrast.a):]
     return (contrast.metric, tuple(sorted(map(tuple, a))), tuple(sorted(map(tuple, b))))
 
@@ -69,17 +67,30 @@ def _levels(instances: Sequence[Mapping[str, Any]], axis: str) -> list[str]:
     return list(dict.fromkeys(i["axes"][axis] for i in instances if axis in i["axes"]))
 
 
-def _reorders_options(instances: Sequence[Mapping[str, Any]], axis: str) -> bool:
+def _shown_options(instances: Sequence[Mapping[str, Any]]
+                   ) -> list[tuple[Mapping[str, str], tuple[Any, int], tuple[str, ...],
+                                   tuple[str, ...]]]:
+    """(axes, group, options in order, options sorted) of each instance that shows options,
+    read once for every axis ``_reorders_options`` asks about."""
+    return [(i["axes"], (i["family"], i["group"]), tuple(i["answer"]["options"]),
+             tuple(sorted(i["answer"]["options"])))
+            for i in instances if i["answer"].get("options")]
+
+
+def _reorders_options(shown: Sequence[tuple[Mapping[str, str], tuple[Any, int],
+                                            tuple[str, ...], tuple[str, ...]]],
+                      axis: str) -> bool:
     """Whether ``axis`` changes the order of the options within a group, and only their order
     (a rotation that counterbalances positions, not a factor of the design): a factor whose
-    levels show other options, e.g. a framing that words them otherwise, is no rotation."""
+    levels show other options, e.g. a framing that words them otherwise, is no rotation.
+    ``shown`` is what ``_shown_options`` reads of the instances."""
     orders: dict[tuple[Any, str], set[tuple[str, ...]]] = defaultdict(set)
     contents: dict[tuple[Any, str], set[tuple[str, ...]]] = defaultdict(set)
-    for i in instances:
-        if axis in i["axes"] and i["answer"].get("options"):
-            cell = ((i["family"], i["group"]), i["axes"][axis])
-            orders[cell].add(tuple(i["answer"]["options"]))
-            contents[cell].add(tuple(sorted(i["answer"]["options"])))
+    for axes, unit, order, content in shown:
+        if axis in axes:
+            cell = (unit, axes[axis])
+            orders[cell].add(order)
+            contents[cell].add(content)
     per_group: dict[Any, list[tuple[set[tuple[str, ...]], set[tuple[str, ...]]]]] = \
         defaultdict(list)
     for cell, seen in orders.items():
@@ -160,12 +171,13 @@ def derived(instances: Sequence[Mapping[str, Any]]) -> list[Contrast]:
     for design in sorted(by_design):
         members = by_design[design]
         axes = sorted({a for i in members for a in i["axes"]})
-        factors = [a for a in axes if len(_levels(members, a)) == 2
+        levels = {a: _levels(members, a) for a in axes}
+        shown = _shown_options(members)
+        factors = [a for a in axes if len(levels[a]) == 2
                    and all(a in i["axes"] for i in members)
-                   and not _reorders_options(members, a)]
+                   and not _reorders_options(shown, a)]
         if not factors or not _crossed(members, factors):
             continue
-        levels = {a: _levels(members, a) for a in factors}
         where = {"design": design}
         metric = _default_metric(members)
         if len(factors) == 1:
@@ -190,11 +202,16 @@ def _crossed(members: Sequence[Mapping[str, Any]], factors: Sequence[str]) -> bo
 
 def cell_members(contrast: Contrast, instances: Sequence[Mapping[str, Any]],
                  key_value: Callable[[Mapping[str, Any], str], str],
-                 columns: dict[str, list[str]] | None = None) -> list[list[int]]:
+                 columns: dict[str, list[str]] | None = None,
+                 combinations: dict[Any, dict[tuple[str, ...], list[int]]] | None = None
+                 ) -> list[list[int]]:
     """The indices of ``instances`` in each cell of ``contrast`` (its ``a`` cells, then its
     ``b`` cells), within its ``where``. ``columns`` keeps each key's value per instance
-    between calls (a report plans dozens of effects on the same keys)."""
+    between calls (a report plans dozens of effects on the same keys), and ``combinations``
+    the instances of each combination of the values of the keys a contrast names within its
+    ``where`` (the effects of one factorial name the same keys)."""
     columns = {} if columns is None else columns
+    combinations = {} if combinations is None else combinations
 
     def column(key: str) -> list[str]:
         if key not in columns:
@@ -207,22 +224,10 @@ def cell_members(contrast: Contrast, instances: Sequence[Mapping[str, Any]],
                    for k in selector})
     wanted = [tuple(selector.get(k) for k in keys) for selector in (*contrast.a, *contrast.b)]
     members: list[list[int]] = [[] for _ in wanted]
-    inside: Sequence[int] = range(len(instances))
-    for k, v in sorted((contrast.where or {}).items()):
-        values = column(k)
-        inside = [index for index in inside if values[index] == v]
-    key_columns = [column(k) for k in keys]
-    # The instances of each combination of the keys' values, in order: the cells are matched
-    # once per combination, not once per instance (a release holds tens of thousands).
-    combinations: dict[tuple[str, ...], list[int]] = defaultdict(list)
-    if not keys:
-        combinations[()] = list(inside)
-    else:
-        held = key_columns if isinstance(inside, range) else \
-            [[col[index] for index in inside] for col in key_columns]
-        for index, seen in zip(inside, zip(*held, strict=True), strict=True):
-            combinations[seen].append(index)
-    for seen, indices in combinations.items():
+    scope = (tuple(keys), tuple(sorted((contrast.where or {}).items())))
+    if scope not in combinations:
+        combinations[scope] = _combinations(keys, scope[1], column, len(instances))
+    for seen, indices in combinations[scope].items():
         for cell, selector in enumerate(wanted):
             if all(w is None or w == v for w, v in zip(selector, seen, strict=True)):
                 members[cell].extend(indices)
@@ -231,12 +236,32 @@ def cell_members(contrast: Contrast, instances: Sequence[Mapping[str, Any]],
     return members
 
 
+def _combinations(keys: Sequence[str], where: Sequence[tuple[str, str]],
+                  column: Callable[[str], list[str]], count: int
+                  ) -> dict[tuple[str, ...], list[int]]:
+    """The indices of the instances (of ``count``) within ``where`` of each combination of
+    the ``keys``' values, in order: the cells are matched once per combination, not once per
+    instance (a release holds tens of thousands)."""
+    inside: Sequence[int] = range(count)
+    for k, v in where:
+        values = column(k)
+        inside = [index for index in inside if values[index] == v]
+    combinations: dict[tuple[str, ...], list[int]] = defaultdict(list)
+    if not keys:
+        combinations[()] = list(inside)
+        return combinations
+    key_columns = [column(k) for k in keys]
+    held = key_columns if isinstance(inside, range) else \
+        [[col[index] for index in inside] for col in key_columns]
+    for index, seen in zip(inside, zip(*held, strict=True), strict=True):
+        combinations[seen].append(index)
+    return combinations
+
+
 def plan_contrast(contrast: Contrast, instances: Sequence[Mapping[str, Any]],
-                  key_value: Callable[[Mapping[str, Any], str], str],
-                  columns: dict[str, list[str]] | None = None) -> CellPlan:
-    """The cells of ``contrast`` among ``instances`` (within its ``where``), as a plan that
-    ``cell_differences`` runs on any vector of item values."""
-    members = cell_members(contrast, instances, key_value, columns)
+                  members: Sequence[Sequence[int]]) -> CellPlan:
+    """The cells of ``contrast`` among ``instances`` (``members``, as ``cell_members`` finds
+    them), as a plan that ``cell_differences`` runs on any vector of item values."""
     return plan_cells(instances, members[:len(contrast.a)], members[len(contrast.a):])
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..core.errors import SpecError
 from .cell_plans import CellPlan, restrict
-from .contrasts import Contrast, estimand, plan_contrast
+from .contrasts import Contrast, cell_members, estimand, plan_contrast
 from .contrasts import declared as declared_contrasts
 from .contrasts import derived as derived_contrasts
 from .score_grouping import key_value
@@ -18,21 +18,41 @@ from .score_intervals import mean_and_ci, sign_flip
 from .score_options import ScoreOptions
 
 
+class _Cells:
+    """Each contrast's cells among the instances (``cell_members``), found once for its
+    estimand and its plan, with each key's value per instance read once for all of them."""
+
+    def __init__(self, instances: Sequence[Mapping[str, Any]]) -> None:
+        self.instances = instances
+        self.columns: dict[str, list[str]] = {}
+        self._combinations: dict[Any, dict[tuple[str, ...], list[int]]] = {}
+        self._found: dict[str, list[list[int]]] = {}
+
+    def of(self, contrast: Contrast) -> list[list[int]]:
+        """The indices of the instances in each cell of ``contrast`` (``a``'s, then ``b``'s)."""
+        # What a contrast selects is set by its cells and scope alone (not its name).
+        key = repr((contrast.a, contrast.b, contrast.where))
+        if key not in self._found:
+            self._found[key] = cell_members(contrast, self.instances, key_value, self.columns,
+                                            self._combinations)
+        return self._found[key]
+
+
 def report_contrasts(instances: Sequence[Mapping[str, Any]],
                      analysis: Sequence[Mapping[str, Any]] = (),
-                     columns: dict[str, list[str]] | None = None) -> list[Contrast]:
+                     cells: _Cells | None = None) -> list[Contrast]:
     """The contrasts a report estimates: the declared ones (the instances' analysis blocks,
-    then ``analysis``), then the derived ones that estimate something new. ``columns``
-    keeps each key's value per instance, read once for every estimand and plan."""
+    then ``analysis``), then the derived ones that estimate something new. ``cells`` keeps
+    each contrast's cells, found once for every estimand and plan."""
     try:
         chosen = declared_contrasts(instances, analysis, key_value)
     except ValueError as exc:
         raise SpecError.single(str(exc)) from None
     names = {c.name for c in chosen}
-    columns = {} if columns is None else columns
-    estimated = {estimand(c, instances, key_value, columns) for c in chosen}
+    cells = _Cells(instances) if cells is None else cells
+    estimated = {estimand(c, cells.of(c)) for c in chosen}
     return chosen + [c for c in derived_contrasts(instances) if c.name not in names
-                     and estimand(c, instances, key_value, columns) not in estimated]
+                     and estimand(c, cells.of(c)) not in estimated]
 
 
 def contrast_plans(instances: Sequence[Mapping[str, Any]],
@@ -44,9 +64,10 @@ def contrast_plans(instances: Sequence[Mapping[str, Any]],
     items but not all (a row holding all of them would repeat the run's estimate), over the
     cells the row holds: a factorial effect only where the row holds both levels of each of
     its factors (a simple effect where the row fixes another factor)."""
-    columns: dict[str, list[str]] = {}
-    whole = [(contrast, plan_contrast(contrast, instances, key_value, columns))
-             for contrast in report_contrasts(instances, analysis, columns)]
+    cells = _Cells(instances)
+    whole = [(contrast, plan_contrast(contrast, instances, cells.of(contrast)))
+             for contrast in report_contrasts(instances, analysis, cells)]
+    columns = cells.columns
     planned = [(0, contrast, plan) for contrast, plan in whole]
     for row, (_, indices) in enumerate(rows[1:], 1):
         within = np.zeros(len(instances), dtype=bool)

@@ -25,6 +25,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+import orjson
+
 from ..analysis.policies import oracle
 from ..analysis.scoring import is_correct
 from .audit_view import probe_text
@@ -117,12 +119,43 @@ def _candidates(seen: Item) -> list[Callable[[Item], str]]:
     return out
 
 
-def convention_answer(seen: Item, item: Item) -> str:
+#: Readings the convention learner keeps per dataset (see ``_Readings``).
+KEPT_READINGS = 1024
+
+
+class _Readings:
+    """Whether a text rightly answers an answer block, kept by the block's JSON and the text
+    (the first ``KEPT_READINGS`` of a dataset, so that memory stays flat as an audit streams
+    it): a dataset's items repeat answer blocks (groups that drew the same values), and the
+    learner's answer to such an item is the same text, read the same way. A block kept
+    answers only a block equal to it (so that NaN, or 1 and true, stay apart)."""
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple[bytes, str], tuple[Mapping[str, Any], bool]] = {}
+
+    def correct(self, answer: Mapping[str, Any], text: str) -> bool:
+        """``is_correct(answer, text)``, as a bool."""
+        try:
+            key = (orjson.dumps(answer), text)
+        except orjson.JSONEncodeError:  # an integer past 64 bits: read as it is
+            return bool(is_correct(answer, text))
+        kept = self._kept.get(key)
+        if kept is not None and kept[0] == answer:
+            return kept[1]
+        result = bool(is_correct(answer, text))
+        if len(self._kept) < KEPT_READINGS:
+            self._kept[key] = (answer, result)
+        return result
+
+
+def convention_answer(seen: Item, item: Item, readings: _Readings | None = None) -> str:
     """How a system that has seen ``seen`` rightly answered answers ``item``: by the first
-    form learned from ``seen`` that answers ``seen`` itself rightly."""
+    form learned from ``seen`` that answers ``seen`` itself rightly (``readings`` keeps the
+    checks of a dataset's items)."""
+    readings = _Readings() if readings is None else readings
     *learned, word_for_word = _candidates(seen)
     for answer in learned:
-        if is_correct(seen["answer"], answer(seen)):
+        if readings.correct(seen["answer"], answer(seen)):
             return answer(item)
     # The seen item's own right answer needs no check against itself.
     return word_for_word(item)
@@ -131,23 +164,25 @@ def convention_answer(seen: Item, item: Item) -> str:
 def convention_hits(items: Iterable[Item]) -> list[bool]:
     """Whether the convention learner answers each of ``items`` (one dataset, in order)
     rightly, each learning from the next item (the last from the first). The items are read
-    once, in order, and at most three are held: a release's audit streams them."""
+    once, in order, and at most three are held (with the readings ``_Readings`` keeps): a
+    release's audit streams them."""
     hits: list[bool] = []
+    readings = _Readings()
     first = previous = None
     for item in items:
         if previous is None:
             first = item
         else:
-            hits.append(_learns(previous, item))
+            hits.append(_learns(previous, item, readings))
         previous = item
     if previous is not None:
-        hits.append(_learns(previous, first))
+        hits.append(_learns(previous, first, readings))
     return hits
 
 
-def _learns(item: Item, teacher: Item) -> bool:
+def _learns(item: Item, teacher: Item, readings: _Readings) -> bool:
     """Whether the convention learner, taught by ``teacher``, answers ``item`` rightly."""
-    return bool(is_correct(item["answer"], convention_answer(teacher, item)))
+    return readings.correct(item["answer"], convention_answer(teacher, item, readings))
 
 
 def convention_score(items: Iterable[Item]) -> float:

@@ -8,6 +8,7 @@ from typing import Any
 
 import orjson
 
+from ..core.collector import collector_paused, set_apart_from_collector
 from ..core.errors import SpecError
 from ..core.json_files import read_json_file
 from ..formats.manifest import MANIFEST_FILE
@@ -29,11 +30,13 @@ def load_release_instances(folder: Path, catalog: Catalog | None = None,
     manifest, sources = release_sources(folder, catalog, check)
     shared: dict[bytes, Any] = {}
     instances = []
-    for read in sources.values():
-        for instance in read():
-            for key in without:
-                instance.pop(key, None)
-            instances.append(_share_analysis(instance, shared))
+    with collector_paused():
+        for read in sources.values():
+            for instance in read():
+                for key in without:
+                    instance.pop(key, None)
+                instances.append(_share_analysis(instance, shared))
+    set_apart_from_collector()
     return manifest, instances
 
 

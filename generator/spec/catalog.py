@@ -6,11 +6,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.code_cache import cached_data
 from ..core.errors import MemspecError, Problem, SpecError, lookalike_note, unknown_name
 from .project import LIBRARY_PREFIX, Project, library_root
 from .schemas import matches, schema_document
 from .spec import FamilyLoader, FamilySpec, ParadigmSpec, ReleaseSpec, load_paradigm, load_release
-from .yamlsafe import Located, load_yaml_file
+from .yamlsafe import Located, load_yaml_file, load_yaml_text, parser_fingerprint, read_text
 
 
 def yaml_files(folder: Path, problems: list[Problem], display: Callable[[Path], str]
@@ -72,25 +73,26 @@ class Catalog:
             catalog.unreadable[project.root / (problem.file or "")] = [problem]
         pattern = schema_document("family")["$defs"]["dotted_id"]["pattern"]
         for path in family_files:
+            display = project.display(path)
             try:
-                located = load_yaml_file(path, project.display(path))
+                if keep_documents:
+                    located = load_yaml_file(path, display)
+                    catalog.family_documents[path] = located
+                    family_id, line, column = _family_id(located)
+                else:
+                    family_id, line, column = _indexed_family_id(path, display)
             except MemspecError as err:
                 catalog.unreadable[path] = err.problems
                 continue
-            if keep_documents:
-                catalog.family_documents[path] = located
-            data = located.data
-            family_id = data.get("family") if isinstance(data, dict) else None
-            line, column = located.where(("family",))
             if not isinstance(family_id, str):
                 catalog.unreadable[path] = [Problem("family file has no 'family' id",
-                                                    located.file, line, column)]
+                                                    display, line, column)]
             elif not matches(pattern, family_id):
                 # Not an id at all (a look-alike letter, a zero-width space): listing it among
                 # the known families would only show a name that looks like the one asked for.
                 catalog.unreadable[path] = [Problem(
                     f"family id {family_id!r} is not a valid id{lookalike_note(family_id)}",
-                    located.file, line, column, ("family",))]
+                    display, line, column, ("family",))]
             else:
                 catalog.family_paths.setdefault(family_id, []).append(path)
                 catalog.family_where[path] = (line, column)
@@ -210,3 +212,23 @@ class Catalog:
                     f"{self.project.display(paths[0])}", self.project.display(path),
                     *self.family_where.get(path, (1, 1)), ("family",)))
         return problems
+
+
+def _family_id(located: Located) -> tuple[str | None, int, int]:
+    """The ``family`` id a parsed family file declares (None where it declares no string),
+    with where it is written."""
+    data = located.data
+    family_id = data.get("family") if isinstance(data, dict) else None
+    line, column = located.where(("family",))
+    return (family_id if isinstance(family_id, str) else None), line, column
+
+
+def _indexed_family_id(path: Path, display: str) -> tuple[str | None, int, int]:
+    """``_family_id`` of a family file, kept between runs by its text alone: indexing the
+    project for a command on one family reads three numbers a file, not every file's whole
+    parse (two fifths of `validate` of one family file)."""
+    text = read_text(path, display)
+    family_id, line, column = cached_data(
+        "family-id", (parser_fingerprint(), text),
+        lambda: _family_id(load_yaml_text(text, display)))
+    return family_id, line, column

@@ -247,13 +247,13 @@ def load_yaml_text(text: str, display: str) -> Located:
     A parse that succeeded is kept between runs, named by the text and the parsing code, so
     the same text is parsed once; a text that fails is parsed (and fails) every time."""
     data, positions, text_starts = cached_data(
-        "yaml", (_parser_fingerprint(), _StrictLoader.__name__, text),
+        "yaml", (parser_fingerprint(), _StrictLoader.__name__, text),
         lambda: _parse(text, display))
     return Located(data, display, positions, text_starts)
 
 
 @functools.cache
-def _parser_fingerprint() -> str:
+def parser_fingerprint() -> str:
     """What, besides the text and the parser in use, decides what a parse gives: PyYAML's
     version and this package's source (this module and the checks it uses)."""
     return fingerprint(code_versions(["yaml", __name__, has_lone_surrogate.__module__]))
