@@ -132,7 +132,7 @@ def respond(
 
     def action() -> None:
         _check_seed(seed)
-        _, instances = load_release_instances(release_dir, _pins_if_any())
+        _, instances = load_release_instances(release_dir, _pins_if_any(), held=True)
         declared = sorted({name for i in instances for name in i["answer"].get("policies", {})})
         if policy not in POLICIES and policy not in declared:
             raise SpecError.single(unknown_name("policy", policy, [*POLICIES, *declared],
@@ -163,7 +163,7 @@ def score_notes(release_dir: Path, instances: list[dict[str, Any]],
 
     if any(i["answer"].get("evidence") is not None for i in instances) and \
             not all("phases" in i for i in instances):
-        _, instances = load_release_instances(release_dir, _pins_if_any())
+        _, instances = load_release_instances(release_dir, _pins_if_any(), held=True)
     return pooled_row_notes(instances, by) + convention_notes(instances)
 
 
@@ -181,7 +181,7 @@ def with_conventions(report: dict[str, Any], release_dir: Path,
 
     if any(i["answer"].get("prior") for i in instances) and \
             not all("phases" in i for i in instances):
-        _, instances = load_release_instances(release_dir, _pins_if_any())
+        _, instances = load_release_instances(release_dir, _pins_if_any(), held=True)
     values = {tuple(sorted(key.items())): value for key, value in convention_rows(instances, by)}
     for _, part in parts(report):
         part["overall"]["convention"] = values.get(())
@@ -261,7 +261,7 @@ def score(
         _check_seed(seed)
         declarations = (load_analysis_file(analysis_file),) if analysis_file else ()
         # Scoring reads an instance's answer, axes, fields and analysis, never its messages.
-        manifest, instances = load_release_instances(release_dir, _pins_if_any(),
+        manifest, instances = load_release_instances(release_dir, _pins_if_any(), held=True,
                                                      without=("phases",))
         settings = ScoreSettings(
             _split_keys(by), cluster, tuple(abstain_pattern or ()), resamples, seed,
@@ -316,7 +316,7 @@ def judge_requests(
 
     def action() -> None:
         _check_seed(seed)
-        _, instances = load_release_instances(release_dir, _pins_if_any())
+        _, instances = load_release_instances(release_dir, _pins_if_any(), held=True)
         responses = _responses_of_one_run(responses_file, instances)
         with CommandBudget("judge-requests", str(responses_file)):
             requests, unblind_map = build_requests(instances, responses, seed)

@@ -49,7 +49,7 @@ def report(
         catalog = _catalog_if_any()
         with _status(f"report of {printable(str(release_dir))}") as say:
             say("reading and verifying the release")
-            manifest, instances = load_release_instances(release_dir, catalog)
+            manifest, instances = load_release_instances(release_dir, catalog, held=True)
             with CommandBudget("report", str(release_dir)) as budget:
                 budget.on("the audit")
                 say("auditing")
@@ -98,11 +98,12 @@ def export(
         from ..exports.export_inspect import write_inspect
 
         if export_format == BUILT_IN_FORMAT:
-            return write_inspect(*load_release_instances(folder, catalog), out_dir)
+            return write_inspect(*load_release_instances(folder, catalog, held=True), out_dir)
         # The format first: a misspelt name is said before the release is read.
         fmt, owner = find_export(catalog.project if catalog is not None else None,
                                  export_format)
-        return export_release(owner, fmt, *load_release_instances(folder, catalog), out_dir)
+        return export_release(owner, fmt, *load_release_instances(folder, catalog, held=True),
+                              out_dir)
 
     _run(action)
 

@@ -86,7 +86,7 @@ def normalize_cmd(
         if len(named) < 2:
             raise SpecError.single("give the responses of two or more systems: each "
                                    "dataset is normalised over all of them")
-        manifest, instances = load_release_instances(release_dir, _pins_if_any(),
+        manifest, instances = load_release_instances(release_dir, _pins_if_any(), held=True,
                                                      without=("phases",))
         settings = ScoreSettings([], allow_missing=allow_missing)
         scales = {i["id"]: i.get("analysis", {}).get("judge_scale") for i in instances}

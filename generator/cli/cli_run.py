@@ -86,7 +86,7 @@ def run(
         memories = [_memory_system(m) for m in _names(memory) or [DEFAULT_MEMORY]]
         if not models:
             raise SpecError.single("--model names no model")
-        manifest, instances = load_release_instances(release_dir, _pins_if_any())
+        manifest, instances = load_release_instances(release_dir, _pins_if_any(), held=True)
         plan = RunPlan(models, memories, log_dir, memory_k, limit, _names(family) or None,
                        split, seed, max_connections, model_base_url, display)
         logs = run_release(manifest, instances, plan)

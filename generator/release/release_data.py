@@ -18,7 +18,8 @@ from .verify import verify_release
 
 
 def load_release_instances(folder: Path, catalog: Catalog | None = None,
-                           check: bool = True, without: tuple[str, ...] = ()
+                           check: bool = True, without: tuple[str, ...] = (),
+                           held: bool = False
                            ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The manifest and every instance of a built release (data files in manifest order).
 
@@ -26,7 +27,10 @@ def load_release_instances(folder: Path, catalog: Catalog | None = None,
     manifest when ``catalog`` has one for it: scoring a tampered release would give numbers
     nobody can reproduce. Releases the project does not know are checked against themselves.
     The keys named in ``without`` are left out of every instance as it is read (``score``
-    reads no phase: the messages are most of an instance once its analysis block is shared)."""
+    reads no phase: the messages are most of an instance once its analysis block is shared).
+    ``held``: the caller is a command that holds the instances to its end, so everything alive
+    is set apart from the collector's walks (``gc.freeze``); a library caller, which may go on
+    making and dropping cycles for a long time, leaves it unset."""
     manifest, sources = release_sources(folder, catalog, check)
     shared: dict[bytes, Any] = {}
     instances = []
@@ -36,7 +40,8 @@ def load_release_instances(folder: Path, catalog: Catalog | None = None,
                 for key in without:
                     instance.pop(key, None)
                 instances.append(_share_analysis(instance, shared))
-    set_apart_from_collector()
+    if held:
+        set_apart_from_collector()
     return manifest, instances
 
 
