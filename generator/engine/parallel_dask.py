@@ -28,11 +28,15 @@ class DaskCluster(Executor):
                                    ) from None
         self.cluster = None
         if address is None:
-            # No dashboard: it would open a port, and nothing here reads it.
+            # No dashboard: nothing here reads it. The scheduler still serves its health
+            # routes over HTTP, by default on port 8787: on a port the system picks instead,
+            # since two clusters at once (two builds on one machine) would otherwise print a
+            # "port already in use" warning among a command's error lines.
             # Its workers' logs silenced: a chunk that fails (a template over its budget) is
             # reported once, as a located error, not also as a worker's traceback.
             self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1,
                                         processes=True, dashboard_address=None,
+                                        scheduler_kwargs={"dashboard_address": ":0"},
                                         silence_logs=logging.CRITICAL)
             self.client = Client(self.cluster)
         else:
