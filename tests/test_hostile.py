@@ -194,6 +194,9 @@ CASES: dict[str, Case] = {
     "template.huge_range.j2": Case("range of 1000000000 items exceeds the limit of 10000", 4, 1),
     "template.nested_loops.j2": Case("group 0 took longer than 1 s to render", 4, 1,
                                      seconds=1),
+    # The alarm lands on a loop's jump back, which has no line: still this line's error.
+    "template.loop_with_empty_if.j2": Case("group 0 took longer than 1 s to render", 4, 1,
+                                           seconds=1),
     "template.string_multiplication.j2": Case("repetition would build a value over 2000000", 4, 1),
     "template.string_doubling.j2": Case(MEMORY, 4, 1),
     "template.filter_width.j2": Case(
