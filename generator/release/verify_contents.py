@@ -14,9 +14,8 @@ from typing import Any
 from ..core.errors import Problem, SpecError
 from ..core.json_files import read_json_file
 from ..formats.croissant import CONFORMS_TO
+from ..formats.manifest import CROISSANT_FILE
 from ..formats.parquet_export import column_names
-
-CROISSANT_FILE = "croissant.json"
 
 
 def unreadable_contents(folder: Path, manifest: Mapping[str, Any],
