@@ -324,3 +324,27 @@ def test_sums_with_other_line_endings_are_caught(copy: Path, catalog: Catalog,
     report = verify_release(copy, catalog)
     assert not report.ok
     assert any("carriage return" in problem.message for problem in report.problems)
+
+
+@pytest.mark.parametrize(("name", "data", "message"), [
+    ("croissant.json", b"garbage\n", "croissant.json:1:1: not valid JSON"),
+    ("croissant.json", b'{"@type": "sc:Dataset"}\n', "croissant.json: not a Croissant"),
+    ("croissant.json", None, "another SHA-256 than manifest.json"),
+    ("parquet/demo.recall.colour/test.parquet", b"PAR1 garbage PAR1",
+     "test.parquet: not a Parquet file"),
+])
+def test_garbage_sealed_anew_is_refused_where_it_is(frozen: Path, tmp_path: Path, name: str,
+                                                    data: bytes | None, message: str) -> None:
+    """A file replaced with garbage, the manifest and sums then made to agree with it, passes
+    every digest: verify (with no manifest to trust, outside a project) reads croissant.json
+    and each Parquet footer as what they are, and refuses the release at the file, exit 2."""
+    release = tmp_path / "elsewhere"
+    shutil.copytree(frozen, release)
+    if data is None:  # well-formed, but describing other data than the release pins
+        data = (release / name).read_bytes().replace(b'"sha256": "', b'"sha256": "0', 1)
+    _reseal(release, name, data)
+    report = verify_release(release, None)
+    assert report.unreadable and [p.file for p in report.problems] == [name], report.problems
+    result = run_cli("verify", str(release), cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert message in result.stderr and "Traceback" not in result.stderr

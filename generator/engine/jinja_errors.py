@@ -4,7 +4,7 @@ traceback of the compiled code) and what to say about it."""
 from __future__ import annotations
 
 import re
-from types import TracebackType
+from types import CodeType, TracebackType
 
 import jinja2
 from jinja2.exceptions import SecurityError, TemplateSyntaxError, UndefinedError
@@ -22,6 +22,39 @@ def _template_frames(tb: TracebackType | None, names: set[str]) -> list[tuple[st
             frames.append((filename, tb.tb_lineno))
         tb = tb.tb_next
     return frames
+
+
+def _line_at(code: CodeType, offset: int) -> int:
+    """The source line of the instruction at byte ``offset`` of ``code``, or of the nearest
+    instruction before it that has one (a loop's jump back has none of its own)."""
+    line = code.co_firstlineno
+    for start, _end, number in code.co_lines():
+        if start > offset:
+            break
+        if number is not None:
+            line = number
+    return line
+
+
+def numbered_traceback(tb: TracebackType | None) -> TracebackType | None:
+    """``tb`` with a line number in every entry. Python leaves an entry's line empty where
+    the instruction that raised has none, as a loop's jump back, where the interpreter
+    checks for signals: a time budget's alarm lands there, and Jinja, which maps every
+    entry of a template's code to the template's line, fails on it with a TypeError in
+    place of the budget's error."""
+    entries = []
+    while tb is not None:
+        entries.append(tb)
+        tb = tb.tb_next
+    if all(entry.tb_lineno is not None for entry in entries):
+        return entries[0] if entries else None
+    rebuilt = None
+    for entry in reversed(entries):
+        line = entry.tb_lineno
+        if line is None:
+            line = _line_at(entry.tb_frame.f_code, entry.tb_lasti)
+        rebuilt = TracebackType(rebuilt, entry.tb_frame, entry.tb_lasti, line)
+    return rebuilt
 
 
 def _column_of(source: str, line: int | None, needle: str | None) -> int:

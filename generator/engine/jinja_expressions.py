@@ -178,7 +178,12 @@ class ExpressionCompiler:
                     # The value is written out (canonical JSON, in C) and compared: sized.
                     refuse_walked(value, "the value")
                     return value
-                except (SpecError, BudgetExceeded):
+                except SpecError:
+                    raise
+                except BudgetExceeded as exc:
+                    if exc.where is None:  # time ran out in this expression: point at it
+                        place = origin.error("", 1).problems[0]
+                        exc.where = (place.file or "", place.line or 1, place.column or 1)
                     raise
                 except Exception as exc:
                     message, _ = _describe_jinja_error(exc)

@@ -6,6 +6,7 @@ under the fingerprint of everything that decides them."""
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable
 from types import CodeType
 from typing import Any, TypeVar
@@ -20,6 +21,7 @@ from ..core.limits import one_group
 from ..spec.project import LIBRARY_PREFIX
 from .jinja_codegen import _DICT_ATTRIBUTES, _FoldCheckedArithmetic, _InlineReads, _NameTracker
 from .jinja_context import _Context
+from .jinja_errors import numbered_traceback
 from .jinja_expressions import _returning_root
 from .jinja_messages import _REACHES_OTHERS, _prints_directly
 from .jinja_output import (
@@ -68,6 +70,14 @@ class _StrictSandbox(ImmutableSandboxedEnvironment):
         # ``a[b]``: bound once here, each call finds the method without binding it anew.
         self.getattr = self.getattr  # type: ignore[method-assign]
         self.getitem = self.getitem  # type: ignore[method-assign]
+
+    def handle_exception(self, source: str | None = None) -> Any:
+        """Jinja's: the exception being handled raised again at its templates' lines, every
+        entry of its traceback given a line first (``numbered_traceback``)."""
+        exc = sys.exc_info()[1]
+        if exc is not None:
+            exc.__traceback__ = numbered_traceback(exc.__traceback__)
+        return super().handle_exception(source)
 
     def join_path(self, template: str, parent: str) -> str:
         """A template of memspec's library that includes, imports or extends another by name

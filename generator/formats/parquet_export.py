@@ -117,6 +117,12 @@ def _typed_schema(pa: Any, phase: Any, with_reading: bool = False) -> Any:
 
 
 @cache
+def column_names(layout: int) -> tuple[str, ...]:
+    """The columns of every Parquet file of a release of ``layout``, in order."""
+    return tuple(_schema(layout).names)
+
+
+@cache
 def _answer_keys(layout: int = TYPED_LAYOUT) -> tuple[str, ...]:
     import pyarrow as pa
 

@@ -34,6 +34,7 @@ from ..formats.parquet_export import content_sha256, file_writer
 from ..spec.catalog import Catalog
 from ..spec.schemas import schema_errors
 from .release_atomic import reading_release
+from .verify_contents import unreadable_contents
 
 
 @dataclass
@@ -269,6 +270,12 @@ def _verify_release(folder: Path, catalog: Catalog | None, *, regenerate: bool =
                 report.fail(f"rows differ from manifest.json's content_sha256 (the bytes "
                             f"were pinned as {info['writer']} wrote them; these are another "
                             "writer's, and their rows are not the release's)", name)
+    if not report.problems:
+        # Garbage sealed anew (the sums and the manifest's entries re-hashed) agrees with
+        # every digest: only reading the files as what they are tells.
+        garbage = unreadable_contents(folder, manifest, actual)
+        if garbage:
+            report.refuse(garbage)
     if rewritten:
         report.notes.append(f"{rewritten} Parquet files hold other bytes than the manifest "
                             "pins (another pyarrow wrote them); their rows match its "
