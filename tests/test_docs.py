@@ -42,8 +42,11 @@ LANGUAGES = {"sh", "python", "yaml", "jinja", "text", "json"}
 #: notes by test_trustgap_v4 (which also checks what it prints and writes; it scores the
 #: whole release three times, too long to do twice), the README's local-server line by
 #: test_run (which starts a server at the address it names), the labelled corpus's per-family
-#: table of scoring.md by test_answer_corpus (which checks the table equals its output).
+#: table of scoring.md by test_answer_corpus (which checks the table equals its output), and
+#: safety.md's line for running the kill and race tests many rounds: those tests run in the
+#: suite itself, at one round (ten rounds of kills are half an hour).
 RUN_ELSEWHERE = ("pip install -e . && memspec build", "pip install .\n",
+                 "MEMSPEC_RACE_ROUNDS=",
                  "python scripts/answer_corpus.py --format markdown ",
                  # The local-server line, by test_run (which serves on that address).
                  "LOCAL_API_KEY=none memspec run ",
