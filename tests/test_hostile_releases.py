@@ -270,15 +270,25 @@ def test_a_data_line_nesting_past_any_instance_is_refused_at_its_line(
     # Written out by hand: json.dumps itself would pass the recursion limit.
     lines[1] = nested.replace('"DEEP"', "[" * 990 + '"deep"' + "]" * 990).encode() + b"\n"
     data.write_bytes(b"".join(lines))
+    digest = hashlib.sha256(data.read_bytes()).hexdigest()
+    # The forger pins the new bytes everywhere verify compares them: croissant.json's
+    # distribution, the manifest's entries and root, SHA256SUMS.
+    croissant = folder / "croissant.json"
+    description = json.loads(croissant.read_text(encoding="utf-8"))
+    for item in description["distribution"]:
+        if item.get("contentUrl") == name:
+            item["sha256"] = digest
+    croissant.write_text(json.dumps(description), encoding="utf-8")
     manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    manifest["files"][name].update(bytes=data.stat().st_size,
-                                   sha256=hashlib.sha256(data.read_bytes()).hexdigest())
+    manifest["files"][name].update(bytes=data.stat().st_size, sha256=digest)
+    manifest["files"]["croissant.json"].update(
+        bytes=croissant.stat().st_size, sha256=hashlib.sha256(croissant.read_bytes()).hexdigest())
     pinned = {n: i["sha256"] for n, i in manifest["files"].items() if n.startswith("data/")}
     manifest["root_sha256"] = hashlib.sha256("".join(
         f"{pinned[n]}  {n}\n" for n in sorted(pinned)).encode()).hexdigest()
     (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    _reseal(folder, name)
-    _reseal(folder, "manifest.json")
+    for resealed in (name, "croissant.json", "manifest.json"):
+        _reseal(folder, resealed)
     def downloaded(*args: str) -> subprocess.CompletedProcess[str]:
         """A command run on the release as downloaded: outside any project."""
         env = {k: v for k, v in os.environ.items() if k != "MEMSPEC_ROOT"}
